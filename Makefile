@@ -1,0 +1,124 @@
+# mempolicyd — build, run, test, bench.
+#
+#   make            build bin/mempolicyd and bin/mempolicyctl
+#   make run        install missing Debian packages, build, run the daemon in the foreground
+#   make test       install what the tests need, build (plain and sanitized), run every test stage
+#   make test-vm    only the multi-node QEMU stage
+#   make bench      benchmarks (bench/), results in bench/results/
+#
+# BUILD and BIN may be overridden so that several builds (sanitized, parallel work) do not collide.
+
+CC      ?= cc
+BUILD   ?= build
+BIN     ?= bin
+PREFIX  ?= /usr/local
+SAN     ?=
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral
+STD     := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+ifeq ($(SAN),1)
+SANFLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+endif
+
+PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
+PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
+              $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl)
+ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
+
+COMMON_SRC := $(wildcard common/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
+CLIENT_SRC := $(wildcard client/*.c)
+SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
+
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema.o
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+
+SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3) -lnuma -lpthread -lm
+CLIENT_LIBS := $(call PKGLIBS,libcurl jansson) -lm
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+CHECK_LIBS := $(call PKGLIBS,check)
+
+.PHONY: all deps run test test-unit test-e2e test-vm bench install clean fmt
+all: $(BIN)/mempolicyd $(BIN)/mempolicyctl
+
+deps:
+	@packaging/deps.sh build
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/schema.c: $(SCHEMA_SQL) tools/embed-schema.sh
+	@mkdir -p $(dir $@)
+	tools/embed-schema.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/schema.o: $(BUILD)/gen/schema.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmpd.a: $(SERVER_OBJ) $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/mempolicyd: $(BUILD)/server/main.o $(BUILD)/libmpd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SERVER_LIBS)
+
+$(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+# Unit tests link the whole server library so they can call any module directly.
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check_main.h $(BUILD)/libmpd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(call PKGCFG,check) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libmpd.a $(SERVER_LIBS) $(CHECK_LIBS)
+
+run: deps all
+	@mkdir -p run var
+	@echo "export MEMPOLICYD_SOCKET=$(CURDIR)/run/mempolicyd.sock"
+	$(BIN)/mempolicyd --socket run/mempolicyd.sock --db var/mempolicyd.db
+
+# The test stages run against the sanitized build (build/san); the VM stage uses the plain one,
+# because ASan's shadow memory is heavy in a 512 MiB TCG guest.
+test: deps
+	@packaging/deps.sh test
+	$(MAKE) all
+	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins
+	tests/run --bin build/san/bin --unit build/san/tests --plain-bin $(BIN)
+
+unit-bins: $(UNIT_BIN)
+
+test-unit: deps
+	@packaging/deps.sh test
+	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins
+	tests/run --bin build/san/bin --unit build/san/tests --only unit
+
+test-e2e: deps
+	@packaging/deps.sh test
+	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all
+	tests/run --bin build/san/bin --only e2e
+
+test-vm: deps
+	@packaging/deps.sh vm
+	$(MAKE) all
+	tests/run --bin $(BIN) --plain-bin $(BIN) --only vm
+
+bench: deps
+	@packaging/deps.sh bench
+	$(MAKE) all
+	bench/run --bin $(BIN)
+
+install: all
+	install -D -m 0755 $(BIN)/mempolicyd $(DESTDIR)$(PREFIX)/sbin/mempolicyd
+	install -D -m 0755 $(BIN)/mempolicyctl $(DESTDIR)$(PREFIX)/bin/mempolicyctl
+
+clean:
+	rm -rf build bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

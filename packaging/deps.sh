@@ -1,0 +1,30 @@
+#!/bin/sh
+# Install the Debian packages a stage needs, only those missing, only as root.
+# Usage: packaging/deps.sh build|test|vm|bench
+set -eu
+build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev"
+test="$build check python3 curl sqlite3 passwd"
+vm="$build qemu-system-x86 busybox-static cpio xz-utils"
+bench="$build wrk nginx-light numactl curl python3"
+
+case "${1:-build}" in
+build) want=$build ;;
+test)  want="$test $vm" ;;
+vm)    want=$vm ;;
+bench) want=$bench ;;
+*) echo "usage: $0 build|test|vm|bench" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "missing Debian packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
+	exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 ||
+	{ apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }

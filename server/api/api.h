@@ -1,0 +1,83 @@
+/* The HTTP edge: requests, the route table, replies. Handlers translate between JSON and the ops
+ * layer; the router has already answered 404/405/413/414/415/403 and parsed the body. */
+#ifndef MPD_API_H
+#define MPD_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "server/app.h"
+
+struct MHD_Connection;
+
+#define API_MAX_BODY   (64 * 1024)   /* larger bodies get 413 */
+#define API_MAX_URL    1024          /* longer URLs get 414 */
+#define API_MAX_PARAMS 4
+
+/* Who is calling, from SO_PEERCRED on the Unix socket. Over TCP (loopback, until TLS and tokens
+ * exist) the caller is unknown: it may read, never change. */
+struct caller {
+	bool known;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool admin;                  /* uid 0 or member of the admin group */
+	char name[64];               /* user name, "" when the uid has none */
+};
+
+struct req {
+	struct app *app;             /* borrowed */
+	struct MHD_Connection *conn; /* borrowed */
+	const char *method;          /* borrowed from MHD */
+	const char *url;             /* borrowed from MHD, path only */
+	char *param[API_MAX_PARAMS]; /* owned: the {...} path segments, in order */
+	json_t *body;                /* owned: the parsed JSON object body, or NULL */
+	struct caller who;
+	/* Set by the handler when it returns 0: */
+	int status;
+	json_t *out;                 /* owned: response body */
+	char location[256];          /* Location header, "" for none */
+};
+
+typedef int (*handler_fn)(struct req *rq, mp_err *e);
+
+#define R_ADMIN 0x1   /* a change: the caller must be root or in the admin group */
+#define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
+
+struct route {
+	const char *method;
+	const char *pattern;         /* "/v1/knobs/{}": {} matches one non-empty segment */
+	handler_fn fn;
+	unsigned flags;
+};
+
+extern const struct route api_routes[];
+extern const size_t api_nroutes;
+
+/* Replies: the handler sets status and steals out. */
+int req_reply(struct req *rq, int status, json_t *out);
+
+/* Query arguments. req_query returns NULL when absent. req_query_only fails (400
+ * "request.unknown_query") if the request has an argument not in the NULL-terminated list. */
+const char *req_query(struct req *rq, const char *key);
+int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);
+/* Typed query arguments; absent leaves *out untouched and returns 0; malformed is a 400. */
+int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e);
+int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e);
+
+/* The problem+json body for an error (used by the router, and by tests of handlers). */
+json_t *problem_json(const mp_err *e, const char *instance);
+
+/* Listeners. */
+struct http;
+struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr, mp_err *e);
+/* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. */
+void http_stop(struct http *h);
+
+/* Handlers, one file per resource. */
+int api_health_get(struct req *rq, mp_err *e);
+
+#endif

@@ -1,0 +1,38 @@
+/* GET /v1/health: is the daemon up, on which kernel, with which capabilities. */
+#include "server/api/api.h"
+#include "common/parse.h"
+#include "server/store/db.h"
+
+int api_health_get(struct req *rq, mp_err *e)
+{
+	const struct caps *c = &rq->app->caps;
+	json_t *mthp = json_array(), *hugetlb = json_array();
+	char sz[32];
+	int schema;
+
+	(void)e;
+	for (int i = 0; i < c->n_mthp_sizes; i++) {
+		format_size_kb(c->mthp_sizes_kb[i], sz, sizeof sz);
+		json_array_append_new(mthp, json_string(sz));
+	}
+	for (int i = 0; i < c->n_hugetlb_sizes; i++) {
+		format_size_kb(c->hugetlb_sizes_kb[i], sz, sizeof sz);
+		json_array_append_new(hugetlb, json_string(sz));
+	}
+	store_lock(rq->app->store);
+	schema = store_version(rq->app->store);
+	store_unlock(rq->app->store);
+	return req_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:i, s:{s:b, s:o, s:o, s:b, s:b, s:b, s:i}}",
+		"status", "ok",
+		"version", MPD_VERSION,
+		"kernel_release", c->kernel_release,
+		"schema_version", schema,
+		"capabilities",
+		"thp", c->thp,
+		"mthp_sizes", mthp,
+		"hugetlb_sizes", hugetlb,
+		"weighted_interleave", c->weighted_interleave,
+		"numa_balancing", c->numa_balancing,
+		"madv_collapse", c->madv_collapse,
+		"cgroup_version", c->cgroup_version));
+}

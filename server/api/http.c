@@ -1,0 +1,601 @@
+/* libmicrohttpd glue: listeners, caller identity, the router, body limits and problem+json.
+ * Everything a handler may assume is checked here first. */
+#include <errno.h>
+#include <grp.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/api/api.h"
+#include "server/log.h"
+
+struct http {
+	struct app *app;           /* borrowed */
+	struct MHD_Daemon *d_unix; /* owned */
+	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
+	char *unix_path;           /* owned; unlinked at stop */
+};
+
+/* Per-request state between libmicrohttpd's calls. */
+struct reqstate {
+	const struct route *route; /* NULL when the router already decided the answer */
+	mp_err early;              /* an answer decided before the body arrived */
+	char *body;                /* owned */
+	size_t len;
+	bool too_big;
+	struct req rq;
+};
+
+/* ---- caller identity ------------------------------------------------------------------------ */
+
+static bool in_group(uid_t uid, gid_t gid, gid_t want, char *name, size_t name_len)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	gid_t groups[256];
+	int ng = 256;
+
+	if (gid == want)
+		return true;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
+		return false;
+	snprintf(name, name_len, "%s", pw.pw_name);
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) < 0)
+		return false;
+	for (int i = 0; i < ng; i++)
+		if (groups[i] == want)
+			return true;
+	return false;
+}
+
+static void identify(struct http *h, int fd, struct caller *c)
+{
+	struct ucred uc;
+	socklen_t l = sizeof uc;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+
+	memset(c, 0, sizeof *c);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX)
+		return;   /* TCP: unknown caller, read-only */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
+		return;
+	c->known = true;
+	c->uid = uc.uid;
+	c->gid = uc.gid;
+	c->pid = uc.pid;
+	c->admin = uc.uid == 0;
+	if (h->app->have_admin_gid && in_group(uc.uid, uc.gid, h->app->admin_gid, c->name, sizeof c->name))
+		c->admin = true;
+	if (!c->name[0]) {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+		if (getpwuid_r(uc.uid, &pw, buf, sizeof buf, &res) == 0 && res)
+			snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
+	}
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http *h = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct caller *c = calloc(1, sizeof *c);
+		if (c && ci)
+			identify(h, ci->connect_fd, c);
+		*socket_ctx = c;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		free(*socket_ctx);
+		*socket_ctx = NULL;
+	}
+}
+
+/* ---- replies -------------------------------------------------------------------------------- */
+
+json_t *problem_json(const mp_err *e, const char *instance)
+{
+	char type[128];
+	json_t *p;
+
+	snprintf(type, sizeof type, "urn:mempolicyd:problem:%s", e->code ? e->code : "internal");
+	p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status), "status",
+		      e->status, "detail", e->detail, "code", e->code ? e->code : "internal");
+	if (p && instance)
+		json_object_set_new(p, "instance", json_string(instance));
+	if (p && e->sys_errno) {
+		json_object_set_new(p, "errno", json_integer(e->sys_errno));
+		json_object_set_new(p, "errno_name", json_string(strerrorname_np(e->sys_errno)
+								  ? strerrorname_np(e->sys_errno) : "?"));
+	}
+	return p;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body, const char *ctype,
+				 const char *location, const char *allow)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!text)
+		text = strdup("{}");
+	r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (location && *location)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(conn, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e, const char *url,
+				    const char *allow)
+{
+	json_t *p = problem_json(e, url);
+	enum MHD_Result ret = send_json(conn, e->status, p, "application/problem+json", NULL, allow);
+	json_decref(p);
+	return ret;
+}
+
+int req_reply(struct req *rq, int status, json_t *out)
+{
+	json_decref(rq->out);
+	rq->status = status;
+	rq->out = out;
+	return out ? 0 : -1;
+}
+
+/* ---- query arguments ------------------------------------------------------------------------ */
+
+const char *req_query(struct req *rq, const char *key)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+struct query_check {
+	const char *const *allowed;
+	const char *bad;
+};
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query_check *qc = cls;
+	(void)kind;
+	(void)value;
+	for (const char *const *a = qc->allowed; *a; a++)
+		if (!strcmp(*a, key))
+			return MHD_YES;
+	qc->bad = key;
+	return MHD_NO;
+}
+
+int req_query_only(struct req *rq, const char *const *allowed, mp_err *e)
+{
+	struct query_check qc = { allowed, NULL };
+
+	MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &qc);
+	if (qc.bad)
+		return mp_fail(e, 400, "request.unknown_query", 0, "unknown query parameter '%.64s'", qc.bad);
+	return 0;
+}
+
+int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e)
+{
+	const char *v = req_query(rq, key);
+
+	if (!v)
+		return 0;
+	if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
+		*out = true;
+	else if (!strcmp(v, "false") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be true or false", key);
+	return 0;
+}
+
+int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e)
+{
+	const char *v = req_query(rq, key);
+	char *end;
+	unsigned long long x;
+
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (!*v || *end || errno || v[0] == '-' || v[0] == '+' || x < min || x > max)
+		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be an integer from %llu to %llu",
+			       key, (unsigned long long)min, (unsigned long long)max);
+	*out = x;
+	return 0;
+}
+
+/* ---- routing -------------------------------------------------------------------------------- */
+
+/* Does url match pattern? Captures {} segments into params when given. */
+static bool match(const char *pattern, const char *url, char **params)
+{
+	int np = 0;
+	const char *p = pattern, *u = url;
+
+	while (*p && *u) {
+		if (p[0] == '{' && p[1] == '}') {
+			const char *end = strchr(u, '/');
+			size_t n = end ? (size_t)(end - u) : strlen(u);
+			if (n == 0 || np == API_MAX_PARAMS)
+				return false;
+			if (params)
+				params[np] = strndup(u, n);
+			np++;
+			u += n;
+			p += 2;
+		} else if (*p++ != *u++) {
+			return false;
+		}
+	}
+	return !*p && !*u;
+}
+
+static const struct route *route_find(const char *method, const char *url, char *allow, size_t allow_len,
+				       bool *path_known)
+{
+	const struct route *found = NULL;
+	size_t off = 0;
+
+	*path_known = false;
+	allow[0] = '\0';
+	for (size_t i = 0; i < api_nroutes; i++) {
+		const struct route *r = &api_routes[i];
+		if (!match(r->pattern, url, NULL))
+			continue;
+		*path_known = true;
+		if (!strcmp(r->method, method))
+			found = r;
+		if (!strstr(allow, r->method)) {
+			int w = snprintf(allow + off, allow_len - off, "%s%s", off ? ", " : "", r->method);
+			if (w > 0 && (size_t)w < allow_len - off)
+				off += (size_t)w;
+		}
+	}
+	return found;
+}
+
+static bool is_json_type(const char *ct)
+{
+	size_t n = strlen("application/json");
+
+	if (!ct || strncasecmp(ct, "application/json", n))
+		return false;
+	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+/* Runs on the first call for a request: everything that can be decided from the headers. */
+static void decide_early(struct http *h, struct MHD_Connection *conn, const char *url, const char *method,
+			 struct reqstate *s)
+{
+	char allow[64];
+	bool path_known;
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct caller *who = ci ? ci->socket_context : NULL;
+
+	s->rq.app = h->app;
+	s->rq.conn = conn;
+	s->rq.method = method;
+	s->rq.url = url;
+	if (who)
+		s->rq.who = *who;
+	if (strlen(url) > API_MAX_URL) {
+		mp_fail(&s->early, 414, "request.uri_too_long", 0, "the URL is longer than %d bytes", API_MAX_URL);
+		return;
+	}
+	s->route = route_find(method, url, allow, sizeof allow, &path_known);
+	if (!s->route) {
+		if (path_known)
+			mp_fail(&s->early, 405, "request.method_not_allowed", 0, "%s is not allowed on %s (allowed: %s)",
+				method, url, allow);
+		else
+			mp_fail(&s->early, 404, "request.not_found", 0, "no resource at %s", url);
+		return;
+	}
+	if (cl && strtoull(cl, NULL, 10) > API_MAX_BODY) {
+		mp_fail(&s->early, 413, "request.too_large", 0, "the body is larger than %d bytes", API_MAX_BODY);
+		goto unroute;
+	}
+	if ((s->route->flags & R_ADMIN) && !s->rq.who.admin) {
+		if (s->rq.who.known)
+			mp_fail(&s->early, 403, "auth.forbidden", 0,
+				"uid %u may read but not change; changes need root or the admin group",
+				(unsigned)s->rq.who.uid);
+		else
+			mp_fail(&s->early, 403, "auth.forbidden", 0,
+				"changes are only accepted on the Unix socket, where the caller is known");
+		goto unroute;
+	}
+	if (s->route->flags & R_BODY) {
+		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (!is_json_type(ct)) {
+			mp_fail(&s->early, 415, "request.unsupported_media_type", 0,
+				"the body must be application/json (got %.64s)", ct ? ct : "none");
+			goto unroute;
+		}
+	}
+	match(s->route->pattern, url, s->rq.param);
+	return;
+unroute:
+	s->route = NULL;
+}
+
+static int parse_body(struct reqstate *s, mp_err *e)
+{
+	json_error_t jerr;
+
+	if (!s->len)
+		return mp_fail(e, 400, "request.empty_body", 0, "this request needs a JSON object body");
+	s->rq.body = json_loadb(s->body, s->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!s->rq.body)
+		return mp_fail(e, 400, json_error_code(&jerr) == json_error_duplicate_key ? "request.duplicate_key"
+											 : "request.malformed_json",
+			       0, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(s->rq.body))
+		return mp_fail(e, 400, "request.not_an_object", 0, "the body must be a JSON object");
+	return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct http *h = cls;
+	struct reqstate *s = *con_cls;
+	mp_err e;
+	enum MHD_Result ret;
+	(void)version;
+
+	if (!s) {
+		if (!(s = calloc(1, sizeof *s)))
+			return MHD_NO;
+		*con_cls = s;
+		decide_early(h, conn, url, method, s);
+		/* Answering now skips "100 Continue" and discards the body (libmicrohttpd 1.6). */
+		if (s->early.status && s->early.status != 404 && s->early.status != 405)
+			return send_problem(conn, &s->early, url, NULL);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!s->too_big && s->len + *upload_size <= API_MAX_BODY) {
+			char *nb = realloc(s->body, s->len + *upload_size);
+			if (!nb)
+				return MHD_NO;
+			s->body = nb;
+			memcpy(s->body + s->len, upload, *upload_size);
+			s->len += *upload_size;
+		} else {
+			s->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (s->early.status) {
+		char allow[64];
+		bool known;
+		route_find(method, url, allow, sizeof allow, &known);
+		return send_problem(conn, &s->early, url, s->early.status == 405 ? allow : NULL);
+	}
+	mp_err_clear(&e);
+	if (s->too_big) {
+		mp_fail(&e, 413, "request.too_large", 0, "the body is larger than %d bytes", API_MAX_BODY);
+		return send_problem(conn, &e, url, NULL);
+	}
+	if ((s->route->flags & R_BODY) && parse_body(s, &e) < 0)
+		return send_problem(conn, &e, url, NULL);
+	if (s->route->fn(&s->rq, &e) < 0) {
+		if (!e.status)
+			mp_fail(&e, 500, "internal", 0, "the handler failed without saying why");
+		if (e.status >= 500)
+			log_error("%s %s: %s", method, url, e.detail);
+		return send_problem(conn, &e, url, NULL);
+	}
+	ret = send_json(conn, s->rq.status ? s->rq.status : 200, s->rq.out, "application/json", s->rq.location, NULL);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct reqstate *s = *con_cls;
+	(void)cls;
+	(void)conn;
+	(void)toe;
+
+	if (!s)
+		return;
+	for (int i = 0; i < API_MAX_PARAMS; i++)
+		free(s->rq.param[i]);
+	json_decref(s->rq.body);
+	json_decref(s->rq.out);
+	free(s->body);
+	free(s);
+	*con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	(void)cls;
+	vsnprintf(line, sizeof line, fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warn("libmicrohttpd: %s", line);
+}
+
+/* ---- listeners ------------------------------------------------------------------------------ */
+
+static struct MHD_Daemon *start_daemon(struct http *h, int fd)
+{
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
+				NULL, NULL, on_request, h,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)4,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_END);
+}
+
+static int listen_unix(const char *path, mp_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return mp_fail(e, 500, "config.socket", 0, "socket path too long: %s", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return mp_fail(e, 500, "config.socket", errno, "socket: %s", strerror(errno));
+	/* A socket file left by a crashed daemon: remove it only if nobody answers on it. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		close(fd);
+		return mp_fail(e, 500, "config.socket", EADDRINUSE, "another daemon is listening on %s", path);
+	}
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 128) < 0) {
+		int err = errno;
+		close(fd);
+		return mp_fail(e, 500, "config.socket", err, "cannot listen on %s: %s", path, strerror(err));
+	}
+	return fd;
+}
+
+/* Parses "127.0.0.1:8080" or "[::1]:8080"; only loopback addresses are accepted until TLS exists. */
+static int listen_tcp(const char *spec, mp_err *e)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	unsigned long port;
+	char *end;
+	int fd, one = 1;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof host)
+		return mp_fail(e, 400, "config.listen_tcp", 0, "--listen-tcp wants ADDR:PORT, got '%s'", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port > 65535)
+		return mp_fail(e, 400, "config.listen_tcp", 0, "bad port in '%s'", spec);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		host[strlen(host) - 1] = '\0';
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1 || !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
+				       "supported yet, so only loopback is allowed)", spec);
+		sl = sizeof *s6;
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		if (!strcmp(host, "localhost"))
+			strcpy(host, "127.0.0.1");
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1 || (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
+			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
+				       "supported yet, so only loopback is allowed)", spec);
+		sl = sizeof *s4;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return mp_fail(e, 500, "config.listen_tcp", errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
+		int err = errno;
+		close(fd);
+		return mp_fail(e, 500, "config.listen_tcp", err, "cannot listen on %s: %s", spec, strerror(err));
+	}
+	return fd;
+}
+
+struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr, mp_err *e)
+{
+	struct http *h = calloc(1, sizeof *h);
+	int ufd = -1, tfd = -1;
+
+	if (!h) {
+		mp_fail(e, 500, "oom", 0, "out of memory");
+		return NULL;
+	}
+	h->app = app;
+	if ((ufd = listen_unix(unix_path, e)) < 0)
+		goto fail;
+	h->unix_path = strdup(unix_path);
+	if (!(h->d_unix = start_daemon(h, ufd))) {
+		close(ufd);
+		mp_fail(e, 500, "http.start", 0, "libmicrohttpd failed to start on %s", unix_path);
+		goto fail;
+	}
+	if (tcp_addr) {
+		if ((tfd = listen_tcp(tcp_addr, e)) < 0)
+			goto fail;
+		if (!(h->d_tcp = start_daemon(h, tfd))) {
+			close(tfd);
+			mp_fail(e, 500, "http.start", 0, "libmicrohttpd failed to start on %s", tcp_addr);
+			goto fail;
+		}
+	}
+	return h;
+fail:
+	http_stop(h);
+	return NULL;
+}
+
+static void drain_and_stop(struct MHD_Daemon *d)
+{
+	MHD_socket ls;
+	struct timespec ts = { 0, 20 * 1000000 };
+
+	if (!d)
+		return;
+	ls = MHD_quiesce_daemon(d);
+	for (int i = 0; i < 250; i++) {   /* up to 5 s for in-flight requests */
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!di || di->num_connections == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	MHD_stop_daemon(d);
+	if (ls != MHD_INVALID_SOCKET)
+		close(ls);
+}
+
+void http_stop(struct http *h)
+{
+	if (!h)
+		return;
+	drain_and_stop(h->d_unix);
+	drain_and_stop(h->d_tcp);
+	if (h->unix_path)
+		unlink(h->unix_path);
+	free(h->unix_path);
+	free(h);
+}

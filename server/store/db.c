@@ -1,0 +1,182 @@
+#include "server/store/db.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/log.h"
+
+extern const char *const mpd_schema_migrations[];
+extern const size_t mpd_schema_count;
+
+#define STMT_CACHE 64
+
+struct store {
+	sqlite3 *db;                      /* owned */
+	pthread_mutex_t lock;
+	struct {
+		const char *sql;          /* borrowed string literal, the cache key */
+		sqlite3_stmt *stmt;       /* owned */
+	} cache[STMT_CACHE];
+};
+
+int64_t store_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int store_fail(struct store *st, mp_err *e, const char *what)
+{
+	return mp_fail(e, 500, "store.error", 0, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static int exec(struct store *st, const char *sql, mp_err *e)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		mp_fail(e, 500, "store.error", 0, "%s", msg ? msg : sqlite3_errmsg(st->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+int store_version(struct store *st)
+{
+	sqlite3_stmt *s;
+	int v = -1;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static int migrate(struct store *st, mp_err *e)
+{
+	int v = store_version(st);
+
+	if (v < 0)
+		return store_fail(st, e, "read schema version");
+	if ((size_t)v > mpd_schema_count)
+		return mp_fail(e, 500, "store.too_new", 0,
+			       "database schema version %d is newer than this mempolicyd (%zu); refusing to "
+			       "touch it", v, mpd_schema_count);
+	for (size_t i = (size_t)v; i < mpd_schema_count; i++) {
+		char pragma[64];
+		snprintf(pragma, sizeof pragma, "PRAGMA user_version = %zu", i + 1);
+		if (exec(st, "BEGIN IMMEDIATE", e) < 0)
+			return -1;
+		if (exec(st, mpd_schema_migrations[i], e) < 0 || exec(st, pragma, e) < 0) {
+			exec(st, "ROLLBACK", NULL);
+			return mp_fail(e, 500, "store.migrate", 0, "migration %zu failed: %s", i + 1, e->detail);
+		}
+		if (exec(st, "COMMIT", e) < 0)
+			return -1;
+		log_info("database migrated to schema version %zu", i + 1);
+	}
+	return 0;
+}
+
+struct store *store_open(const char *path, mp_err *e)
+{
+	struct store *st = calloc(1, sizeof *st);
+
+	if (!st) {
+		mp_fail(e, 500, "store.oom", 0, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&st->lock, NULL);
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+			    NULL) != SQLITE_OK) {
+		mp_fail(e, 500, "store.open", 0, "cannot open database %s: %s", path,
+			st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	/* WAL + NORMAL survives a daemon crash (SIGKILL); an OS crash may lose the last commits. */
+	if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
+	    migrate(st, e) < 0)
+		goto fail;
+	return st;
+fail:
+	store_close(st);
+	return NULL;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(st->cache[i].stmt);
+	if (st->db) {
+		sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
+		sqlite3_close_v2(st->db);
+	}
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+void store_lock(struct store *st)
+{
+	pthread_mutex_lock(&st->lock);
+}
+
+void store_unlock(struct store *st)
+{
+	pthread_mutex_unlock(&st->lock);
+}
+
+sqlite3 *store_db(struct store *st)
+{
+	return st->db;
+}
+
+sqlite3_stmt *store_stmt(struct store *st, const char *sql, mp_err *e)
+{
+	int i;
+
+	for (i = 0; i < STMT_CACHE && st->cache[i].sql; i++)
+		if (st->cache[i].sql == sql) {
+			sqlite3_reset(st->cache[i].stmt);
+			sqlite3_clear_bindings(st->cache[i].stmt);
+			return st->cache[i].stmt;
+		}
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
+		store_fail(st, e, "prepare");
+		return NULL;
+	}
+	if (i == STMT_CACHE) {
+		/* Cache full: a programming error (more distinct statements than expected). */
+		log_warn("statement cache full; raise STMT_CACHE");
+		sqlite3_finalize(st->cache[STMT_CACHE - 1].stmt);
+		i = STMT_CACHE - 1;
+	}
+	st->cache[i].sql = sql;
+	st->cache[i].stmt = s;
+	return s;
+}
+
+int store_begin(struct store *st, mp_err *e)
+{
+	return exec(st, "BEGIN IMMEDIATE", e);
+}
+
+int store_commit(struct store *st, mp_err *e)
+{
+	return exec(st, "COMMIT", e);
+}
+
+void store_rollback(struct store *st)
+{
+	exec(st, "ROLLBACK", NULL);
+}

@@ -1,0 +1,220 @@
+"""End-to-end test support: start bin/mempolicyd on a temporary socket and database, talk to it
+with raw HTTP over the Unix socket and with bin/mempolicyctl, and snapshot what a refused request
+must leave alone (the generated tree, the real knobs, the database)."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+import unittest
+
+BIN = os.environ.get("MPD_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "bin"))
+BIN = os.path.abspath(BIN)
+DAEMON = os.path.join(BIN, "mempolicyd")
+CTL = os.path.join(BIN, "mempolicyctl")
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class Response:
+    def __init__(self, status, headers, raw):
+        self.status = status
+        self.headers = headers
+        self.raw = raw
+        try:
+            self.json = json.loads(raw) if raw else None
+        except ValueError:
+            self.json = None
+
+    @property
+    def content_type(self):
+        return self.headers.get("Content-Type", "")
+
+    def __repr__(self):
+        return "<%d %s>" % (self.status, self.raw[:300])
+
+
+class Daemon:
+    """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc."""
+
+    def __init__(self, tree=None, args=(), workdir=None):
+        self.own_dir = workdir is None
+        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-")
+        os.chmod(self.dir, 0o755)   # the CLI runs as nobody in some tests and must reach the socket
+        self.socket = os.path.join(self.dir, "mpd.sock")
+        self.db = os.path.join(self.dir, "mpd.db")
+        self.log = os.path.join(self.dir, "daemon.log")
+        self.tree = tree
+        self.args = list(args)
+        self.proc = None
+
+    def command(self):
+        cmd = [DAEMON, "--socket", self.socket, "--db", self.db, "--log-level", "debug"]
+        if self.tree:
+            cmd += ["--sysfs-root", self.tree.sys, "--procfs-root", self.tree.proc]
+        return cmd + self.args
+
+    def start(self, timeout=10):
+        logf = open(self.log, "a")
+        self.proc = subprocess.Popen(self.command(), stdout=logf, stderr=subprocess.STDOUT)
+        logf.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("mempolicyd exited with %d:\n%s" % (self.proc.returncode, self.log_text()))
+            try:
+                if self.request("GET", "/v1/health").status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("mempolicyd did not answer within %ds:\n%s" % (timeout, self.log_text()))
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("mempolicyd did not stop within %ds" % timeout)
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def cleanup(self):
+        try:
+            rc = self.stop()
+        finally:
+            if self.own_dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+    def log_text(self):
+        try:
+            with open(self.log) as f:
+                return f.read()[-8000:]
+        except OSError:
+            return ""
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def request(self, method, path, body=None, raw=None, headers=None, timeout=30):
+        """body: a Python value sent as JSON; raw: bytes sent as they are."""
+        h = {}
+        if body is not None:
+            raw = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        if headers:
+            h.update(headers)
+        c = UnixHTTPConnection(self.socket, timeout)
+        try:
+            c.request(method, path, body=raw, headers=h)
+            r = c.getresponse()
+            return Response(r.status, dict(r.getheaders()), r.read().decode("utf-8", "replace"))
+        finally:
+            c.close()
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    # -- CLI ---------------------------------------------------------------------------------------
+    def ctl(self, *args, user=None, env=None, input=None, timeout=60):
+        cmd = [CTL, "--socket", self.socket] + list(args)
+        if user:
+            cmd = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups", "--"] + cmd
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        return subprocess.run(cmd, capture_output=True, text=True, env=e, input=input, timeout=timeout)
+
+    def curl(self, *args):
+        return subprocess.run(["curl", "-sS", "--unix-socket", self.socket] + list(args),
+                              capture_output=True, text=True, timeout=30)
+
+    # -- database ----------------------------------------------------------------------------------
+    def sql(self, query, params=()):
+        con = sqlite3.connect(self.db, timeout=10)
+        try:
+            return con.execute(query, params).fetchall()
+        finally:
+            con.close()
+
+    def db_snapshot(self):
+        """Every user table's rows, to assert that a refused request wrote nothing."""
+        con = sqlite3.connect(self.db, timeout=10)
+        try:
+            tables = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            return {t: con.execute("SELECT * FROM %s ORDER BY rowid" % t).fetchall() for t in tables}
+        finally:
+            con.close()
+
+
+class DaemonTest(unittest.TestCase):
+    """Base class: a daemon per test class is cheaper; tests that need a fresh one make their own."""
+    tree_factory = None   # a callable(root) -> FakeTree, or None for the real kernel
+    daemon_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mpd-tree-")
+        os.chmod(cls.tmp, 0o755)
+        cls.tree = cls.tree_factory(cls.tmp) if cls.tree_factory else None
+        cls.d = Daemon(cls.tree, cls.daemon_args)
+        cls.d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.d.cleanup()
+        finally:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+        if rc not in (0, None):
+            raise AssertionError("mempolicyd exited with %s (sanitizer report?):\n%s" % (rc, cls.d.log_text()))
+
+    def assertProblem(self, r, status, code=None):
+        """The response is an RFC 9457 problem with this status (and machine code)."""
+        self.assertEqual(r.status, status, r.raw)
+        self.assertTrue(r.content_type.startswith("application/problem+json"), r.content_type)
+        for k in ("type", "title", "status", "detail", "code"):
+            self.assertIn(k, r.json, r.raw)
+        self.assertEqual(r.json["status"], status)
+        if code:
+            self.assertEqual(r.json["code"], code, r.raw)
+
+
+def real_file(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def real_write(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def bracketed(text):
+    """The selected value of a kernel selector file: 'always [madvise] never' -> 'madvise'."""
+    return text[text.index("[") + 1:text.index("]")]
