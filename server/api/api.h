@@ -79,5 +79,6 @@ void http_stop(struct http *h);
 
 /* Handlers, one file per resource. */
 int api_health_get(struct req *rq, mp_err *e);
+int api_topology_get(struct req *rq, mp_err *e);
 
 #endif

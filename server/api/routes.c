@@ -5,6 +5,7 @@
 const struct route api_routes[] = {
 	{ "GET",    "/v1/health",                     api_health_get,        0 },
 	/* topology */
+	{ "GET",    "/v1/topology",                   api_topology_get,      0 },
 	/* knobs */
 	/* history */
 	/* hugepages */
