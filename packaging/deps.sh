@@ -4,7 +4,7 @@
 set -eu
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev"
 test="$build check python3 curl sqlite3 passwd"
-vm="$build qemu-system-x86 busybox-static cpio xz-utils"
+vm="$build qemu-system-x86 busybox-static cpio python3 curl"
 bench="$build wrk nginx-light numactl curl python3"
 
 case "${1:-build}" in

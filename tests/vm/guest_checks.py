@@ -1,0 +1,158 @@
+"""The in-guest suite: runs inside a multi-node QEMU guest (see tests/vm/run), chrooted into the
+host root, as root, against the guest's real /sys and /proc.
+
+Adding a check: write a function `check_<name>(d, nodes)` below (they run in file order).
+  d      a started tests/e2e/lib.py Daemon (d.get, d.request, d.ctl, d.curl, d.sql, d.restart)
+  nodes  the guest as the host booted it: [{"mem_mb": 512, "ncpus": 1, "cpus": [0]}, ...]
+A check passes when it returns and fails on any exception; use plain asserts or eq()/expect().
+A check that changes a knob or pool restores it (try/finally), so checks stay independent.
+The guest is disposable, but the next check is not.
+
+Protocol (read by tests/vm/run): 'RESULT <name> PASS|FAIL <secs>s <message>' a check,
+'DETAIL <text>' lines after a failure (traceback, daemon log)."""
+import glob
+import json
+import os
+import re
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from lib import Daemon, bracketed, real_file, real_write  # noqa: E402
+
+NODE_SYS = "/sys/devices/system/node"
+THP = "/sys/kernel/mm/transparent_hugepage"
+
+
+def eq(got, want, what):
+    if got != want:
+        raise AssertionError("%s: got %r, want %r" % (what, got, want))
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def ok_json(r, what):
+    """The response is a 200 with a JSON body; returns the body."""
+    expect(r.status == 200 and r.json is not None, "%s: %r" % (what, r))
+    return r.json
+
+
+def node_meminfo_kb(n, field="MemTotal"):
+    text = real_file("%s/node%d/meminfo" % (NODE_SYS, n))
+    m = re.search(r"^Node %d %s:\s+(\d+) kB" % (n, field), text, re.M)
+    return int(m.group(1))
+
+
+def cpulist(text):
+    """Kernel list format '0-2,5' -> [0, 1, 2, 5]."""
+    out = []
+    for part in filter(None, text.strip().split(",")):
+        a, _, b = part.partition("-")
+        out += range(int(a), int(b or a) + 1)
+    return out
+
+
+def near_size(got_kb, mem_mb):
+    """A node's MemTotal is its size less what the kernel keeps for itself: node 0 holds the kernel
+    image and the initramfs (~45 MiB on 6.1), every node its page structs (~1.6%)."""
+    return mem_mb * 1024 * 0.85 - 64 * 1024 <= got_kb <= mem_mb * 1024
+
+
+# -- the guest itself (guards the harness: a wrong guest would make every other check meaningless) ---
+
+def check_daemon_health(d, nodes):
+    h = ok_json(d.get("/v1/health"), "GET /v1/health")
+    eq(h["status"], "ok", "status")
+    eq(h["kernel_release"], os.uname().release, "kernel_release")
+    expect(h["kernel_release"].startswith("6.1."), "guest kernel is not 6.1: %s" % h["kernel_release"])
+
+
+def check_guest_numa_layout(d, nodes):
+    eq(real_file(NODE_SYS + "/online"), "0-%d" % (len(nodes) - 1), "node/online")
+    eq(sorted(os.path.basename(p) for p in glob.glob(NODE_SYS + "/node[0-9]*")),
+       sorted("node%d" % i for i in range(len(nodes))), "node directories")
+    for i, n in enumerate(nodes):
+        eq(cpulist(real_file("%s/node%d/cpulist" % (NODE_SYS, i))), n["cpus"], "node%d cpulist" % i)
+        kb = node_meminfo_kb(i)
+        expect(near_size(kb, n["mem_mb"]), "node%d MemTotal %d kB is not about %d MiB" % (i, kb, n["mem_mb"]))
+    eq(real_file("/proc/sys/kernel/numa_balancing"), "0", "numa_balancing (booted with =disable)")
+
+
+# -- capabilities: Debian 12's 6.1 kernel lacks what the 6.18 host has; detection must say so -------
+
+def check_capabilities_on_6_1(d, nodes):
+    caps = ok_json(d.get("/v1/health"), "GET /v1/health")["capabilities"]
+    # Per-size mTHP directories came with 6.8: the kernel has none, and the daemon reports none.
+    eq(glob.glob(THP + "/hugepages-*kB"), [], "mTHP directories in the 6.1 guest")
+    eq(caps["mthp_sizes"], [], "mthp_sizes")
+    eq(caps["thp"], True, "thp")
+    # Weighted interleave came with 6.9.
+    expect(not os.path.exists("/sys/kernel/mm/mempolicy"), "/sys/kernel/mm/mempolicy exists on 6.1")
+    eq(caps["weighted_interleave"], False, "weighted_interleave")
+    # MADV_COLLAPSE is new in 6.1 itself; numa_balancing exists (CONFIG_NUMA_BALANCING), here disabled.
+    eq(caps["madv_collapse"], True, "madv_collapse")
+    eq(caps["numa_balancing"], True, "numa_balancing")
+    eq(caps["cgroup_version"], 2, "cgroup_version (init mounts cgroup2)")
+    # hugetlb sizes are what the kernel lists; -cpu max has pdpe1gb, so 1G is there too.
+    kernel = sorted(int(re.match(r"hugepages-(\d+)kB", os.path.basename(p)).group(1))
+                    for p in glob.glob("/sys/kernel/mm/hugepages/hugepages-*kB"))
+    eq(kernel, [2048, 1048576], "hugetlb sizes in the guest kernel")
+    eq(caps["hugetlb_sizes"], ["2M", "1G"], "hugetlb_sizes")
+
+
+# -- topology (server/api/topology.c, mempolicyctl topology) -----------------------------------------
+
+# -- knobs (server/api/knobs.c) -----------------------------------------------------------------------
+
+# -- per-node hugetlb pools (issue 4: PUT /v1/hugepages/{size} with per-node targets -> job) ----------
+
+# -- process placement, migration, probes (later issues) ----------------------------------------------
+
+
+def main():
+    nodes = json.loads(os.environ["MPD_VM_NODES"])
+    pattern = os.environ.get("MPD_VM_PATTERN", "")
+    checks = [(name[6:], f) for name, f in globals().items()
+              if name.startswith("check_") and callable(f) and pattern in name]
+    failed = 0
+    d = Daemon()
+    try:
+        d.start(timeout=60)
+    except Exception as e:
+        print("RESULT daemon_start FAIL 0.0s %s" % str(e).splitlines()[0])
+        for line in str(e).splitlines()[1:]:
+            print("DETAIL " + line)
+        return 1
+    for name, f in checks:
+        t0 = time.monotonic()
+        try:
+            f(d, nodes)
+            print("RESULT %s PASS %.2fs" % (name, time.monotonic() - t0), flush=True)
+        except Exception as e:
+            failed += 1
+            msg = (str(e) or type(e).__name__).splitlines()[0]
+            print("RESULT %s FAIL %.2fs %s" % (name, time.monotonic() - t0, msg), flush=True)
+            for line in traceback.format_exc().splitlines():
+                print("DETAIL " + line)
+            if d.proc and d.proc.poll() is not None:   # a crashed daemon: log it, restart it for the rest
+                for line in d.log_text().splitlines()[-30:]:
+                    print("DETAIL daemon: " + line)
+                d.start(timeout=60)
+    t0 = time.monotonic()
+    rc = d.stop()
+    ok = rc == 0
+    if not ok:
+        for line in d.log_text().splitlines()[-30:]:
+            print("DETAIL daemon: " + line)
+    d.cleanup()
+    print("RESULT daemon_clean_exit %s %.2fs%s" % ("PASS" if ok else "FAIL", time.monotonic() - t0,
+                                                   "" if ok else " mempolicyd exited with %s" % rc))
+    return 1 if failed or not ok else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
