@@ -1,0 +1,236 @@
+"""Benchmark 4: resize overhead. Grow the real 2 MiB hugetlb pool by the same number of pages in the
+same batches through mempolicyd (PUT /v1/hugepages/2M, a job) and by raw writes to nr_hugepages
+(write the batch target, read the count back), alternating, and compare the per-page latency.
+
+The pool is shared with the other people on this machine: everything here runs under
+flock /tmp/mpd-pool.lock, and the original size is restored after every grow and in a finally
+(Ctrl-C and SIGTERM included)."""
+import fcntl
+import os
+import time
+
+import benchlib as bl
+
+NR = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+LOCK = "/tmp/mpd-pool.lock"
+LOCK_WAIT_S = 600
+GOAL = "ratio <= 1.05"
+
+
+def _read():
+    with open(NR) as f:
+        return int(f.read())
+
+
+def _write(n):
+    fd = os.open(NR, os.O_WRONLY)
+    try:
+        os.write(fd, b"%d\n" % n)
+    finally:
+        os.close(fd)
+
+
+def restore(orig):
+    """Puts the pool back to orig pages; True when the kernel reads orig back."""
+    for _ in range(5):
+        try:
+            _write(orig)
+        except OSError:
+            pass
+        if _read() == orig:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def raw_grow(orig, pages, batch):
+    """mmtests-style batches by raw sysfs writes: write cur+batch, read back. Returns
+    ([(asked, got, ns)], wall_ns). One os.write + one pread per batch, on kept file descriptors, so
+    Python adds as little as possible to what is timed."""
+    wfd = os.open(NR, os.O_WRONLY)
+    rfd = os.open(NR, os.O_RDONLY)
+    batches = []
+    try:
+        cur, goal = orig, orig + pages
+        t_start = time.perf_counter_ns()
+        while cur < goal:
+            target = min(cur + batch, goal)
+            t0 = time.perf_counter_ns()
+            os.pwrite(wfd, b"%d" % target, 0)
+            new = int(os.pread(rfd, 32, 0))
+            t1 = time.perf_counter_ns()
+            batches.append((target - cur, new - cur, t1 - t0))
+            if new <= cur:
+                break
+            cur = new
+        wall = time.perf_counter_ns() - t_start
+    finally:
+        os.close(wfd)
+        os.close(rfd)
+    return batches, wall
+
+
+def _per_page_ns(batches):
+    got = sum(b[1] for b in batches)
+    return sum(b[2] for b in batches) / got if got > 0 else None
+
+
+class DaemonPool:
+    """Resizes through the daemon's API; remembers the running job so that it can be cancelled."""
+
+    def __init__(self, d):
+        self.d = d
+        self.conn = d.connection()
+        self.job = None
+
+    def grow(self, orig, pages, batch):
+        """Returns (batches [(asked, got, ns)], job elapsed ns, client wall ns, job json)."""
+        t0 = time.perf_counter_ns()
+        st, hdrs, raw, body = bl.http_call(self.conn, "PUT", "/v1/hugepages/2M",
+                                           {"total": orig + pages, "batch": batch})
+        if st != 202 or not isinstance(body, dict):
+            raise bl.BenchError("PUT /v1/hugepages/2M answered %d: %s" % (st, raw[:200]))
+        self.job = hdrs.get("location") or "/v1/jobs/%s" % body.get("id")
+        while True:
+            st, _, raw, job = bl.http_call(self.conn, "GET", self.job)
+            if st != 200:
+                raise bl.BenchError("GET %s answered %d: %s" % (self.job, st, raw[:200]))
+            if job.get("status") not in ("queued", "running"):
+                break
+            time.sleep(0.002)
+        wall = time.perf_counter_ns() - t0
+        self.job = None
+        if job.get("status") not in ("ok", "partial"):
+            raise bl.BenchError("resize job ended %s: %s" % (job.get("status"), job.get("error")))
+        return _job_batches(job), _job_elapsed(job), wall, job
+
+    def cancel(self):
+        if self.job:
+            try:
+                self.d.request("DELETE", self.job)
+                for _ in range(100):
+                    if self.d.request("GET", self.job)[3].get("status") not in ("queued", "running"):
+                        break
+                    time.sleep(0.05)
+            except (OSError, AttributeError):
+                pass
+        self.conn.close()
+
+
+def _job_batches(job):
+    res = job.get("result") or {}
+    bs = res.get("batches") if isinstance(res, dict) else None
+    if bs is None:
+        raise bl.BenchError("the job has no result.batches: %s" % sorted(res) if isinstance(res, dict) else res)
+    return [(b.get("requested", 0), b.get("achieved", 0), b.get("elapsed_ns", 0)) for b in bs]
+
+
+def _job_elapsed(job):
+    s, f = job.get("started_ns", job.get("started")), job.get("finished_ns", job.get("finished"))
+    return f - s if isinstance(s, int) and isinstance(f, int) else None
+
+
+def _lock():
+    f = open(LOCK, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("bench: waiting for %s (another pool user)" % LOCK, flush=True)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    f.close()
+                    raise bl.BenchError("%s still held after %ds" % (LOCK, LOCK_WAIT_S))
+                time.sleep(0.5)
+    return f
+
+
+def run(ctx):
+    title = "2 MiB pool grow, per-page latency"
+    if not os.path.exists(NR):
+        return [bl.unavailable("pool", title, "%s does not exist" % NR)]
+    if os.geteuid() != 0:
+        return [bl.unavailable("pool", title, "needs root to write nr_hugepages")]
+    lockf = _lock()
+    d = dp = None
+    orig = _read()
+    rows = []
+    try:
+        d = bl.Daemon(ctx.bin_dir, bl.mkworkdir("mpd-bench-pool-"), tcp=False).start()
+        st, _, raw, _ = d.request("GET", "/v1/hugepages/2M")
+        why = None if st == 200 else "GET /v1/hugepages/2M answers " + bl.describe(st, raw)
+        dp = DaemonPool(d) if why is None else None
+        for batch in ctx.pool_batches:
+            rows += _one_batch_size(ctx, orig, batch, dp, why)
+    except bl.BenchError as e:
+        rows.append(bl.unavailable("pool", title, str(e)))
+    finally:
+        if dp:
+            dp.cancel()
+        if d:
+            d.stop()
+        ok = restore(orig)
+        lockf.close()
+        if not ok:
+            print("bench: WARNING: could not restore %s to %d (reads %d)" % (NR, orig, _read()), flush=True)
+    return rows
+
+
+def _one_batch_size(ctx, orig, batch, dp, why):
+    pages = ctx.pool_pages
+    raw_pp, raw_wall, d_pp, d_job, d_wall, got = [], [], [], [], [], []
+    for _ in range(ctx.pool_rounds):
+        bs, wall = raw_grow(orig, pages, batch)
+        restore_or_fail(orig)
+        if _per_page_ns(bs) is None:
+            raise bl.BenchError("raw writes gained no page (memory?)")
+        raw_pp.append(_per_page_ns(bs) / 1e3)
+        raw_wall.append(wall / sum(b[1] for b in bs) / 1e3)
+        got.append(("raw", sum(b[1] for b in bs)))
+        if dp is None:
+            continue
+        try:
+            bs, job_ns, wall, _ = dp.grow(orig, pages, batch)
+        finally:
+            restore_or_fail(orig)
+        n = sum(b[1] for b in bs)
+        got.append(("mempolicyd", n))
+        if not n:
+            raise bl.BenchError("the resize job gained no page")
+        d_pp.append(_per_page_ns(bs) / 1e3)
+        if job_ns is not None:
+            d_job.append(job_ns / n / 1e3)
+        d_wall.append(wall / n / 1e3)
+    base = "pool.b%d" % batch
+    t = "grow +%d x 2M, batch %d" % (pages, batch)
+    common = ("%d rounds alternating raw then mempolicyd, pool restored to %d after each grow, under flock %s; "
+              % (ctx.pool_rounds, orig, LOCK))
+    if dp is None:
+        return [bl.row(base + ".raw", t + ": raw per-page latency", "us", raw_pp,
+                       method=common + "raw: sum of (write+read back) time / pages gained"),
+                bl.unavailable(base, t + " through mempolicyd", why)]
+    check = (lambda _d, r: r is not None and r <= 1.05)
+    rows = [bl.row(base + ".batches", t + ": per-page latency from the batches", "us", d_pp, raw_pp, "raw sysfs",
+                   goal=GOAL, goal_check=check,
+                   method=common + "sum of per-batch elapsed / pages gained; mempolicyd: the job's recorded "
+                                   "batches (elapsed_ns, achieved); raw: perf_counter around write + read back",
+                   extra={"pages_gained": got}),
+            bl.row(base + ".wall", t + ": per-page client wall time", "us", d_wall, raw_wall, "raw sysfs",
+                   goal=GOAL, goal_check=check,
+                   method=common + "mempolicyd: PUT sent -> job seen finished (GET /v1/jobs/ID every 2 ms, "
+                                   "so up to ~2 ms of polling slack) / pages; raw: first write -> last read")]
+    if d_job:
+        rows.insert(1, bl.row(base + ".job", t + ": per-page job time (started->finished)", "us", d_job, raw_wall,
+                              "raw sysfs", goal=GOAL, goal_check=check,
+                              method=common + "mempolicyd: job finished - started (daemon clock) / pages; "
+                                              "raw: first write -> last read / pages"))
+    return rows
+
+
+def restore_or_fail(orig):
+    if not restore(orig):
+        raise bl.BenchError("cannot restore the pool to %d pages (reads %d)" % (orig, _read()))
