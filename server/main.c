@@ -12,6 +12,7 @@
 
 #include "server/api/api.h"
 #include "server/app.h"
+#include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/store/db.h"
 
@@ -232,6 +233,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	caps_detect(&app.caps, app.sysfs_root, app.procfs_root);
+	if (!(app.knobs = knobs_build(app.sysfs_root, app.procfs_root))) {
+		mp_fail(&e, 500, "oom", 0, "out of memory building the knob catalogue");
+		goto fail;
+	}
 	make_parent(cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
@@ -259,6 +264,7 @@ fail:
 out:
 	http_stop(http);
 	store_close(app.store);
+	knobs_free(app.knobs);
 	config_free(&cfg);
 	return rc;
 }

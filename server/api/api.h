@@ -80,5 +80,13 @@ void http_stop(struct http *h);
 /* Handlers, one file per resource. */
 int api_health_get(struct req *rq, mp_err *e);
 int api_topology_get(struct req *rq, mp_err *e);
+int api_knobs_list(struct req *rq, mp_err *e);
+int api_knob_get(struct req *rq, mp_err *e);
+int api_knob_put(struct req *rq, mp_err *e);
+int api_knobs_patch(struct req *rq, mp_err *e);
+int api_history_list(struct req *rq, mp_err *e);
+int api_history_get(struct req *rq, mp_err *e);
+/* RFC 3339 UTC or integer ns since the epoch -> ns (api/history.c); 0 or -1. */
+int api_parse_time_ns(const char *s, int64_t *out);
 
 #endif

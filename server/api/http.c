@@ -413,7 +413,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			log_error("%s %s: %s", method, url, e.detail);
 		return send_problem(conn, &e, url, NULL);
 	}
-	ret = send_json(conn, s->rq.status ? s->rq.status : 200, s->rq.out, "application/json", s->rq.location, NULL);
+	/* A handler may answer an error itself when the problem carries extension members. */
+	ret = send_json(conn, s->rq.status ? s->rq.status : 200, s->rq.out,
+			s->rq.status >= 400 ? "application/problem+json" : "application/json", s->rq.location, NULL);
 	return ret;
 }
 

@@ -7,7 +7,13 @@ const struct route api_routes[] = {
 	/* topology */
 	{ "GET",    "/v1/topology",                   api_topology_get,      0 },
 	/* knobs */
+	{ "GET",    "/v1/knobs",                      api_knobs_list,        0 },
+	{ "PATCH",  "/v1/knobs",                      api_knobs_patch,       R_ADMIN | R_BODY },
+	{ "GET",    "/v1/knobs/{}",                   api_knob_get,          0 },
+	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY },
 	/* history */
+	{ "GET",    "/v1/history",                    api_history_list,      0 },
+	{ "GET",    "/v1/history/{}",                 api_history_get,       0 },
 	/* hugepages */
 	/* jobs */
 	/* schedules */

@@ -34,4 +34,32 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e);
 int history_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, int err_no,
 		   const char *error, json_t *result, mp_err *e);
 
+/* One knob write of an operation (the knob_changes table). Call with the store locked. */
+struct knob_change_rec {
+	int seq;                     /* order of the write within the operation */
+	const char *knob;
+	const char *old;             /* kernel text before; NULL when unknown */
+	const char *new_value;       /* kernel text requested */
+	const char *status;          /* written, failed, restored, restore_failed, skipped */
+	int err_no;                  /* 0 when none */
+};
+int history_add_knob_change(struct store *st, int64_t op_id, const struct knob_change_rec *kc, mp_err *e);
+
+/* Listing: newest first (id descending). Zero/NULL fields do not filter. */
+struct history_filter {
+	const char *kind;
+	const char *status;
+	bool has_since, has_until;
+	int64_t since_ns;            /* started_ns >= since_ns */
+	int64_t until_ns;            /* started_ns < until_ns */
+	int64_t before_id;           /* keyset cursor: id < before_id; 0 for the first page */
+	int limit;                   /* 1..1000 */
+};
+/* Fills *ops with a JSON array of summaries and *next_before_id with the cursor for the next
+ * page (0 when this is the last). Takes the store lock itself. */
+int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
+		 mp_err *e);
+/* One operation in full, with its knob changes; 404 "history.not_found". Takes the lock itself. */
+json_t *history_get(struct store *st, int64_t id, mp_err *e);
+
 #endif

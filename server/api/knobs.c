@@ -1,0 +1,131 @@
+/* /v1/knobs: the catalogue with live values, and changes to it (one knob by PUT, several by
+ * PATCH). Changing is the ops layer's job (server/ops/knobs.c); this file only speaks JSON. */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "server/api/api.h"
+#include "server/kernel/knobs.h"
+#include "server/ops/knobs.h"
+
+static json_t *knob_json(const struct knob_catalogue *c, const struct knob *k)
+{
+	struct knob_state st;
+	char path[PATH_MAX];
+	json_t *o;
+
+	knob_read(c, k, &st);
+	knob_path(c, k, path, sizeof path);
+	o = json_pack("{s:s, s:s}", "name", k->name, "type", knob_type_name(k->type));
+	json_object_set_new(o, "value", st.available ? knob_value_json(k, st.value) : json_null());
+	if (k->type == KNOB_CHOICE) {
+		json_t *a = json_array();
+		for (int i = 0; i < st.nopts; i++)
+			json_array_append_new(a, json_string(st.opts[i]));
+		json_object_set_new(o, "allowed", a);
+	} else {
+		json_object_set_new(o, "min", json_integer((json_int_t)k->min));
+		json_object_set_new(o, "max", json_integer((json_int_t)k->max));
+	}
+	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "available", json_boolean(st.available));
+	json_object_set_new(o, "writable", json_boolean(st.available && st.writable));
+	if (!st.available)
+		json_object_set_new(o, "error", json_string(st.read_err == -EINVAL && st.optbuf[0]
+							    ? "the file's text does not parse for this type"
+							    : strerror(-st.read_err)));
+	json_object_set_new(o, "description", json_string(k->desc));
+	return o;
+}
+
+static const char *const no_query[] = { NULL };
+static const char *const change_query[] = { "dry_run", NULL };
+
+int api_knobs_list(struct req *rq, mp_err *e)
+{
+	const struct knob_catalogue *c = rq->app->knobs;
+	json_t *a;
+
+	if (req_query_only(rq, no_query, e) < 0)
+		return -1;
+	a = json_array();
+	for (size_t i = 0; i < knobs_count(c); i++)
+		json_array_append_new(a, knob_json(c, knobs_at(c, i)));
+	return req_reply(rq, 200, json_pack("{s:o}", "knobs", a));
+}
+
+int api_knob_get(struct req *rq, mp_err *e)
+{
+	const struct knob *k = knobs_find(rq->app->knobs, rq->param[0]);
+
+	if (req_query_only(rq, no_query, e) < 0)
+		return -1;
+	if (!k)
+		return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%.100s'", rq->param[0]);
+	return req_reply(rq, 200, knob_json(rq->app->knobs, k));
+}
+
+/* jansson's unpack error -> our 400 codes. */
+static int body_fail(mp_err *e, const json_error_t *je)
+{
+	switch (json_error_code(je)) {
+	case json_error_end_of_input_expected:
+		return mp_fail(e, 400, "request.unknown_field", 0, "unknown field: %s", je->text);
+	case json_error_item_not_found:
+		return mp_fail(e, 400, "request.missing_field", 0, "%s", je->text);
+	default:
+		return mp_fail(e, 400, "request.wrong_type", 0, "%s", je->text);
+	}
+}
+
+/* Runs the change and replies; a recorded failure becomes a problem with the operation attached. */
+static int apply(struct req *rq, json_t *knobs, mp_err *e)
+{
+	struct knobs_actor who = { .known = rq->who.known, .uid = rq->who.uid, .name = rq->who.name,
+				   .source = "api" };
+	json_t *out = NULL, *p;
+	bool dry = false;
+
+	if (req_query_only(rq, change_query, e) < 0 || req_query_bool(rq, "dry_run", &dry, e) < 0)
+		return -1;
+	if (knobs_set(rq->app, &who, knobs, dry, &out, e) == 0)
+		return req_reply(rq, 200, out);
+	if (!out)
+		return -1;
+	/* Recorded: the problem carries the operation (RFC 9457 extension members). */
+	p = problem_json(e, rq->url);
+	json_object_set(p, "operation_id", json_object_get(out, "operation_id"));
+	json_object_set(p, "operation_status", json_object_get(out, "status"));
+	json_object_set(p, "changes", json_object_get(out, "changes"));
+	json_decref(out);
+	return req_reply(rq, e->status, p);
+}
+
+int api_knob_put(struct req *rq, mp_err *e)
+{
+	json_error_t je;
+	json_t *v = NULL, *knobs;
+	int rc;
+
+	if (json_unpack_ex(rq->body, &je, 0, "{s:o !}", "value", &v) != 0)
+		return body_fail(e, &je);
+	knobs = json_object();
+	json_object_set(knobs, rq->param[0], v);
+	rc = apply(rq, knobs, e);
+	json_decref(knobs);
+	return rc;
+}
+
+int api_knobs_patch(struct req *rq, mp_err *e)
+{
+	json_error_t je;
+	json_t *knobs = NULL;
+
+	if (json_unpack_ex(rq->body, &je, 0, "{s:o !}", "knobs", &knobs) != 0)
+		return body_fail(e, &je);
+	if (!json_is_object(knobs))
+		return mp_fail(e, 400, "request.wrong_type", 0, "\"knobs\" must be an object of name: value");
+	if (json_object_size(knobs) == 0)
+		return mp_fail(e, 400, "request.invalid", 0, "\"knobs\" names no knob");
+	return apply(rq, knobs, e);
+}

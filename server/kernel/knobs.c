@@ -1,0 +1,269 @@
+#include "server/kernel/knobs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/parse.h"
+#include "server/kernel/sysfs.h"
+
+#define THP "kernel/mm/transparent_hugepage/"
+#define KHP THP "khugepaged/"
+#define WI  "kernel/mm/mempolicy/weighted_interleave"
+#define U32 4294967295ULL
+
+struct knob_catalogue {
+	const char *sysfs_root;      /* borrowed */
+	const char *procfs_root;     /* borrowed */
+	size_t n, cap;
+	struct knob *k;              /* owned */
+};
+
+static const struct knob static_knobs[] = {
+	{ "thp.enabled", THP "enabled", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
+	  "Anonymous THP: always, only in MADV_HUGEPAGE regions (madvise), or never" },
+	{ "thp.defrag", THP "defrag", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
+	  "How hard a THP fault reclaims and compacts (direct, deferred to kswapd/kcompactd, or not)" },
+	{ "thp.shmem_enabled", THP "shmem_enabled", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
+	  "THP for the internal shmem mount (SysV SHM, memfd, shared anonymous)" },
+	{ "thp.use_zero_page", THP "use_zero_page", KNOB_SYSFS, KNOB_BOOLEAN, 0, 1,
+	  "Read faults map the huge zero page" },
+	{ "thp.khugepaged.defrag", KHP "defrag", KNOB_SYSFS, KNOB_BOOLEAN, 0, 1,
+	  "khugepaged may reclaim and compact to allocate huge pages" },
+	{ "thp.khugepaged.pages_to_scan", KHP "pages_to_scan", KNOB_SYSFS, KNOB_INTEGER, 1, U32,
+	  "Pages khugepaged scans per wake-up" },
+	{ "thp.khugepaged.scan_sleep_millisecs", KHP "scan_sleep_millisecs", KNOB_SYSFS, KNOB_INTEGER, 0, U32,
+	  "Sleep between khugepaged scan passes (ms)" },
+	{ "thp.khugepaged.alloc_sleep_millisecs", KHP "alloc_sleep_millisecs", KNOB_SYSFS, KNOB_INTEGER, 0, U32,
+	  "Sleep after a failed huge page allocation in khugepaged (ms)" },
+	{ "thp.khugepaged.max_ptes_none", KHP "max_ptes_none", KNOB_SYSFS, KNOB_INTEGER, 0, 511,
+	  "Empty PTEs a range may have and still be collapsed" },
+	{ "thp.khugepaged.max_ptes_swap", KHP "max_ptes_swap", KNOB_SYSFS, KNOB_INTEGER, 0, 511,
+	  "Swapped-out PTEs khugepaged swaps in to collapse a range" },
+	{ "thp.khugepaged.max_ptes_shared", KHP "max_ptes_shared", KNOB_SYSFS, KNOB_INTEGER, 0, 511,
+	  "Shared PTEs a range may have and still be collapsed" },
+	/* 0..3: 2 and 3 (memory tiering) exist since 6.0; older kernels answer EINVAL, which is
+	 * recorded like any other kernel refusal rather than guessed here. */
+	{ "numa.balancing", "sys/kernel/numa_balancing", KNOB_PROCFS, KNOB_INTEGER, 0, 3,
+	  "Automatic NUMA balancing: 0 off, 1 normal, 2 memory tiering, 3 both" },
+	{ "vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", KNOB_PROCFS, KNOB_INTEGER, 0, 100,
+	  "How aggressively kcompactd compacts in the background" },
+	{ "vm.zone_reclaim_mode", "sys/vm/zone_reclaim_mode", KNOB_PROCFS, KNOB_INTEGER, 0, 7,
+	  "Reclaim on the local node before going off-node (bitmask: 1 on, 2 write dirty, 4 swap)" },
+	{ "vm.nr_overcommit_hugepages", "sys/vm/nr_overcommit_hugepages", KNOB_PROCFS, KNOB_INTEGER, 0, INT64_MAX,
+	  "Surplus hugetlb pages of the default size the kernel may allocate on demand" },
+};
+
+static int push(struct knob_catalogue *c, const struct knob *k)
+{
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		struct knob *nk = realloc(c->k, ncap * sizeof *nk);
+		if (!nk)
+			return -1;
+		c->k = nk;
+		c->cap = ncap;
+	}
+	c->k[c->n++] = *k;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Numbers N of the entries "<prefix>N<suffix>" in dir (ascending), where N is strict decimal. */
+static int list_numbered(const char *root, const char *rel, const char *prefix, const char *suffix,
+			 uint64_t *out, int max)
+{
+	char path[PATH_MAX], num[32];
+	size_t pl = strlen(prefix), sl = strlen(suffix);
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	if (!(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		size_t l = strlen(de->d_name);
+		uint64_t v;
+		if (l <= pl + sl || l - pl - sl >= sizeof num || strncmp(de->d_name, prefix, pl) ||
+		    strcmp(de->d_name + l - sl, suffix))
+			continue;
+		memcpy(num, de->d_name + pl, l - pl - sl);
+		num[l - pl - sl] = '\0';
+		/* "node01" would name the same node twice: canonical decimal only. */
+		if (parse_u64(num, &v) == 0 && (num[0] != '0' || !num[1]))
+			out[n++] = v;
+	}
+	closedir(d);
+	qsort(out, (size_t)n, sizeof *out, cmp_u64);
+	return n;
+}
+
+static int add_sizes(struct knob_catalogue *c)
+{
+	uint64_t kb[64];
+	int n = list_numbered(c->sysfs_root, THP, "hugepages-", "kB", kb, 64);
+	static const char *const files[] = { "enabled", "shmem_enabled" };
+
+	for (int i = 0; i < n; i++) {
+		for (size_t f = 0; f < 2; f++) {
+			struct knob k = { .root = KNOB_SYSFS, .type = KNOB_CHOICE };
+			snprintf(k.rel, sizeof k.rel, THP "hugepages-%llukB/%s", (unsigned long long)kb[i], files[f]);
+			if (!kfs_exists(c->sysfs_root, k.rel))
+				continue;
+			snprintf(k.name, sizeof k.name, "thp.size.%llukB.%s", (unsigned long long)kb[i], files[f]);
+			snprintf(k.desc, sizeof k.desc, "%s THP policy for %llukB folios",
+				 f ? "shmem" : "Anonymous", (unsigned long long)kb[i]);
+			if (push(c, &k) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int add_weights(struct knob_catalogue *c)
+{
+	uint64_t node[1024];
+	int n = list_numbered(c->sysfs_root, WI, "node", "", node, 1024);
+	for (int i = 0; i < n; i++) {
+		struct knob k = { .root = KNOB_SYSFS, .type = KNOB_INTEGER, .min = 1, .max = 255 };
+		snprintf(k.rel, sizeof k.rel, WI "/node%llu", (unsigned long long)node[i]);
+		snprintf(k.name, sizeof k.name, "mempolicy.weighted_interleave.node%llu", (unsigned long long)node[i]);
+		snprintf(k.desc, sizeof k.desc, "Weight of node %llu in MPOL_WEIGHTED_INTERLEAVE",
+			 (unsigned long long)node[i]);
+		if (push(c, &k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_root)
+{
+	struct knob_catalogue *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return NULL;
+	c->sysfs_root = sysfs_root;
+	c->procfs_root = procfs_root;
+	for (size_t i = 0; i < sizeof static_knobs / sizeof static_knobs[0]; i++)
+		if (push(c, &static_knobs[i]) < 0)
+			goto fail;
+	if (add_sizes(c) < 0 || add_weights(c) < 0)
+		goto fail;
+	return c;
+fail:
+	knobs_free(c);
+	return NULL;
+}
+
+void knobs_free(struct knob_catalogue *c)
+{
+	if (!c)
+		return;
+	free(c->k);
+	free(c);
+}
+
+size_t knobs_count(const struct knob_catalogue *c)
+{
+	return c->n;
+}
+
+const struct knob *knobs_at(const struct knob_catalogue *c, size_t i)
+{
+	return i < c->n ? &c->k[i] : NULL;
+}
+
+const struct knob *knobs_find(const struct knob_catalogue *c, const char *name)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->k[i].name, name))
+			return &c->k[i];
+	return NULL;
+}
+
+const char *knob_type_name(enum knob_type t)
+{
+	switch (t) {
+	case KNOB_CHOICE:  return "choice";
+	case KNOB_INTEGER: return "integer";
+	case KNOB_BOOLEAN: return "boolean";
+	}
+	return "?";
+}
+
+static const char *root_of(const struct knob_catalogue *c, const struct knob *k)
+{
+	return k->root == KNOB_SYSFS ? c->sysfs_root : c->procfs_root;
+}
+
+void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", root_of(c, k), k->rel);
+}
+
+int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	int rc, sel;
+
+	memset(st, 0, sizeof *st);
+	knob_path(c, k, path, sizeof path);
+	st->writable = stat(path, &sb) == 0 && (sb.st_mode & 0222) && access(path, W_OK) == 0;
+	rc = kfs_read(root_of(c, k), k->rel, st->optbuf, sizeof st->optbuf);
+	if (rc < 0) {
+		st->read_err = rc;
+		st->writable = false;
+		return 0;
+	}
+	if (k->type == KNOB_CHOICE) {
+		rc = parse_bracket_list(st->optbuf, st->opts, KNOB_MAX_OPTS, &sel);
+		if (rc < 0) {
+			st->read_err = -EINVAL;
+			st->nopts = 0;
+			return 0;
+		}
+		st->nopts = rc;
+		snprintf(st->value, sizeof st->value, "%s", st->opts[sel]);
+	} else {
+		if (parse_u64(st->optbuf, &st->num) < 0 || st->num > INT64_MAX) {
+			st->read_err = -EINVAL;
+			return 0;
+		}
+		snprintf(st->value, sizeof st->value, "%llu", (unsigned long long)st->num);
+		st->optbuf[0] = '\0';
+	}
+	st->available = true;
+	return 0;
+}
+
+enum knob_check knob_check_value(const struct knob *k, const struct knob_state *st, const char *value)
+{
+	uint64_t v;
+
+	if (k->type == KNOB_CHOICE) {
+		for (int i = 0; i < st->nopts; i++)
+			if (!strcmp(st->opts[i], value))
+				return KNOB_OK;
+		return KNOB_NOT_ALLOWED;
+	}
+	if (parse_u64(value, &v) < 0 || v < k->min || v > k->max)
+		return KNOB_OUT_OF_RANGE;
+	return KNOB_OK;
+}
+
+int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
+{
+	return kfs_write(root_of(c, k), k->rel, value);
+}

@@ -1,0 +1,61 @@
+/* The knob catalogue: every kernel setting mempolicyd may read or change, typed, with its file.
+ * Built once at start (static entries plus per-size THP and weighted-interleave entries found in
+ * the live tree) and read-only afterwards. A client's knob name is only ever compared with the
+ * names in this table; paths come from the table, never from client text. */
+#ifndef MPD_KERNEL_KNOBS_H
+#define MPD_KERNEL_KNOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum knob_type { KNOB_CHOICE, KNOB_INTEGER, KNOB_BOOLEAN };
+enum knob_root { KNOB_SYSFS, KNOB_PROCFS };
+
+struct knob {
+	char name[80];
+	char rel[128];               /* path relative to the root below */
+	enum knob_root root;
+	enum knob_type type;
+	uint64_t min, max;           /* integer and boolean knobs; max <= INT64_MAX (JSON integers) */
+	char desc[128];
+};
+
+struct knob_catalogue;
+
+/* Builds the catalogue for these roots (borrowed; must outlive it). NULL only when out of memory. */
+struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_root);
+void knobs_free(struct knob_catalogue *c);   /* NULL is fine */
+
+size_t knobs_count(const struct knob_catalogue *c);
+const struct knob *knobs_at(const struct knob_catalogue *c, size_t i);
+/* Exact-name lookup; NULL for anything not in the table. */
+const struct knob *knobs_find(const struct knob_catalogue *c, const char *name);
+const char *knob_type_name(enum knob_type t);
+/* The file as the daemon sees it ("/sys/kernel/mm/..."), into buf. */
+void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, size_t len);
+
+#define KNOB_MAX_OPTS 16
+
+/* What a knob looks like right now. */
+struct knob_state {
+	bool available;              /* the file exists and its text parses for this type */
+	bool writable;               /* advisory: a write bit is set and access(W_OK) */
+	int read_err;                /* -errno of the failed read (or -EINVAL: unparseable), 0 when available */
+	char value[64];              /* choice: the selected token; integer/boolean: decimal text */
+	uint64_t num;                /* integer/boolean: the value */
+	int nopts;                   /* choice: the kernel's list */
+	const char *opts[KNOB_MAX_OPTS];   /* point into optbuf */
+	char optbuf[256];
+};
+
+/* Reads the knob's file. Returns 0 (state filled, maybe !available); never fails otherwise. */
+int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st);
+
+enum knob_check { KNOB_OK, KNOB_NOT_ALLOWED, KNOB_OUT_OF_RANGE };
+/* Is value (canonical text: a token, or decimal digits) acceptable for k in state st? */
+enum knob_check knob_check_value(const struct knob *k, const struct knob_state *st, const char *value);
+/* One write(2) of value. 0 or -errno. */
+int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
+
+#endif

@@ -1,0 +1,307 @@
+#include "server/ops/knobs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/parse.h"
+#include "server/log.h"
+#include "server/store/db.h"
+#include "server/store/history.h"
+
+/* One change at a time, from validation to the history commit: the live values checked are the
+ * ones written over, and history order is the order changes were applied and acknowledged. */
+static pthread_mutex_t knob_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define MAX_KNOBS_PER_CHANGE 256
+
+struct item {
+	const struct knob *k;        /* borrowed from the catalogue */
+	char old[64];                /* canonical text before */
+	char new_value[64];          /* canonical text requested */
+	const char *status;          /* NULL until decided; see docs/notes/knobs.md */
+	int err;                     /* errno of this knob's failed write or restore */
+};
+
+json_t *knob_value_json(const struct knob *k, const char *text)
+{
+	uint64_t v;
+
+	if (k->type == KNOB_CHOICE || parse_u64(text, &v) < 0 || v > INT64_MAX)
+		return json_string(text);
+	return json_integer((json_int_t)v);
+}
+
+static int out_of_range(const struct knob *k, mp_err *e)
+{
+	return mp_fail(e, 422, "knob.out_of_range", 0, "%s takes an integer from %llu to %llu", k->name,
+		       (unsigned long long)k->min, (unsigned long long)k->max);
+}
+
+int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_err *e)
+{
+	uint64_t u;
+
+	if (k->type == KNOB_CHOICE) {
+		if (!json_is_string(v))
+			return mp_fail(e, 400, "request.wrong_type", 0, "%s takes a string (one of the kernel's "
+				       "values)", k->name);
+		if (json_string_length(v) >= len)
+			return mp_fail(e, 422, "knob.value_not_allowed", 0, "that value is not allowed for %s", k->name);
+		snprintf(buf, len, "%s", json_string_value(v));
+		return 0;
+	}
+	if (k->type == KNOB_BOOLEAN && json_is_boolean(v)) {
+		snprintf(buf, len, "%d", json_is_true(v) ? 1 : 0);
+		return 0;
+	}
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0)
+			return out_of_range(k, e);
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+		return 0;
+	}
+	/* Decimal strings too, so that a CLI can send NAME=VALUE text without knowing the type. */
+	if (json_is_string(v)) {
+		if (parse_u64(json_string_value(v), &u) == 0 && !strchr(json_string_value(v), '\n')) {
+			snprintf(buf, len, "%llu", (unsigned long long)u);
+			return 0;
+		}
+		if (errno == ERANGE)
+			return out_of_range(k, e);
+	}
+	return mp_fail(e, 400, "request.wrong_type", 0, "%s takes an integer%s", k->name,
+		       k->type == KNOB_BOOLEAN ? " (0 or 1) or a boolean" : "");
+}
+
+/* Everything is checked before anything is touched. */
+static int validate(struct app *app, json_t *knobs, struct item *items, mp_err *e)
+{
+	const char *name;
+	json_t *v;
+	size_t i = 0;
+
+	json_object_foreach(knobs, name, v) {
+		struct knob_state st;
+		struct item *it = &items[i++];
+
+		if (!(it->k = knobs_find(app->knobs, name)))
+			return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%.100s'", name);
+		knob_read(app->knobs, it->k, &st);
+		if (!st.available)
+			return mp_fail(e, 409, "knob.unavailable", -st.read_err, "%s is not available on this kernel (%s)",
+				       name, strerror(-st.read_err));
+		if (knob_value_text(it->k, v, it->new_value, sizeof it->new_value, e) < 0)
+			return -1;
+		switch (knob_check_value(it->k, &st, it->new_value)) {
+		case KNOB_OK:
+			break;
+		case KNOB_NOT_ALLOWED: {
+			char offers[256] = "";
+			size_t off = 0;
+			for (int j = 0; j < st.nopts && off < sizeof offers; j++) {
+				int w = snprintf(offers + off, sizeof offers - off, "%s%s", j ? ", " : "", st.opts[j]);
+				off += w > 0 ? (size_t)w : 0;
+			}
+			return mp_fail(e, 422, "knob.value_not_allowed", 0, "'%.64s' is not allowed for %s (the kernel "
+				       "offers: %s)", it->new_value, name, offers);
+		}
+		case KNOB_OUT_OF_RANGE:
+			return out_of_range(it->k, e);
+		}
+		snprintf(it->old, sizeof it->old, "%s", st.value);
+	}
+	return 0;
+}
+
+static json_t *changes_json(const struct item *items, size_t n, bool dry_run)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct item *it = &items[i];
+		json_t *c = json_pack("{s:s, s:o, s:o}", "knob", it->k->name, "old", knob_value_json(it->k, it->old),
+				      "new", knob_value_json(it->k, it->new_value));
+		if (dry_run)
+			json_object_set_new(c, "would_change", json_boolean(strcmp(it->old, it->new_value) != 0));
+		else
+			json_object_set_new(c, "status", json_string(it->status));
+		if (it->err)
+			json_object_set_new(c, "errno", json_integer(it->err));
+		json_array_append_new(a, c);
+	}
+	return a;
+}
+
+/* Writes value and reads it back. 0, -errno, or 1 when the kernel took the write but shows
+ * something else. */
+static int write_checked(struct app *app, const struct knob *k, const char *value)
+{
+	struct knob_state st;
+	int rc = knob_write(app->knobs, k, value);
+
+	if (rc < 0)
+		return rc;
+	knob_read(app->knobs, k, &st);
+	if (!st.available)
+		return st.read_err;
+	return strcmp(st.value, value) ? 1 : 0;
+}
+
+/* Applies items in order; on a failure restores the written ones in reverse. Returns the index of
+ * the failing item or -1 when all were written; *mismatch tells how it failed. */
+static int apply(struct app *app, struct item *items, size_t n, bool *mismatch, bool *restore_failed)
+{
+	int fail = -1;
+
+	*mismatch = *restore_failed = false;
+	for (size_t i = 0; i < n; i++) {
+		int rc = write_checked(app, items[i].k, items[i].new_value);
+		if (rc == 0) {
+			items[i].status = "written";
+			continue;
+		}
+		fail = (int)i;
+		items[i].status = "failed";
+		items[i].err = rc < 0 ? -rc : 0;
+		/* Taken but not shown: the knob may be half-changed, so it is put back as well. */
+		if (rc == 1) {
+			*mismatch = true;
+			if (write_checked(app, items[i].k, items[i].old) != 0) {
+				items[i].status = "restore_failed";
+				*restore_failed = true;
+			}
+		}
+		break;
+	}
+	if (fail < 0)
+		return -1;
+	for (int j = fail - 1; j >= 0; j--) {
+		int rc = write_checked(app, items[j].k, items[j].old);
+		items[j].status = rc == 0 ? "restored" : "restore_failed";
+		items[j].err = rc < 0 ? -rc : 0;
+		if (rc != 0) {
+			*restore_failed = true;
+			log_error("knobs: could not restore %s to '%s' (errno %d)", items[j].k->name, items[j].old, -rc);
+		}
+	}
+	for (size_t j = (size_t)fail + 1; j < n; j++)
+		items[j].status = "skipped";
+	return fail;
+}
+
+static int record(struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
+		  int err_no, const char *error, json_t *result, mp_err *e)
+{
+	struct store *st = app->store;
+	int rc = -1;
+
+	store_lock(st);
+	if (store_begin(st, e) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct knob_change_rec kc = { (int)i, items[i].k->name, items[i].old, items[i].new_value,
+					      items[i].status, items[i].err };
+		if (history_add_knob_change(st, id, &kc, e) < 0)
+			goto rollback;
+	}
+	if (history_finish(st, id, status, store_now_ns(), err_no, error, result, e) < 0)
+		goto rollback;
+	rc = store_commit(st, e);
+	if (rc == 0)
+		goto out;
+rollback:
+	store_rollback(st);
+out:
+	store_unlock(st);
+	return rc;
+}
+
+int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
+	      mp_err *e)
+{
+	size_t n = json_object_size(knobs);
+	struct item *items = NULL;
+	struct op_record op = { 0 };
+	bool mismatch, restore_failed;
+	const char *status;
+	json_t *request = NULL, *result = NULL;
+	int64_t id;
+	int fail, rc = -1;
+
+	*out = NULL;
+	if (n == 0 || n > MAX_KNOBS_PER_CHANGE)
+		return mp_fail(e, 400, "request.invalid", 0, "a change names 1 to %d knobs", MAX_KNOBS_PER_CHANGE);
+	if (!(items = calloc(n, sizeof *items)))
+		return mp_fail(e, 500, "oom", 0, "out of memory");
+	pthread_mutex_lock(&knob_lock);
+	if (validate(app, knobs, items, e) < 0)
+		goto out;
+	if (dry_run) {
+		*out = json_pack("{s:n, s:s, s:b, s:o}", "operation_id", "status", "planned", "dry_run", 1,
+				 "changes", changes_json(items, n, true));
+		rc = 0;
+		goto out;
+	}
+
+	/* Recorded before anything is written: a change the daemon cannot record is not made, and a
+	 * crash mid-change leaves a "running" operation behind as evidence. */
+	request = json_pack("{s:O}", "knobs", knobs);
+	op.kind = "knobs.set";
+	op.source = who->source ? who->source : "api";
+	op.has_actor = who->known;
+	op.actor_uid = who->uid;
+	op.actor_name = who->name;
+	op.started_ns = store_now_ns();
+	op.status = "running";
+	op.request = request;
+	op.kernel_release = app->caps.kernel_release;
+	store_lock(app->store);
+	id = history_insert(app->store, &op, e);
+	store_unlock(app->store);
+	if (id < 0)
+		goto out;
+
+	fail = apply(app, items, n, &mismatch, &restore_failed);
+	if (fail < 0) {
+		status = "ok";
+		mp_err_clear(e);
+	} else {
+		const struct item *f = &items[fail];
+		int err = f->err;
+		int http = err == EINVAL || err == ERANGE ? 422 : 409;
+		const char *code = restore_failed ? "knob.rollback_failed"
+				   : mismatch ? "knob.readback_mismatch" : "knob.kernel_refused";
+		size_t restored = 0;
+		for (int j = 0; j < fail; j++)
+			restored += !strcmp(items[j].status, "restored");
+		status = restore_failed || fail == 0 ? "failed" : "rolled_back";
+		if (mismatch)
+			mp_fail(e, http, code, err, "%s = %s was accepted but reads back differently; %zu knob(s) "
+				"restored", f->k->name, f->new_value, restored);
+		else
+			mp_fail(e, http, code, err, "the kernel refused %s = %s: %s; %zu knob(s) restored", f->k->name,
+				f->new_value, strerror(err), restored);
+	}
+	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+	{
+		mp_err se = { 0 };
+		if (record(app, id, items, n, status, e->sys_errno, fail < 0 ? NULL : e->detail, result, &se) < 0) {
+			log_error("knobs: operation %lld applied (%s) but not recorded: %s", (long long)id, status,
+				  se.detail);
+			if (fail < 0)
+				*e = se;
+		}
+	}
+	*out = json_pack("{s:I, s:s, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,
+			 "changes", json_object_get(result, "changes"));
+	rc = fail < 0 && !e->status ? 0 : -1;
+out:
+	pthread_mutex_unlock(&knob_lock);
+	json_decref(request);
+	json_decref(result);
+	free(items);
+	return rc;
+}

@@ -1,0 +1,36 @@
+/* Changing knobs: validate everything against the catalogue and the live kernel, snapshot, write
+ * in order with read-back, restore on failure, record the operation. Used by the API (PUT/PATCH)
+ * and meant for profiles and schedules later. */
+#ifndef MPD_OPS_KNOBS_H
+#define MPD_OPS_KNOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "server/app.h"
+#include "server/kernel/knobs.h"
+
+struct knobs_actor {
+	bool known;                  /* false: the daemon itself (no uid recorded) */
+	uid_t uid;
+	const char *name;            /* borrowed; "" or NULL when the uid has no name */
+	const char *source;          /* "api", "scheduler", ... */
+};
+
+/* knobs: an object {name: JSON value} (borrowed), written in its key order. On success returns 0
+ * and *out = {"operation_id", "status", "dry_run", "changes"} (owned by the caller).
+ * On failure returns -1 with e filled; *out is NULL when nothing was touched or recorded
+ * (validation), or the recorded result (same shape, with "operation_id") when the kernel refused. */
+int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
+	      mp_err *e);
+
+/* The JSON form of a knob's canonical text: a string for choice knobs, an integer otherwise. */
+json_t *knob_value_json(const struct knob *k, const char *text);
+
+/* Canonical text for a requested JSON value (see docs/notes/knobs.md for what each type takes).
+ * 0, or -1 with a 400 request.wrong_type / 422 knob.out_of_range in e. */
+int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_err *e);
+
+#endif
