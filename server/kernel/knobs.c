@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -263,7 +265,48 @@ enum knob_check knob_check_value(const struct knob *k, const struct knob_state *
 	return KNOB_OK;
 }
 
+/* A generated tree (tests) holds regular files, which show what was last written rather than the
+ * kernel's list with the new selection. So that a choice knob there reads back as the kernel's
+ * would, a write to one rewrites the whole list with the new entry bracketed, refusing (EINVAL,
+ * like the kernel) a value not in it. Files on sysfs and procfs are always written as they are. */
+static int write_generated_choice(const struct knob_catalogue *c, const struct knob *k, const char *value)
+{
+	struct knob_state st;
+	char out[256];
+	size_t off = 0;
+	int found = 0;
+
+	knob_read(c, k, &st);
+	if (!st.available)
+		return st.read_err;
+	for (int i = 0; i < st.nopts; i++) {
+		bool sel = !strcmp(st.opts[i], value);
+		int w = snprintf(out + off, sizeof out - off, "%s%s%s%s", i ? " " : "", sel ? "[" : "", st.opts[i],
+				 sel ? "]" : "");
+		if (w < 0 || (size_t)w >= sizeof out - off)
+			return -EFBIG;
+		off += (size_t)w;
+		found |= sel;
+	}
+	if (!found)
+		return -EINVAL;
+	return kfs_write(root_of(c, k), k->rel, out);
+}
+
+static bool on_kernel_fs(const struct knob_catalogue *c, const struct knob *k)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+
+	knob_path(c, k, path, sizeof path);
+	if (statfs(path, &sf) < 0)
+		return true;   /* let the write itself report the error */
+	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
+}
+
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
+	if (k->type == KNOB_CHOICE && !on_kernel_fs(c, k))
+		return write_generated_choice(c, k, value);
 	return kfs_write(root_of(c, k), k->rel, value);
 }

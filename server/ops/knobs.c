@@ -278,12 +278,15 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 		for (int j = 0; j < fail; j++)
 			restored += !strcmp(items[j].status, "restored");
 		status = restore_failed || fail == 0 ? "failed" : "rolled_back";
+		char tail[96] = "";
+		if (fail > 0)
+			snprintf(tail, sizeof tail, "; %zu of %d knob(s) already written were restored", restored, fail);
 		if (mismatch)
-			mp_fail(e, http, code, err, "%s = %s was accepted but reads back differently; %zu knob(s) "
-				"restored", f->k->name, f->new_value, restored);
+			mp_fail(e, http, code, err, "%s = %s was accepted but reads back differently%s", f->k->name,
+				f->new_value, tail);
 		else
-			mp_fail(e, http, code, err, "the kernel refused %s = %s: %s; %zu knob(s) restored", f->k->name,
-				f->new_value, strerror(err), restored);
+			mp_fail(e, http, code, err, "the kernel refused %s = %s: %s%s", f->k->name, f->new_value,
+				strerror(err), tail);
 	}
 	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
 	{
