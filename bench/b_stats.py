@@ -62,6 +62,55 @@ def _sample_count(body):
     return None
 
 
-def generate(db, nrows):
-    """Writes nrows batch rows into the daemon's schema. Filled in once schema/002_jobs.sql exists."""
-    raise bl.BenchError("the batch table schema is not known yet")
+BATCHES_PER_OP = 100
+
+
+def generate(db, nrows, seed=2):
+    """Writes nrows grow batches (BATCHES_PER_OP per operation, 2 MiB pages, node 0) into the
+    daemon's operations and batches tables in one transaction. Per-page latencies are log-normal
+    around 20 us with a long tail (sigma 1.2), a few batches get fewer pages than asked. Returns
+    the seconds it took."""
+    t0 = time.monotonic()
+    rnd = random.Random(seed)
+    con = sqlite3.connect(db)
+    try:
+        cols = {r[1] for r in con.execute("PRAGMA table_info(batches)")}
+        if not cols:
+            raise bl.BenchError("the daemon's database has no batches table")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("BEGIN")
+        nops = (nrows + BATCHES_PER_OP - 1) // BATCHES_PER_OP
+        now = time.time_ns()
+        first_op = (con.execute("SELECT COALESCE(MAX(id), 0) FROM operations").fetchone()[0]) + 1
+        ops = []
+        for i in range(nops):
+            start = now - (nops - i) * 60 * 10**9
+            ops.append((first_op + i, "hugepages.resize", start, start + 30 * 10**9))
+        con.executemany("INSERT INTO operations(id, kind, source, started_ns, finished_ns, status) "
+                        "VALUES (?, ?, 'api', ?, ?, 'ok')", ops)
+
+        def rows():
+            n = 0
+            for op_id, _kind, start, _fin in ops:
+                count = 0
+                for seq in range(BATCHES_PER_OP):
+                    if n == nrows:
+                        return
+                    asked = 10
+                    got = asked if rnd.random() > 0.02 else rnd.randint(1, asked - 1)
+                    lat = max(1000, int(rnd.lognormvariate(9.9, 1.2)))
+                    yield (op_id, seq + 1, "hugepages.resize", 2048, 0, "grow", start + seq * 10**6, count,
+                           count + asked, count + got, asked, got, lat * got, lat)
+                    count += got
+                    n += 1
+        con.executemany("INSERT INTO batches(op_id, seq, kind, size_kb, node, direction, started_ns, before, "
+                        "written, after, requested, achieved, elapsed_ns, latency_ns) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+        con.commit()
+        con.execute("ANALYZE")
+        con.commit()
+    except sqlite3.Error as e:
+        raise bl.BenchError("generating batches: %s (schema changed?)" % e)
+    finally:
+        con.close()
+    return time.monotonic() - t0
