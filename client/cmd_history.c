@@ -1,0 +1,158 @@
+/* `mempolicyctl history [filters]` and `history show ID`: the daemon's record of operations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "client/http.h"
+#include "client/out.h"
+#include "common/parse.h"
+
+static void actor_text(const json_t *op, char *buf, size_t len)
+{
+	const json_t *a = json_object_get(op, "actor");
+	const char *name = json_string_value(json_object_get(a, "name"));
+
+	if (!json_is_object(a))
+		snprintf(buf, len, "daemon");
+	else if (name && name[0])
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "uid %lld", (long long)json_integer_value(json_object_get(a, "uid")));
+}
+
+static void time_text(const json_t *op, const char *key, char *buf, size_t len)
+{
+	const json_t *v = json_object_get(op, key);
+	if (json_is_integer(v))
+		out_time_ns((long long)json_integer_value(v), buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* Appends "&key=escaped" to the query being built. */
+static int add_query(char *q, size_t len, const char *key, const char *val)
+{
+	char esc[512];
+	size_t o = strlen(q);
+	int n;
+
+	if (!val)
+		return 0;
+	http_escape(val, esc, sizeof esc);
+	n = snprintf(q + o, len - o, "%c%s=%s", o ? '&' : '?', key, esc);
+	return n < 0 || (size_t)n >= len - o ? -1 : 0;
+}
+
+int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **argv)
+{
+	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR" };
+	const char *kind = NULL, *status = NULL, *since = NULL, *until = NULL, *limit = NULL, *cursor = NULL;
+	const struct opt opts[] = {
+		{ "--kind", &kind, NULL }, { "--status", &status, NULL }, { "--since", &since, NULL },
+		{ "--until", &until, NULL }, { "--limit", &limit, NULL }, { "--cursor", &cursor, NULL },
+		{ NULL, NULL, NULL },
+	};
+	char q[2048] = "", path[2100];
+	struct http_result r;
+	const json_t *op, *next;
+	uint64_t n;
+	size_t i;
+	int rc;
+
+	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0)
+		return EXIT_USAGE;
+	if (limit && (parse_u64(limit, &n) < 0 || n == 0))
+		return cli_usage_error(cmd, "--limit wants a positive integer, not '%s'", limit);
+	if (add_query(q, sizeof q, "kind", kind) < 0 || add_query(q, sizeof q, "status", status) < 0 ||
+	    add_query(q, sizeof q, "since", since) < 0 || add_query(q, sizeof q, "until", until) < 0 ||
+	    add_query(q, sizeof q, "limit", limit) < 0 || add_query(q, sizeof q, "cursor", cursor) < 0)
+		return cli_usage_error(cmd, "filters too long");
+	snprintf(path, sizeof path, "/v1/history%s", q);
+	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+		return rc;
+	if (c->json) {
+		out_json(r.body);
+		http_result_free(&r);
+		return EXIT_OK;
+	}
+	struct table *t = table_new(6, hdr);
+	json_array_foreach(json_object_get(r.body, "operations"), i, op) {
+		char id[32], started[48], kd[128], st[64], actor[96], err[512];
+		out_scalar(json_object_get(op, "id"), id, sizeof id);
+		time_text(op, "started_ns", started, sizeof started);
+		out_scalar(json_object_get(op, "kind"), kd, sizeof kd);
+		out_scalar(json_object_get(op, "status"), st, sizeof st);
+		actor_text(op, actor, sizeof actor);
+		out_scalar(json_object_get(op, "error"), err, sizeof err);
+		table_row(t, id, started, kd, st, actor, err);
+	}
+	table_print(t, stdout);
+	next = json_object_get(r.body, "next_cursor");
+	if (json_is_string(next))
+		printf("more: mempolicyctl history --cursor %s (with the same filters)\n", json_string_value(next));
+	http_result_free(&r);
+	return EXIT_OK;
+}
+
+int cmd_history_show(struct cli *c, const struct command *cmd, int argc, char **argv)
+{
+	static const char *const hdr[] = { "SEQ", "KNOB", "OLD", "NEW", "STATUS", "ERRNO" };
+	char *pos[1], path[64], a[512];
+	struct http_result r;
+	struct table *t;
+	const json_t *op, *ch;
+	uint64_t id;
+	size_t i;
+	int rc;
+
+	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
+		return EXIT_USAGE;
+	if (rc != 1)
+		return cli_usage_error(cmd, "which operation? give its ID");
+	if (parse_u64(pos[0], &id) < 0 || id == 0)
+		return cli_usage_error(cmd, "an operation ID is a positive integer, not '%s'", pos[0]);
+	snprintf(path, sizeof path, "/v1/history/%llu", (unsigned long long)id);
+	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+		return rc;
+	if (c->json) {
+		out_json(r.body);
+		http_result_free(&r);
+		return EXIT_OK;
+	}
+	op = r.body;
+	t = table_new(2, NULL);
+	static const char *const keys[] = { "id", "kind", "status", "source", "kernel_release", "errno", "error" };
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+		out_scalar(json_object_get(op, keys[k]), a, sizeof a);
+		table_row(t, keys[k], a);
+	}
+	actor_text(op, a, sizeof a);
+	table_row(t, "actor", a);
+	time_text(op, "started_ns", a, sizeof a);
+	table_row(t, "started", a);
+	time_text(op, "finished_ns", a, sizeof a);
+	table_row(t, "finished", a);
+	if (json_object_get(op, "request")) {
+		out_scalar(json_object_get(op, "request"), a, sizeof a);
+		table_row(t, "request", a);
+	}
+	table_print(t, stdout);
+	if (json_array_size(json_object_get(op, "knob_changes")) > 0) {
+		t = table_new(6, hdr);
+		json_array_foreach(json_object_get(op, "knob_changes"), i, ch) {
+			char seq[32], k[128], o[256], n[256], st[64], en[32];
+			out_scalar(json_object_get(ch, "seq"), seq, sizeof seq);
+			out_scalar(json_object_get(ch, "knob"), k, sizeof k);
+			out_scalar(json_object_get(ch, "old"), o, sizeof o);
+			out_scalar(json_object_get(ch, "new"), n, sizeof n);
+			out_scalar(json_object_get(ch, "status"), st, sizeof st);
+			out_scalar(json_object_get(ch, "errno"), en, sizeof en);
+			table_row(t, seq, k, o, n, st, en);
+		}
+		fputc('\n', stdout);
+		table_print(t, stdout);
+	}
+	http_result_free(&r);
+	return EXIT_OK;
+}

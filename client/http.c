@@ -1,0 +1,162 @@
+#include "client/http.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/out.h"
+
+/* Answers beyond this are not something our daemon sends; refuse rather than grow forever. */
+#define MAX_RESPONSE (32 * 1024 * 1024)
+
+struct buf {
+	char *data;             /* owned */
+	size_t len, cap;
+	bool too_big;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	size_t add = size * n;
+
+	if (b->len + add > MAX_RESPONSE) {
+		b->too_big = true;
+		return 0;   /* makes curl fail with CURLE_WRITE_ERROR */
+	}
+	if (b->len + add + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *d;
+		while (cap < b->len + add + 1)
+			cap *= 2;
+		if (!(d = realloc(b->data, cap)))
+			return 0;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, add);
+	b->len += add;
+	b->data[b->len] = '\0';
+	return add;
+}
+
+int http_call(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+{
+	CURL *h = NULL;
+	struct curl_slist *hdr = NULL;
+	struct buf b = { 0 };
+	char url[2048], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;
+	CURLcode cc;
+	long status = 0;
+	int rc = -1;
+
+	memset(r, 0, sizeof *r);
+	if (snprintf(url, sizeof url, "http://localhost%s", path) >= (int)sizeof url) {
+		snprintf(r->error, sizeof r->error, "request path too long");
+		return -1;
+	}
+	if (!(h = curl_easy_init())) {
+		snprintf(r->error, sizeof r->error, "cannot initialise libcurl");
+		return -1;
+	}
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+	/* Long operations (pool resizes) are jobs the CLI polls, so no single request waits long. */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "mempolicyctl/" MPD_VERSION);
+	hdr = curl_slist_append(hdr, "Accept: application/json, application/problem+json");
+	if (body) {
+		if (!(payload = json_dumps(body, JSON_COMPACT))) {
+			snprintf(r->error, sizeof r->error, "cannot encode the request body");
+			goto out;
+		}
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+	} else if (strcmp(method, "GET") != 0) {
+		/* PUT/PATCH/DELETE without a body still need curl to send Content-Length: 0. */
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		snprintf(r->error, sizeof r->error, "%s", b.too_big ? "the daemon's answer is too large" :
+			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	r->status = (int)status;
+	if (b.len > 0) {
+		json_error_t je;
+		if (!(r->body = json_loadb(b.data, b.len, 0, &je)))
+			snprintf(r->error, sizeof r->error, "the daemon's answer is not JSON: %s", je.text);
+	}
+	rc = 0;
+out:
+	free(payload);
+	free(b.data);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+void http_result_free(struct http_result *r)
+{
+	json_decref(r->body);
+	r->body = NULL;
+}
+
+int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+{
+	if (http_call(c, method, path, body, r) < 0) {
+		out_unreachable(c, r->error);
+		http_result_free(r);
+		return EXIT_UNREACHABLE;
+	}
+	if (r->status < 200 || r->status > 299) {
+		out_problem(r);
+		http_result_free(r);
+		return EXIT_REFUSED;
+	}
+	if (!r->body) {
+		out_error("%s (HTTP %d)", r->error[0] ? r->error : "the daemon sent an empty answer", r->status);
+		http_result_free(r);
+		return EXIT_REFUSED;
+	}
+	return EXIT_OK;
+}
+
+void http_escape(const char *s, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			     ch == '-' || ch == '_' || ch == '.' || ch == '~';
+		if (o + (plain ? 1 : 3) >= len) {
+			if (len)
+				buf[0] = '\0';
+			return;
+		}
+		if (plain) {
+			buf[o++] = (char)ch;
+		} else {
+			buf[o++] = '%';
+			buf[o++] = hex[ch >> 4];
+			buf[o++] = hex[ch & 15];
+		}
+	}
+	if (len)
+		buf[o] = '\0';
+}

@@ -1,0 +1,32 @@
+/* mempolicyctl's only way to talk to the daemon: one HTTP request over the Unix socket with
+ * libcurl, the JSON answer parsed. "No daemon there" and "the daemon said no" are different
+ * outcomes (exit 3 and exit 1), so they are told apart here. */
+#ifndef MPD_CLIENT_HTTP_H
+#define MPD_CLIENT_HTTP_H
+
+#include <jansson.h>
+
+#include "client/cli.h"
+
+struct http_result {
+	int status;             /* HTTP status; 0 when no answer came */
+	json_t *body;           /* owned: the parsed JSON body (object, problem or not), or NULL */
+	char error[512];        /* why no answer came, or why the body did not parse */
+};
+
+/* Sends METHOD path (which may carry a query) with an optional JSON body (borrowed).
+ * Returns 0 when the daemon answered (any status; r->body set when it sent JSON), or -1 when it
+ * could not be reached (no socket, connection refused or reset, timeout): r->error says why.
+ * Always call http_result_free afterwards. */
+int http_call(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
+void http_result_free(struct http_result *r);
+
+/* The common path of a command: calls, and on anything but a 2xx prints the error (problem detail
+ * and code, or the unreachable message) to stderr. Returns EXIT_OK with r->body a JSON value, or
+ * the exit code to return (r is then already freed). */
+int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
+
+/* Percent-encodes s for a query value into buf; "" if it does not fit. */
+void http_escape(const char *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,93 @@
+#include "client/kv.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/parse.h"
+
+bool kv_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= KV_NAME_MAX)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+json_t *kv_value(const char *text)
+{
+	int64_t v;
+
+	/* parse_i64 takes a trailing newline; a value typed on a command line never means one. */
+	if (!strchr(text, '\n') && text[0] != '+' && parse_i64(text, &v) == 0)
+		return json_integer((json_int_t)v);
+	return json_string(text);
+}
+
+int kv_parse(const char *arg, char name[KV_NAME_MAX], json_t **value, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	size_t n;
+
+	*value = NULL;
+	if (!eq) {
+		snprintf(err, errlen, "'%s' is not NAME=VALUE", arg);
+		return -1;
+	}
+	n = (size_t)(eq - arg);
+	if (n == 0) {
+		snprintf(err, errlen, "'%s' has no knob name before '='", arg);
+		return -1;
+	}
+	if (n >= KV_NAME_MAX) {
+		snprintf(err, errlen, "knob name too long in '%.40s...'", arg);
+		return -1;
+	}
+	memcpy(name, arg, n);
+	name[n] = '\0';
+	if (!kv_name_ok(name)) {
+		snprintf(err, errlen, "'%s' is not a knob name (letters, digits, '.', '_', '-')", name);
+		return -1;
+	}
+	if (eq[1] == '\0') {
+		snprintf(err, errlen, "'%s' has no value after '='", arg);
+		return -1;
+	}
+	if (!(*value = kv_value(eq + 1))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int kv_parse_all(char **args, int n, json_t **out, char *err, size_t errlen)
+{
+	json_t *obj = json_object();
+
+	*out = NULL;
+	if (!obj) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		char name[KV_NAME_MAX];
+		json_t *v;
+		if (kv_parse(args[i], name, &v, err, errlen) < 0)
+			goto fail;
+		if (json_object_get(obj, name)) {
+			json_decref(v);
+			snprintf(err, errlen, "knob '%s' given twice", name);
+			goto fail;
+		}
+		json_object_set_new(obj, name, v);
+	}
+	*out = obj;
+	return 0;
+fail:
+	json_decref(obj);
+	return -1;
+}

@@ -1,0 +1,282 @@
+#include "client/out.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+#include "client/http.h"
+#include "common/parse.h"
+
+struct table {
+	int ncols;
+	bool header;
+	size_t nrows, cap;
+	char **cells;           /* owned: nrows * ncols strings, row 0 the header when there is one */
+};
+
+static char *dup_cell(const char *s)
+{
+	char *d = strdup(s ? s : "-");
+	if (!d) {
+		fputs("mempolicyctl: out of memory\n", stderr);
+		exit(EXIT_REFUSED);
+	}
+	return d;
+}
+
+static void add_row(struct table *t, const char *const *cells)
+{
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char **c = realloc(t->cells, cap * (size_t)t->ncols * sizeof *c);
+		if (!c) {
+			fputs("mempolicyctl: out of memory\n", stderr);
+			exit(EXIT_REFUSED);
+		}
+		t->cells = c;
+		t->cap = cap;
+	}
+	for (int i = 0; i < t->ncols; i++)
+		t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = dup_cell(cells[i]);
+	t->nrows++;
+}
+
+struct table *table_new(int ncols, const char *const *headers)
+{
+	struct table *t = calloc(1, sizeof *t);
+	if (!t) {
+		fputs("mempolicyctl: out of memory\n", stderr);
+		exit(EXIT_REFUSED);
+	}
+	t->ncols = ncols;
+	if (headers) {
+		t->header = true;
+		add_row(t, headers);
+	}
+	return t;
+}
+
+void table_rowv(struct table *t, const char *const *cells)
+{
+	add_row(t, cells);
+}
+
+void table_row(struct table *t, ...)
+{
+	const char *cells[16];
+	va_list ap;
+
+	va_start(ap, t);
+	for (int i = 0; i < t->ncols && i < 16; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	add_row(t, cells);
+}
+
+/* Display width: UTF-8 continuation bytes take no column. */
+static size_t width(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	return w;
+}
+
+static bool fancy(FILE *f)
+{
+	const char *term = getenv("TERM");
+	return isatty(fileno(f)) && !getenv("NO_COLOR") && term && strcmp(term, "dumb") != 0;
+}
+
+void table_print(struct table *t, FILE *f)
+{
+	size_t *w = calloc((size_t)t->ncols, sizeof *w);
+	bool bold = t->header && fancy(f);
+
+	if (!w) {
+		fputs("mempolicyctl: out of memory\n", stderr);
+		exit(EXIT_REFUSED);
+	}
+	for (size_t r = 0; r < t->nrows; r++)
+		for (int c = 0; c < t->ncols; c++) {
+			size_t cw = width(t->cells[r * (size_t)t->ncols + (size_t)c]);
+			if (cw > w[c])
+				w[c] = cw;
+		}
+	for (size_t r = 0; r < t->nrows; r++) {
+		if (r == 0 && bold)
+			fputs("\033[1m", f);
+		for (int c = 0; c < t->ncols; c++) {
+			const char *s = t->cells[r * (size_t)t->ncols + (size_t)c];
+			bool last = c == t->ncols - 1;
+			fputs(s, f);
+			/* two spaces between columns; no trailing blanks after the last one */
+			if (!last)
+				fprintf(f, "%*s", (int)(w[c] - width(s) + 2), "");
+		}
+		if (r == 0 && bold)
+			fputs("\033[0m", f);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(w);
+	free(t);
+}
+
+void out_json(json_t *v)
+{
+	json_dumpf(v, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	fputc('\n', stdout);
+}
+
+void out_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("mempolicyctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void out_problem(const struct http_result *r)
+{
+	const json_t *b = r->body, *changes;
+	const char *detail = json_string_value(json_object_get(b, "detail"));
+	const char *code = json_string_value(json_object_get(b, "code"));
+
+	if (!detail)
+		detail = json_string_value(json_object_get(b, "title"));
+	if (detail && code)
+		out_error("%s (%s)", detail, code);
+	else if (detail)
+		out_error("%s (HTTP %d)", detail, r->status);
+	else
+		out_error("the daemon answered HTTP %d%s%s", r->status, r->error[0] ? ": " : "", r->error);
+
+	changes = json_object_get(b, "changes");
+	if (json_is_array(changes) && json_array_size(changes) > 0) {
+		static const char *const h[] = { "KNOB", "OLD", "NEW", "STATUS" };
+		struct table *t = table_new(4, h);
+		size_t i;
+		json_t *ch;
+		json_array_foreach(changes, i, ch) {
+			char o[128], n[128], st[64];
+			out_scalar(json_object_get(ch, "old"), o, sizeof o);
+			out_scalar(json_object_get(ch, "new"), n, sizeof n);
+			out_scalar(json_object_get(ch, "status"), st, sizeof st);
+			table_row(t, json_string_value(json_object_get(ch, "knob")), o, n, st);
+		}
+		table_print(t, stderr);
+	}
+}
+
+void out_unreachable(const struct cli *c, const char *why)
+{
+	out_error("cannot reach mempolicyd at %s: %s (is it running? set --socket or $MEMPOLICYD_SOCKET)",
+		  c->socket, why);
+}
+
+void out_progress(const char *label, double frac, bool done)
+{
+	enum { BAR = 30 };
+	char bar[BAR + 1];
+	int fill;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	if (frac < 0)
+		frac = 0;
+	if (frac > 1)
+		frac = 1;
+	fill = (int)(frac * BAR + 0.5);
+	for (int i = 0; i < BAR; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[BAR] = '\0';
+	fprintf(stderr, "\r%s [%s] %3d%%%s", label, bar, (int)(frac * 100 + 0.5), done ? "\n" : "");
+	fflush(stderr);
+}
+
+void out_scalar(const json_t *v, char *buf, size_t len)
+{
+	size_t i, o = 0;
+	json_t *e;
+
+	if (!v || json_is_null(v))
+		snprintf(buf, len, "-");
+	else if (json_is_string(v))
+		snprintf(buf, len, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, len, "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+	else if (json_is_array(v)) {
+		buf[0] = '\0';
+		json_array_foreach(v, i, e) {
+			char one[256];
+			int n;
+			out_scalar(e, one, sizeof one);
+			n = snprintf(buf + o, len - o, "%s%s", i ? "," : "", one);
+			if (n < 0 || (size_t)n >= len - o)
+				break;
+			o += (size_t)n;
+		}
+	} else {
+		char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+		snprintf(buf, len, "%s", s ? s : "?");
+		free(s);
+	}
+}
+
+void out_bytes(unsigned long long bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", bytes);
+	else
+		snprintf(buf, len, v < 10 ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+void out_time_ns(long long ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	char base[32];
+
+	if (ns <= 0 || !gmtime_r(&s, &tm) || !strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	snprintf(buf, len, "%s.%03lldZ", base, (ns % 1000000000LL) / 1000000LL);
+}
+
+void out_idlist(const json_t *arr, char *buf, size_t len)
+{
+	idset s;
+	size_t i;
+	json_t *e;
+
+	idset_clear(&s);
+	json_array_foreach(arr, i, e) {
+		json_int_t id = json_integer_value(e);
+		if (json_is_integer(e) && id >= 0 && id < IDSET_MAX)
+			idset_add(&s, (unsigned)id);
+	}
+	if (idset_count(&s) == 0 || idset_format(&s, buf, len) < 0)
+		snprintf(buf, len, "-");
+}

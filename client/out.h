@@ -1,0 +1,51 @@
+/* Everything mempolicyctl prints. Results go to stdout (aligned tables, or the daemon's JSON with
+ * --json); errors and progress go to stderr, so a script can pipe results and still see why a
+ * command failed. */
+#ifndef MPD_CLIENT_OUT_H
+#define MPD_CLIENT_OUT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+struct cli;
+struct http_result;
+
+/* A table of text cells, printed with every column padded to its widest cell. headers may be
+ * NULL for a key/value listing without a header line. */
+struct table;
+struct table *table_new(int ncols, const char *const *headers);
+/* Appends one row of ncols cells (copied; NULL prints as "-"). */
+void table_row(struct table *t, ...);
+/* Same, cells from an array. */
+void table_rowv(struct table *t, const char *const *cells);
+/* Prints to f and frees t. On a terminal the header is bold; piped, it is plain text. */
+void table_print(struct table *t, FILE *f);
+
+/* The daemon's JSON, as --json prints it: indented by 2, keys sorted, one trailing newline. */
+void out_json(json_t *v);
+
+/* "mempolicyctl: <message>" on stderr. */
+void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A problem+json answer: "mempolicyctl: <detail> (<code>)" on stderr, and the per-knob changes
+ * when the problem carries them (a rolled-back PATCH). */
+void out_problem(const struct http_result *r);
+/* No daemon on the socket. */
+void out_unreachable(const struct cli *c, const char *why);
+
+/* A one-line progress bar on stderr, redrawn in place; only when stderr is a terminal (a pipe or
+ * a log gets nothing). frac in 0..1; done=true ends the line. For job commands. */
+void out_progress(const char *label, double frac, bool done);
+
+/* Formatting helpers for cells. */
+/* The JSON scalar as text: strings bare, integers decimal, true/false, null -> "-". Arrays of
+ * scalars are joined with ",". */
+void out_scalar(const json_t *v, char *buf, size_t len);
+/* Bytes as "4.7 GiB" / "512 MiB" / "12 KiB" / "100 B". */
+void out_bytes(unsigned long long bytes, char *buf, size_t len);
+/* Nanoseconds since the epoch as "2026-11-29T10:00:00.123Z" (UTC). */
+void out_time_ns(long long ns, char *buf, size_t len);
+/* A JSON array of integers as a kernel list "0-3,8"; "-" when empty. */
+void out_idlist(const json_t *arr, char *buf, size_t len);
+
+#endif
