@@ -2,6 +2,7 @@
 side by side with nginx serving the same bytes as a static file, and the daemon's RSS idle and
 under that load."""
 import http.client
+import time
 
 import benchlib as bl
 
@@ -22,7 +23,11 @@ def run(ctx, endpoints):
                            [idle.get("VmRSS", 0)], method="/proc/PID/status VmRSS once, before any load"))
         for name, path in endpoints:
             rows += _endpoint(ctx, d, name, path)
-        hwm = bl.proc_status_kb(d.pid).get("VmHWM", 0)
+        time.sleep(1)
+        after = bl.proc_status_kb(d.pid)
+        rows.append(bl.row("rss.after", "mempolicyd VmRSS idle again (1 s after the last round)", "kB",
+                           [after.get("VmRSS", 0)], method="/proc/PID/status VmRSS once"))
+        hwm = after.get("VmHWM", 0)
         rows.append(bl.row("rss.hwm", "mempolicyd VmHWM after all HTTP rounds", "kB", [hwm],
                            method="/proc/PID/status VmHWM once, after every wrk round"))
     except bl.BenchError as e:
