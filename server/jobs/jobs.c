@@ -1,0 +1,438 @@
+/* The job runner: an in-memory list of queued and running jobs (progress, cancel flags) in front
+ * of the jobs table, and a few worker threads. Lock order: the runner's mutex, then the store's;
+ * never the other way round. */
+#include "server/jobs/jobs.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/app.h"
+#include "server/log.h"
+#include "server/store/db.h"
+#include "server/store/history.h"
+#include "server/store/jobs.h"
+
+#define MAX_WORKERS 8
+#define MAX_HOOKS   8
+
+struct job_ctx {
+	struct jobs *runner;         /* borrowed */
+	struct job_ctx *next;        /* the active list */
+	int64_t id, op_id;
+	char kind[64];
+	char conflict_key[128];      /* "" for none */
+	bool running;                /* false: queued */
+	bool cancel;
+	json_t *progress;            /* owned, under runner->lock */
+	job_run_fn run;
+	void *arg;                   /* owned */
+	job_free_fn free_arg;
+};
+
+struct jobs {
+	struct app *app;             /* borrowed */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping;
+	struct job_ctx *active;      /* queued and running jobs, oldest first */
+	int nworkers;
+	pthread_t workers[MAX_WORKERS];
+	struct { const char *kind; job_interrupted_fn fn; } hooks[MAX_HOOKS];
+	int nhooks;
+};
+
+static void ctx_free(struct job_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->free_arg && c->arg)
+		c->free_arg(c->arg);
+	json_decref(c->progress);
+	free(c);
+}
+
+struct jobs *jobs_open(struct app *app, mp_err *e)
+{
+	struct jobs *j = calloc(1, sizeof *j);
+
+	if (!j) {
+		mp_fail(e, 500, "jobs.oom", 0, "out of memory");
+		return NULL;
+	}
+	j->app = app;
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_cond_init(&j->wake, NULL);
+	return j;
+}
+
+void jobs_on_interrupted(struct jobs *j, const char *kind, job_interrupted_fn fn)
+{
+	if (j->nhooks < MAX_HOOKS) {
+		j->hooks[j->nhooks].kind = kind;
+		j->hooks[j->nhooks].fn = fn;
+		j->nhooks++;
+	}
+}
+
+/* Marks what a previous daemon left queued or running as "interrupted". */
+static int recover(struct jobs *j, mp_err *e)
+{
+	struct store *st = j->app->store;
+	int64_t ids[256], ops[256];
+	int n;
+
+	store_lock(st);
+	n = jobs_db_active(st, ids, ops, 256, e);
+	store_unlock(st);
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		json_t *job, *result = NULL;
+		int64_t now = store_now_ns();
+		mp_err ignore = { 0 };
+
+		store_lock(st);
+		job = jobs_db_get(st, ids[i], &ignore);
+		store_unlock(st);
+		for (int h = 0; job && h < j->nhooks; h++)
+			if (!strcmp(j->hooks[h].kind, json_string_value(json_object_get(job, "kind"))))
+				result = j->hooks[h].fn(j->app, ids[i], json_object_get(job, "request"));
+		store_lock(st);
+		if (jobs_db_finish(st, ids[i], "interrupted", now, "restart", 0, "the daemon stopped while the job ran",
+				   NULL, result, e) < 0 ||
+		    (ops[i] > 0 && history_finish(st, ops[i], "interrupted", now, 0,
+						  "the daemon stopped while the job ran", result, e) < 0)) {
+			store_unlock(st);
+			json_decref(job);
+			json_decref(result);
+			return -1;
+		}
+		store_unlock(st);
+		log_warn("job %lld was left unfinished by the previous daemon: marked interrupted", (long long)ids[i]);
+		json_decref(job);
+		json_decref(result);
+	}
+	return 0;
+}
+
+static struct job_ctx *next_queued(struct jobs *j)
+{
+	for (struct job_ctx *c = j->active; c; c = c->next)
+		if (!c->running)
+			return c;
+	return NULL;
+}
+
+static void unlink_active(struct jobs *j, struct job_ctx *c)
+{
+	for (struct job_ctx **p = &j->active; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
+
+static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
+{
+	struct store *st = j->app->store;
+	int64_t now = store_now_ns();
+	json_t *progress;
+	mp_err e = { 0 };
+
+	pthread_mutex_lock(&j->lock);
+	progress = json_incref(c->progress);
+	pthread_mutex_unlock(&j->lock);
+	store_lock(st);
+	if (jobs_db_finish(st, c->id, out->status, now, out->reason, out->err_no, out->error, progress, out->result,
+			   &e) < 0 ||
+	    history_finish(st, c->op_id, out->status, now, out->err_no, out->error[0] ? out->error : out->reason,
+			   out->result, &e) < 0)
+		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
+	store_unlock(st);
+	json_decref(progress);
+	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind, out->status,
+		 out->reason ? ", " : "", out->reason ? out->reason : "");
+}
+
+static void *worker(void *arg)
+{
+	struct jobs *j = arg;
+
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		struct job_ctx *c = NULL;
+		struct job_outcome out;
+		mp_err e = { 0 };
+
+		while (!j->stopping && !(c = next_queued(j)))
+			pthread_cond_wait(&j->wake, &j->lock);
+		if (j->stopping)
+			break;
+		c->running = true;
+		pthread_mutex_unlock(&j->lock);
+
+		store_lock(j->app->store);
+		if (jobs_db_set_running(j->app->store, c->id, store_now_ns(), &e) < 0)
+			log_error("job %lld: %s", (long long)c->id, e.detail);
+		store_unlock(j->app->store);
+		memset(&out, 0, sizeof out);
+		c->run(c, c->arg, &out);
+		if (!out.status)
+			out.status = "failed";
+		finish(j, c, &out);
+		json_decref(out.result);
+
+		pthread_mutex_lock(&j->lock);
+		unlink_active(j, c);
+		pthread_mutex_unlock(&j->lock);
+		ctx_free(c);
+		pthread_mutex_lock(&j->lock);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}
+
+int jobs_start(struct jobs *j, int nworkers, mp_err *e)
+{
+	if (recover(j, e) < 0)
+		return -1;
+	if (nworkers < 1)
+		nworkers = 1;
+	if (nworkers > MAX_WORKERS)
+		nworkers = MAX_WORKERS;
+	for (int i = 0; i < nworkers; i++) {
+		if (pthread_create(&j->workers[i], NULL, worker, j) != 0)
+			return mp_fail(e, 500, "jobs.thread", 0, "cannot start a job worker");
+		j->nworkers++;
+	}
+	return 0;
+}
+
+void jobs_close(struct jobs *j)
+{
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->lock);
+	j->stopping = true;
+	for (struct job_ctx *c = j->active; c; c = c->next)
+		c->cancel = true;
+	pthread_cond_broadcast(&j->wake);
+	pthread_mutex_unlock(&j->lock);
+	for (int i = 0; i < j->nworkers; i++)
+		pthread_join(j->workers[i], NULL);
+	/* Jobs still queued stay "queued" in the table and read "interrupted" after the next start. */
+	while (j->active) {
+		struct job_ctx *c = j->active;
+		j->active = c->next;
+		ctx_free(c);
+	}
+	pthread_cond_destroy(&j->wake);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
+int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
+{
+	struct store *st = j->app->store;
+	struct job_ctx *c = calloc(1, sizeof *c);
+	struct op_record op = { 0 };
+	struct job_row row = { 0 };
+	int64_t now = store_now_ns();
+
+	if (!c) {
+		if (spec->free_arg)
+			spec->free_arg(spec->arg);
+		mp_fail(e, 500, "jobs.oom", 0, "out of memory");
+		return -1;
+	}
+	c->runner = j;
+	c->run = spec->run;
+	c->arg = spec->arg;
+	c->free_arg = spec->free_arg;
+	c->progress = spec->initial_progress ? json_deep_copy(spec->initial_progress) : NULL;
+	snprintf(c->kind, sizeof c->kind, "%s", spec->kind);
+	if (spec->conflict_key)
+		snprintf(c->conflict_key, sizeof c->conflict_key, "%s", spec->conflict_key);
+
+	op.kind = spec->kind;
+	op.source = spec->source ? spec->source : "api";
+	op.has_actor = spec->actor && spec->actor->has_uid;
+	op.actor_uid = op.has_actor ? spec->actor->uid : 0;
+	op.actor_name = op.has_actor ? spec->actor->name : NULL;
+	op.started_ns = now;
+	op.status = "running";
+	op.request = spec->request;
+	op.kernel_release = j->app->caps.kernel_release;
+	row.kind = spec->kind;
+	row.status = "queued";
+	row.conflict_key = spec->conflict_key;
+	row.source = op.source;
+	row.schedule_id = spec->schedule_id;
+	row.has_actor = op.has_actor;
+	row.actor_uid = op.actor_uid;
+	row.actor_name = op.actor_name;
+	row.created_ns = now;
+	row.request = spec->request;
+	row.progress = c->progress;
+
+	pthread_mutex_lock(&j->lock);
+	if (j->stopping) {
+		mp_fail(e, 503, "jobs.stopping", 0, "the daemon is stopping");
+		goto fail;
+	}
+	for (struct job_ctx *o = j->active; c->conflict_key[0] && o; o = o->next)
+		if (!strcmp(o->conflict_key, c->conflict_key)) {
+			if (conflict_id)
+				*conflict_id = o->id;
+			mp_fail(e, 409, "job.conflict", 0, "job %lld (%s) is already %s; cancel it or wait",
+				(long long)o->id, o->kind, o->running ? "running" : "queued");
+			goto fail;
+		}
+	store_lock(st);
+	if (store_begin(st, e) < 0) {
+		store_unlock(st);
+		goto fail;
+	}
+	if ((c->op_id = row.op_id = history_insert(st, &op, e)) < 0 || (c->id = jobs_db_insert(st, &row, e)) < 0 ||
+	    store_commit(st, e) < 0) {
+		store_rollback(st);
+		store_unlock(st);
+		goto fail;
+	}
+	store_unlock(st);
+	/* Append: workers take the oldest queued job first. */
+	{
+		struct job_ctx **p = &j->active;
+		while (*p)
+			p = &(*p)->next;
+		*p = c;
+	}
+	pthread_cond_signal(&j->wake);
+	pthread_mutex_unlock(&j->lock);
+	log_info("job %lld (%s) queued by %s", (long long)c->id, c->kind, op.source);
+	return c->id;
+fail:
+	pthread_mutex_unlock(&j->lock);
+	ctx_free(c);
+	return -1;
+}
+
+/* Overlays the live progress of an active job. */
+static void overlay(struct jobs *j, json_t *job, int64_t id)
+{
+	pthread_mutex_lock(&j->lock);
+	for (struct job_ctx *c = j->active; c; c = c->next)
+		if (c->id == id) {
+			if (c->progress)
+				json_object_set_new(job, "progress", json_deep_copy(c->progress));
+			if (c->cancel)
+				json_object_set_new(job, "cancel_requested", json_true());
+			break;
+		}
+	pthread_mutex_unlock(&j->lock);
+}
+
+json_t *jobs_get(struct jobs *j, int64_t id, mp_err *e)
+{
+	json_t *job;
+
+	store_lock(j->app->store);
+	job = jobs_db_get(j->app->store, id, e);
+	store_unlock(j->app->store);
+	if (job)
+		overlay(j, job, id);
+	return job;
+}
+
+json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e)
+{
+	json_t *arr, *v;
+	size_t i;
+
+	store_lock(j->app->store);
+	arr = jobs_db_list(j->app->store, f->kind, f->status, f->schedule_id, f->before_id,
+			   f->limit > 0 ? f->limit : 100, e);
+	store_unlock(j->app->store);
+	json_array_foreach(arr, i, v)
+		overlay(j, v, json_integer_value(json_object_get(v, "id")));
+	return arr;
+}
+
+json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
+{
+	struct store *st = j->app->store;
+	struct job_ctx *c, *drop = NULL;
+	json_t *job;
+
+	pthread_mutex_lock(&j->lock);
+	for (c = j->active; c && c->id != id; c = c->next)
+		;
+	if (c && !c->running) {
+		/* Never started: cancelled here, nothing to undo. */
+		int64_t now = store_now_ns();
+		json_t *result = json_pack("{s:b}", "started", 0);
+		store_lock(st);
+		if (jobs_db_finish(st, id, "cancelled", now, "cancelled before it started", 0, NULL, NULL, result, e) < 0 ||
+		    history_finish(st, c->op_id, "cancelled", now, 0, "cancelled before it started", result, e) < 0) {
+			store_unlock(st);
+			pthread_mutex_unlock(&j->lock);
+			json_decref(result);
+			return NULL;
+		}
+		store_unlock(st);
+		json_decref(result);
+		unlink_active(j, c);
+		drop = c;
+	} else if (c) {
+		c->cancel = true;
+	}
+	pthread_mutex_unlock(&j->lock);
+	ctx_free(drop);
+	if (!(job = jobs_get(j, id, e)))
+		return NULL;
+	if (!c) {
+		mp_fail(e, 409, "job.finished", 0, "job %lld already ended: %s", (long long)id,
+			json_string_value(json_object_get(job, "status")));
+		json_decref(job);
+		return NULL;
+	}
+	return job;
+}
+
+bool job_cancelled(struct job_ctx *ctx)
+{
+	bool v;
+
+	pthread_mutex_lock(&ctx->runner->lock);
+	v = ctx->cancel;
+	pthread_mutex_unlock(&ctx->runner->lock);
+	return v;
+}
+
+void job_progress(struct job_ctx *ctx, json_t *progress)
+{
+	json_t *old;
+
+	pthread_mutex_lock(&ctx->runner->lock);
+	old = ctx->progress;
+	ctx->progress = progress;
+	pthread_mutex_unlock(&ctx->runner->lock);
+	json_decref(old);
+}
+
+int64_t job_id(const struct job_ctx *ctx)
+{
+	return ctx->id;
+}
+
+int64_t job_op_id(const struct job_ctx *ctx)
+{
+	return ctx->op_id;
+}
+
+struct app *job_app(const struct job_ctx *ctx)
+{
+	return ctx->runner->app;
+}

@@ -1,0 +1,24 @@
+/* Per-page latency statistics over the batches table, in the mmtests shape (common/mmstats.h). */
+#ifndef MPD_STORE_STATS_H
+#define MPD_STORE_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/mmstats.h"
+
+struct store;
+
+struct stats_filter {
+	const char *kind;            /* "hugepages.resize" */
+	bool grow;                   /* grow batches (allocation latency) or shrink batches */
+	uint64_t size_kb;            /* 0: every size */
+	int node;                    /* < 0: every node, global writes included */
+	int64_t since_ns, until_ns;  /* 0: unbounded; batch started_ns in [since, until) */
+};
+
+/* Samples are batches' latency_ns (per page). Takes the store lock itself. */
+int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e);
+
+#endif
