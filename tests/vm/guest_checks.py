@@ -106,11 +106,108 @@ def check_capabilities_on_6_1(d, nodes):
 
 # -- topology (server/api/topology.c, mempolicyctl topology) -----------------------------------------
 
+def topology_matches_guest(t, nodes, what):
+    """A GET /v1/topology answer describes exactly the guest QEMU was told to build."""
+    eq(t["node_count"], len(nodes), what + " node_count")
+    eq(t["online"], "0-%d" % (len(nodes) - 1), what + " online")
+    eq([n["id"] for n in t["nodes"]], list(range(len(nodes))), what + " node ids")
+    for i, (got, want) in enumerate(zip(t["nodes"], nodes)):
+        w = "%s node%d" % (what, i)
+        eq(got["cpus"], want["cpus"], w + " cpus")
+        eq(got["has_cpu"], want["ncpus"] > 0, w + " has_cpu")
+        eq(got["has_memory"], True, w + " has_memory")
+        # MemTotal does not move; MemFree does, so only its bounds are checked.
+        eq(got["memory_total_bytes"], node_meminfo_kb(i) * 1024, w + " memory_total_bytes vs meminfo")
+        expect(near_size(got["memory_total_bytes"] // 1024, want["mem_mb"]),
+               "%s memory_total_bytes %d is not about %d MiB" % (w, got["memory_total_bytes"], want["mem_mb"]))
+        expect(0 < got["memory_free_bytes"] <= got["memory_total_bytes"], w + " memory_free_bytes out of bounds")
+        # QEMU without -numa dist: the kernel's defaults, 10 local and 20 remote.
+        eq(got["distances"], {str(j): 10 if j == i else 20 for j in range(len(nodes))}, w + " distances")
+        eq(got["hugepage_sizes"], ["2M", "1G"], w + " hugepage_sizes")
+
+
+def check_topology_http(d, nodes):
+    topology_matches_guest(ok_json(d.get("/v1/topology"), "GET /v1/topology"), nodes, "GET /v1/topology")
+    # The CPU-less node of the 4-node guest is reported, memory and all, with no CPUs.
+    for i, n in enumerate(nodes):
+        if n["ncpus"] == 0:
+            eq(real_file("%s/node%d/cpulist" % (NODE_SYS, i)), "", "node%d cpulist in the kernel" % i)
+
+
+def check_topology_curl(d, nodes):
+    p = d.curl("-i", "http://localhost/v1/topology")
+    eq(p.returncode, 0, "curl exit status (%s)" % p.stderr.strip())
+    head, _, body = p.stdout.partition("\n\n")   # text mode has turned CRLF into LF
+    expect(head.startswith("HTTP/1.1 200"), "curl status line: %r" % head.splitlines()[0])
+    expect(re.search(r"(?im)^content-type: application/json", head), "curl content-type: %r" % head)
+    topology_matches_guest(json.loads(body), nodes, "curl /v1/topology")
+
+
 # -- knobs (server/api/knobs.c) -----------------------------------------------------------------------
+
+def knob_map(d):
+    return {k["name"]: k for k in ok_json(d.get("/v1/knobs"), "GET /v1/knobs")["knobs"]}
+
+
+def check_knobs_on_6_1(d, nodes):
+    knobs = knob_map(d)
+    # The per-size and weighted-interleave knobs are discovered at start; 6.1 has neither.
+    eq(sorted(n for n in knobs if n.startswith("thp.size.")), [], "per-size THP knobs on 6.1")
+    eq(sorted(n for n in knobs if n.startswith("mempolicy.weighted_interleave")), [],
+       "weighted interleave knobs on 6.1")
+    for name, path in (("thp.enabled", THP + "/enabled"), ("thp.defrag", THP + "/defrag")):
+        k = knobs[name]
+        text = real_file(path)
+        eq(k["available"], True, name + " available")
+        eq(k["value"], bracketed(text), name + " value vs " + path)
+        eq(k["allowed"], text.replace("[", "").replace("]", "").split(), name + " allowed vs " + path)
+    k = knobs["numa.balancing"]
+    eq((k["available"], k["value"]), (True, 0), "numa.balancing (booted with numa_balancing=disable)")
+
+
+def put_knob(d, name, value):
+    r = d.request("PUT", "/v1/knobs/" + name, body={"value": value})
+    body = ok_json(r, "PUT /v1/knobs/%s %r" % (name, value))
+    eq(body["status"], "ok", "PUT %s status" % name)
+    return body
+
+
+def check_knob_put_thp_enabled(d, nodes):
+    path = THP + "/enabled"
+    old = bracketed(real_file(path))
+    try:
+        for value in [v for v in knob_map(d)["thp.enabled"]["allowed"] if v != old] + [old]:
+            body = put_knob(d, "thp.enabled", value)
+            eq(bracketed(real_file(path)), value, "%s after PUT %s" % (path, value))
+            eq(d.get("/v1/knobs/thp.enabled").json["value"], value, "GET thp.enabled after PUT")
+            op = ok_json(d.get("/v1/history/%d" % body["operation_id"]), "GET /v1/history/{id}")
+            eq(op["kernel_release"], os.uname().release, "history kernel_release")
+    finally:
+        real_write(path, old)
+
+
+def check_knob_put_numa_balancing(d, nodes):
+    """Only a multi-node kernel does anything with it; 6.1 takes 0..3 (tiering mode since 6.0)."""
+    path = "/proc/sys/kernel/numa_balancing"
+    try:
+        for value in (1, 2, 0):
+            put_knob(d, "numa.balancing", value)
+            eq(real_file(path), str(value), "%s after PUT %d" % (path, value))
+        r = d.request("PUT", "/v1/knobs/numa.balancing", body={"value": 4})
+        eq((r.status, (r.json or {}).get("code")), (422, "knob.out_of_range"), "PUT numa.balancing 4")
+        eq(real_file(path), "0", path + " after a refused PUT")
+    finally:
+        real_write(path, "0")
+
 
 # -- per-node hugetlb pools (issue 4: PUT /v1/hugepages/{size} with per-node targets -> job) ----------
 
 # -- process placement, migration, probes (later issues) ----------------------------------------------
+
+
+# Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.
+def check_kernel_not_tainted(d, nodes):
+    eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
 
 
 def main():
