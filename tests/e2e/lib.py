@@ -4,6 +4,7 @@ must leave alone (the generated tree, the real knobs, the database)."""
 import http.client
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -143,7 +144,9 @@ class Daemon:
     def ctl(self, *args, user=None, env=None, input=None, timeout=60):
         cmd = [CTL, "--socket", self.socket] + list(args)
         if user:
-            cmd = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups", "--"] + cmd
+            # the user's primary group: Debian's nobody is in "nogroup", there is no group "nobody"
+            gid = str(pwd.getpwnam(user).pw_gid)
+            cmd = ["setpriv", "--reuid", user, "--regid", gid, "--clear-groups", "--"] + cmd
         e = dict(os.environ)
         if env:
             e.update(env)
