@@ -12,8 +12,10 @@
 
 #include "server/api/api.h"
 #include "server/app.h"
+#include "server/jobs/jobs.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
+#include "server/ops/resize.h"
 #include "server/store/db.h"
 
 #define DEFAULT_SOCKET "/run/mempolicyd/mempolicyd.sock"
@@ -241,7 +243,14 @@ int main(int argc, char **argv)
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
 	make_parent(cfg.socket);
+	if (!(app.jobs = jobs_open(&app, &e)))
+		goto fail;
+	jobs_on_interrupted(app.jobs, "hugepages.resize", resize_interrupted);
 	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &e)))
+		goto fail;
+	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
+	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
+	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,
@@ -263,6 +272,7 @@ fail:
 	log_error("%s", e.detail);
 out:
 	http_stop(http);
+	jobs_close(app.jobs);
 	store_close(app.store);
 	knobs_free(app.knobs);
 	config_free(&cfg);

@@ -88,5 +88,13 @@ int api_history_list(struct req *rq, mp_err *e);
 int api_history_get(struct req *rq, mp_err *e);
 /* RFC 3339 UTC or integer ns since the epoch -> ns (api/history.c); 0 or -1. */
 int api_parse_time_ns(const char *s, int64_t *out);
+int api_hugepages_list(struct req *rq, mp_err *e);
+int api_hugepages_get(struct req *rq, mp_err *e);
+int api_hugepages_put(struct req *rq, mp_err *e);
+int api_hugepages_avail(struct req *rq, mp_err *e);
+int api_jobs_list(struct req *rq, mp_err *e);
+int api_job_get(struct req *rq, mp_err *e);
+int api_job_cancel(struct req *rq, mp_err *e);
+int api_history_stats(struct req *rq, mp_err *e);
 
 #endif

@@ -267,7 +267,9 @@ static const struct route *route_find(const char *method, const char *url, char 
 		if (!match(r->pattern, url, NULL))
 			continue;
 		*path_known = true;
-		if (!strcmp(r->method, method))
+		/* The first match wins, so a literal ("/v1/history/stats") listed before a pattern
+		 * ("/v1/history/{}") takes precedence. */
+		if (!found && !strcmp(r->method, method))
 			found = r;
 		if (!strstr(allow, r->method)) {
 			int w = snprintf(allow + off, allow_len - off, "%s%s", off ? ", " : "", r->method);

@@ -1,4 +1,4 @@
-/* The static route table. The router answers 404 (no pattern matches), 405 (the pattern matches
+/* The static route table; the first matching line wins. The router answers 404 (no pattern matches), 405 (the pattern matches
  * but not the method, with Allow), 413, 414, 415 and 403 (R_ADMIN) before any handler runs. */
 #include "server/api/api.h"
 
@@ -13,9 +13,17 @@ const struct route api_routes[] = {
 	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
+	{ "GET",    "/v1/history/stats",              api_history_stats,     0 },  /* before {} */
 	{ "GET",    "/v1/history/{}",                 api_history_get,       0 },
 	/* hugepages */
+	{ "GET",    "/v1/hugepages",                  api_hugepages_list,    0 },
+	{ "GET",    "/v1/hugepages/{}",               api_hugepages_get,     0 },
+	{ "PUT",    "/v1/hugepages/{}",               api_hugepages_put,     R_ADMIN | R_BODY },
+	{ "GET",    "/v1/hugepages/{}/availability",  api_hugepages_avail,   0 },
 	/* jobs */
+	{ "GET",    "/v1/jobs",                       api_jobs_list,         0 },
+	{ "GET",    "/v1/jobs/{}",                    api_job_get,           0 },
+	{ "DELETE", "/v1/jobs/{}",                    api_job_cancel,        R_ADMIN },
 	/* schedules */
 };
 

@@ -36,6 +36,7 @@ struct jobs {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stopping;
+	bool started;                /* jobs_start() has run: recovery is done, submissions welcome */
 	struct job_ctx *active;      /* queued and running jobs, oldest first */
 	int nworkers;
 	pthread_t workers[MAX_WORKERS];
@@ -207,6 +208,9 @@ int jobs_start(struct jobs *j, int nworkers, mp_err *e)
 			return mp_fail(e, 500, "jobs.thread", 0, "cannot start a job worker");
 		j->nworkers++;
 	}
+	pthread_mutex_lock(&j->lock);
+	j->started = true;
+	pthread_mutex_unlock(&j->lock);
 	return 0;
 }
 
@@ -278,8 +282,9 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	row.progress = c->progress;
 
 	pthread_mutex_lock(&j->lock);
-	if (j->stopping) {
-		mp_fail(e, 503, "jobs.stopping", 0, "the daemon is stopping");
+	if (j->stopping || !j->started) {
+		mp_fail(e, 503, j->stopping ? "jobs.stopping" : "jobs.starting", 0, "the daemon is %s",
+			j->stopping ? "stopping" : "starting; retry in a moment");
 		goto fail;
 	}
 	for (struct job_ctx *o = j->active; c->conflict_key[0] && o; o = o->next)

@@ -1,0 +1,65 @@
+/* /v1/jobs: long operations, their progress and outcome; DELETE cancels between batches. */
+#include "common/parse.h"
+#include "server/api/api.h"
+#include "server/jobs/jobs.h"
+
+static int job_id_param(struct req *rq, int64_t *id, mp_err *e)
+{
+	uint64_t v;
+
+	if (parse_u64(rq->param[0], &v) < 0 || v < 1 || v > INT64_MAX)
+		return mp_fail(e, 404, "job.not_found", 0, "no job '%.32s'", rq->param[0]);
+	*id = (int64_t)v;
+	return 0;
+}
+
+int api_jobs_list(struct req *rq, mp_err *e)
+{
+	static const char *const allowed[] = { "kind", "status", "schedule_id", "before", "limit", NULL };
+	struct job_filter f = { .limit = 50 };
+	uint64_t v = 0;
+	json_t *arr;
+
+	if (req_query_only(rq, allowed, e) < 0)
+		return -1;
+	f.kind = req_query(rq, "kind");
+	f.status = req_query(rq, "status");
+	if (req_query_u64(rq, "schedule_id", 1, INT64_MAX, &v, e) < 0)
+		return -1;
+	f.schedule_id = (int64_t)v;
+	v = 0;
+	if (req_query_u64(rq, "before", 1, INT64_MAX, &v, e) < 0)
+		return -1;
+	f.before_id = (int64_t)v;
+	v = 50;
+	if (req_query_u64(rq, "limit", 1, 1000, &v, e) < 0)
+		return -1;
+	f.limit = (int)v;
+	if (!(arr = jobs_list(rq->app->jobs, &f, e)))
+		return -1;
+	return req_reply(rq, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+int api_job_get(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	int64_t id;
+	json_t *job;
+
+	if (req_query_only(rq, none, e) < 0 || job_id_param(rq, &id, e) < 0 || !(job = jobs_get(rq->app->jobs, id, e)))
+		return -1;
+	return req_reply(rq, 200, job);
+}
+
+int api_job_cancel(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	int64_t id;
+	json_t *job;
+
+	if (req_query_only(rq, none, e) < 0 || job_id_param(rq, &id, e) < 0 ||
+	    !(job = jobs_cancel(rq->app->jobs, id, e)))
+		return -1;
+	/* 202: a running job stops at its next batch boundary, not now. */
+	return req_reply(rq, 202, job);
+}
