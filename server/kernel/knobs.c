@@ -283,13 +283,15 @@ static int write_generated_choice(const struct knob_catalogue *c, const struct k
 		bool sel = !strcmp(st.opts[i], value);
 		int w = snprintf(out + off, sizeof out - off, "%s%s%s%s", i ? " " : "", sel ? "[" : "", st.opts[i],
 				 sel ? "]" : "");
-		if (w < 0 || (size_t)w >= sizeof out - off)
+		if (w < 0 || (size_t)w >= sizeof out - off - 1)
 			return -EFBIG;
 		off += (size_t)w;
 		found |= sel;
 	}
 	if (!found)
 		return -EINVAL;
+	out[off++] = '\n';
+	out[off] = '\0';
 	return kfs_write(root_of(c, k), k->rel, out);
 }
 
@@ -306,7 +308,13 @@ static bool on_kernel_fs(const struct knob_catalogue *c, const struct knob *k)
 
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
+	char line[80];
+
 	if (k->type == KNOB_CHOICE && !on_kernel_fs(c, k))
 		return write_generated_choice(c, k, value);
-	return kfs_write(root_of(c, k), k->rel, value);
+	/* With the newline `echo` sends: every knob here ignores one (kernel-interfaces.md §0), and a
+	 * generated tree then holds exactly what the kernel would print. */
+	if ((size_t)snprintf(line, sizeof line, "%s\n", value) >= sizeof line)
+		return -EINVAL;
+	return kfs_write(root_of(c, k), k->rel, line);
 }

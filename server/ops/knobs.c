@@ -65,6 +65,7 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 	}
 	/* Decimal strings too, so that a CLI can send NAME=VALUE text without knowing the type. */
 	if (json_is_string(v)) {
+		errno = 0;
 		if (parse_u64(json_string_value(v), &u) == 0 && !strchr(json_string_value(v), '\n')) {
 			snprintf(buf, len, "%llu", (unsigned long long)u);
 			return 0;

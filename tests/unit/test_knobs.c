@@ -258,7 +258,7 @@ START_TEST(writes_keep_the_kernel_format_in_generated_trees)
 	k = knobs_find(c, "thp.khugepaged.max_ptes_swap");
 	ck_assert_int_eq(knob_write(c, k, "128"), 0);
 	get(sys_root, THP "khugepaged/max_ptes_swap", buf, sizeof buf);
-	ck_assert_str_eq(buf, "128");
+	ck_assert_str_eq(buf, "128");   /* get() drops the newline the write added */
 	ck_assert_int_eq(knob_write(c, knobs_find(c, "thp.khugepaged.max_ptes_shared"), "1"), -ENOENT);
 	knobs_free(c);
 	drop_tree();
