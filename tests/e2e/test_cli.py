@@ -257,6 +257,37 @@ class CliFakeTreeTest(CliTestBase):
         names = [line.split()[0] for line in p.stdout.splitlines()[1:]]
         self.assertEqual(names, [k["name"] for k in self.d.get("/v1/knobs").json["knobs"]])
 
+    def test_table_on_a_terminal(self):
+        """On a TTY the header is bold and the columns still line up once the escapes are removed."""
+        import pty
+        master, slave = pty.openpty()
+        try:
+            env = dict(os.environ, TERM="xterm")
+            env.pop("NO_COLOR", None)
+            p = subprocess.Popen([CTL, "--socket", self.d.socket, "topology"], stdout=slave,
+                                 stderr=subprocess.PIPE, env=env)
+            os.close(slave)
+            slave = None
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:   # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            self.assertEqual(p.wait(30), 0)
+            p.stderr.close()
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        text = out.decode().replace("\r\n", "\n")
+        self.assertTrue(text.startswith("\033[1mNODE"), text[:40])
+        plain = re.sub(r"\033\[[0-9;]*m", "", text)
+        self.assertAligned(plain.split("\n\n")[0], 5)
+
     def test_knob_set_one_is_a_put_and_recorded(self):
         p = self.d.ctl("knob", "set", "thp.enabled=never")
         self.assertOk(p)
