@@ -1,0 +1,130 @@
+/* Latency statistics the mmtests way (kernel-interfaces.md §9.2), and the store query that feeds
+ * them from the batches table. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/mmstats.h"
+#include "server/store/db.h"
+#include "server/store/jobs.h"
+#include "server/store/stats.h"
+#include "tests/unit/check_main.h"
+
+START_TEST(quartiles_are_floor_nearest_rank)
+{
+	double v[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct mmstats s;
+
+	mmstats_sorted(v, 10, &s);
+	ck_assert_uint_eq(s.count, 10);
+	ck_assert_double_eq(s.min, 1);
+	ck_assert_double_eq(s.q1, 2);     /* int(10 * 25 / 100) = 2 -> sorted[1] */
+	ck_assert_double_eq(s.q2, 5);     /* int(5) = 5 -> sorted[4], no interpolation (not 5.5) */
+	ck_assert_double_eq(s.q3, 7);     /* int(7.5) = 7 -> sorted[6] (not 8) */
+	ck_assert_double_eq(s.p90, 9);
+	ck_assert_double_eq(s.p95, 9);    /* int(9.5) = 9 */
+	ck_assert_double_eq(s.p99, 9);
+	ck_assert_double_eq(s.max, 10);
+	ck_assert_double_eq(s.amean, 5.5);
+	ck_assert_double_eq_tol(s.stddev, 3.0276503540974917, 1e-12);   /* sample, n - 1 */
+}
+END_TEST
+
+START_TEST(few_samples_collapse_onto_the_minimum)
+{
+	double three[3] = { 10, 20, 30 }, one[1] = { 42 };
+	struct mmstats s;
+
+	mmstats_sorted(three, 3, &s);
+	ck_assert_double_eq(s.q1, 10);    /* int(0.75) = 0 -> at least 1 */
+	ck_assert_double_eq(s.q2, 10);    /* int(1.5) = 1 */
+	ck_assert_double_eq(s.q3, 20);    /* int(2.25) = 2 */
+	ck_assert_double_eq(s.stddev, 10);
+	mmstats_sorted(one, 1, &s);
+	ck_assert_double_eq(s.min, 42);
+	ck_assert_double_eq(s.q3, 42);
+	ck_assert_double_eq(s.max, 42);
+	ck_assert(isnan(s.stddev));       /* n - 1 = 0 */
+	mmstats_sorted(NULL, 0, &s);
+	ck_assert_uint_eq(s.count, 0);
+	ck_assert(isnan(s.min) && isnan(s.amean));
+}
+END_TEST
+
+START_TEST(seed_003_shape_on_large_values)
+{
+	/* ns values like the daemon stores: the mean of 1e9 + k keeps its precision. */
+	double v[4] = { 1e9 + 1, 1e9 + 2, 1e9 + 3, 1e9 + 4 };
+	struct mmstats s;
+
+	mmstats_sorted(v, 4, &s);
+	ck_assert_double_eq(s.amean, 1e9 + 2.5);
+	ck_assert_double_eq_tol(s.stddev, 1.2909944487358056, 1e-6);
+	ck_assert_double_eq(s.q1, 1e9 + 1);
+	ck_assert_double_eq(s.q3, 1e9 + 3);
+}
+END_TEST
+
+START_TEST(store_query_filters_and_sorts)
+{
+	char path[] = "/tmp/mpd-mmstats-XXXXXX";
+	int fd = mkstemp(path);
+	struct store *st;
+	struct batch_row rows[6];
+	struct stats_filter f = { .kind = "hugepages.resize", .grow = true, .node = -1 };
+	struct mmstats s;
+	mp_err e = { 0 };
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(path);
+	st = store_open(path, &e);
+	ck_assert_msg(st != NULL, "%s", e.detail);
+	store_lock(st);
+	ck_assert_int_eq(sqlite3_exec(store_db(st), "INSERT INTO operations (id, kind, started_ns, status) "
+				      "VALUES (1, 'hugepages.resize', 1, 'ok')", NULL, NULL, NULL), SQLITE_OK);
+	for (int i = 0; i < 6; i++)
+		rows[i] = (struct batch_row){ .op_id = 1, .seq = i + 1, .kind = "hugepages.resize", .size_kb = 2048,
+					      .node = i % 2, .grow = i < 5, .started_ns = 100 + i, .requested = 1,
+					      .achieved = 1, .elapsed_ns = 50 - i, .latency_ns = 50 - i };
+	rows[4].size_kb = 1048576;
+	ck_assert_int_eq(batches_db_insert(st, rows, 6, &e), 0);
+	store_unlock(st);
+
+	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+	ck_assert_uint_eq(s.count, 5);              /* the shrink batch is not a sample */
+	ck_assert_double_eq(s.min, 46);
+	ck_assert_double_eq(s.max, 50);
+	f.size_kb = 2048;
+	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+	ck_assert_uint_eq(s.count, 4);
+	ck_assert_double_eq(s.min, 47);
+	f.node = 1;
+	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+	ck_assert_uint_eq(s.count, 2);              /* seq 2 and 4: latency 49, 47 */
+	ck_assert_double_eq(s.min, 47);
+	ck_assert_double_eq(s.max, 49);
+	f.node = -1;
+	f.since_ns = 102;
+	f.until_ns = 104;
+	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+	ck_assert_uint_eq(s.count, 2);
+	store_close(st);
+	unlink(path);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("mmstats");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, quartiles_are_floor_nearest_rank);
+	tcase_add_test(tc, few_samples_collapse_onto_the_minimum);
+	tcase_add_test(tc, seed_003_shape_on_large_values);
+	tcase_add_test(tc, store_query_filters_and_sorts);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+MPD_CHECK_MAIN(suite)
