@@ -143,6 +143,44 @@ def check_topology_curl(d, nodes):
     topology_matches_guest(json.loads(body), nodes, "curl /v1/topology")
 
 
+def kernel_list(ids):
+    """[0, 1, 2, 5] -> '0-2,5' (the kernel's and the CLI's list format); [] -> '-' (the CLI's empty)."""
+    runs = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in runs) or "-"
+
+
+def check_topology_cli(d, nodes):
+    p = d.ctl("--json", "topology", user="nobody")   # a read: any user may
+    eq(p.returncode, 0, "mempolicyctl --json topology exit status (%s)" % p.stderr.strip())
+    topology_matches_guest(json.loads(p.stdout), nodes, "mempolicyctl --json topology")
+    p = d.ctl("topology")
+    eq(p.returncode, 0, "mempolicyctl topology exit status (%s)" % p.stderr.strip())
+    rows = [line.split() for line in p.stdout.splitlines() if line.strip()]
+    eq(rows[0][:2], ["NODE", "CPUS"], "node table header")
+    for i, n in enumerate(nodes):
+        eq(rows[1 + i][:2], [str(i), kernel_list(n["cpus"])], "node table row %d" % i)
+        eq(rows[1 + i][-1], "2M,1G", "node table row %d hugepages" % i)
+    dist = rows[1 + len(nodes):]
+    eq(dist[0], ["DISTANCE"] + [str(i) for i in range(len(nodes))], "distance header")
+    for i in range(len(nodes)):
+        eq(dist[1 + i], [str(i)] + ["10" if j == i else "20" for j in range(len(nodes))], "distance row %d" % i)
+
+
+def check_status_cli(d, nodes):
+    p = d.ctl("status")
+    eq(p.returncode, 0, "mempolicyctl status exit status (%s)" % p.stderr.strip())
+    rows = {line[:15].strip(): line[15:].strip() for line in p.stdout.splitlines()}
+    eq(rows.get("nodes"), "%d (online 0-%d)" % (len(nodes), len(nodes) - 1), "status nodes")
+    eq(rows.get("mTHP sizes"), "-", "status mTHP sizes on 6.1")
+    expect("weighted_interleave=no" in rows.get("features", ""), "status features: %r" % rows.get("features"))
+
+
+
 # -- knobs (server/api/knobs.c) -----------------------------------------------------------------------
 
 def knob_map(d):
@@ -182,6 +220,23 @@ def check_knob_put_thp_enabled(d, nodes):
             eq(d.get("/v1/knobs/thp.enabled").json["value"], value, "GET thp.enabled after PUT")
             op = ok_json(d.get("/v1/history/%d" % body["operation_id"]), "GET /v1/history/{id}")
             eq(op["kernel_release"], os.uname().release, "history kernel_release")
+    finally:
+        real_write(path, old)
+
+
+def check_knob_set_cli(d, nodes):
+    path = THP + "/defrag"
+    old = bracketed(real_file(path))
+    new = "never" if old != "never" else "madvise"
+    try:
+        p = d.ctl("knob", "set", "thp.defrag=" + new, user="nobody")
+        expect(p.returncode != 0, "nobody may not set a knob: %s" % p.stdout)
+        eq(bracketed(real_file(path)), old, path + " after a refused set")
+        p = d.ctl("knob", "set", "thp.defrag=" + new)
+        eq(p.returncode, 0, "knob set as root (%s)" % p.stderr.strip())
+        eq(bracketed(real_file(path)), new, path + " after knob set")
+        p = d.ctl("--json", "knob", "get", "thp.defrag")
+        eq(json.loads(p.stdout)["value"], new, "knob get after set")
     finally:
         real_write(path, old)
 
