@@ -13,7 +13,7 @@ import threading
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, DaemonTest
+from lib import CTL, DaemonTest, real_file as real
 
 THP = "sys/kernel/mm/transparent_hugepage"
 
@@ -449,3 +449,35 @@ class CliWireTest(unittest.TestCase):
                      content_type="application/problem+json")
         p = run(["--socket", r.socket, "knob", "set", "thp.enabled=never"])
         self.assertEqual((p.returncode, p.stdout, p.stderr), (1, "", "mempolicyctl: busy (HTTP 409)\n"))
+
+
+class CliRealKernelTest(CliTestBase):
+    """One round trip through the real kernel: the CLI changes thp.enabled and thp.khugepaged
+    .pages_to_scan in /sys, history records it, and both are restored (also on failure). Run under
+    `flock /tmp/mpd-thp.lock` when other test runs may touch THP at the same time."""
+    ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+    SCAN = "/sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan"
+
+    def test_set_and_restore_real_knobs(self):
+        if not os.path.exists(self.ENABLED):
+            self.skipTest("no THP on this kernel")
+        old_mode, old_scan = selected(real(self.ENABLED)), real(self.SCAN)
+        new_mode = "never" if old_mode != "never" else "madvise"
+        new_scan = "4095" if old_scan != "4095" else "4094"
+        try:
+            p = self.d.ctl("knob", "set", "thp.enabled=" + new_mode, "thp.khugepaged.pages_to_scan=" + new_scan)
+            self.assertOk(p)
+            self.assertEqual(selected(real(self.ENABLED)), new_mode)
+            self.assertEqual(real(self.SCAN), new_scan)
+            op_id = re.search(r"operation (\d+): ok", p.stdout).group(1)
+            shown = self.d.ctl("history", "show", op_id).stdout
+            self.assertRegex(shown, r"thp\.enabled\s+%s\s+%s\s+written" % (old_mode, new_mode))
+            self.assertRegex(shown, r"thp\.khugepaged\.pages_to_scan\s+%s\s+%s\s+written" % (old_scan, new_scan))
+            self.assertOk(self.d.ctl("knob", "set", "thp.enabled=" + old_mode,
+                                     "thp.khugepaged.pages_to_scan=" + old_scan))
+        finally:
+            with open(self.ENABLED, "w") as f:
+                f.write(old_mode)
+            with open(self.SCAN, "w") as f:
+                f.write(old_scan)
+        self.assertEqual((selected(real(self.ENABLED)), real(self.SCAN)), (old_mode, old_scan))
