@@ -61,7 +61,7 @@ int api_knob_get(struct req *rq, mp_err *e)
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
 	if (!k)
-		return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%.100s'", rq->param[0]);
+		return knob_unknown(e, rq->param[0]);
 	return req_reply(rq, 200, knob_json(rq->app->knobs, k));
 }
 
@@ -110,8 +110,11 @@ int api_knob_put(struct req *rq, mp_err *e)
 	if (json_unpack_ex(rq->body, &je, 0, "{s:o !}", "value", &v) != 0)
 		return body_fail(e, &je);
 	knobs = json_object();
-	json_object_set(knobs, rq->param[0], v);
-	rc = apply(rq, knobs, e);
+	/* A name that is not valid UTF-8 cannot be a key, and is no knob either. */
+	if (json_object_set(knobs, rq->param[0], v) < 0)
+		rc = mp_fail(e, 404, "knob.unknown", 0, "no knob by that name");
+	else
+		rc = apply(rq, knobs, e);
 	json_decref(knobs);
 	return rc;
 }

@@ -194,6 +194,19 @@ const struct knob *knobs_find(const struct knob_catalogue *c, const char *name)
 	return NULL;
 }
 
+bool knob_name_quotable(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= sizeof ((struct knob *)0)->name)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '.' || *p == '_' || *p == '-' || *p == '+'))
+			return false;
+	return true;
+}
+
 const char *knob_type_name(enum knob_type t)
 {
 	switch (t) {

@@ -32,6 +32,9 @@ const struct knob *knobs_at(const struct knob_catalogue *c, size_t i);
 /* Exact-name lookup; NULL for anything not in the table. */
 const struct knob *knobs_find(const struct knob_catalogue *c, const char *name);
 const char *knob_type_name(enum knob_type t);
+/* True when name is made of what knob names are made of ([A-Za-z0-9._+-], < 80 bytes), so that
+ * it is safe to quote back in an error message; says nothing about whether the knob exists. */
+bool knob_name_quotable(const char *name);
 /* The file as the daemon sees it ("/sys/kernel/mm/..."), into buf. */
 void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, size_t len);
 

@@ -25,6 +25,14 @@ struct item {
 	int err;                     /* errno of this knob's failed write or restore */
 };
 
+int knob_unknown(mp_err *e, const char *name)
+{
+	if (knob_name_quotable(name))
+		return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%s'", name);
+	return mp_fail(e, 404, "knob.unknown", 0, "no knob by that name (names are made of letters, digits, "
+		       "'.', '_', '+' and '-')");
+}
+
 json_t *knob_value_json(const struct knob *k, const char *text)
 {
 	uint64_t v;
@@ -89,7 +97,7 @@ static int validate(struct app *app, json_t *knobs, struct item *items, mp_err *
 		struct item *it = &items[i++];
 
 		if (!(it->k = knobs_find(app->knobs, name)))
-			return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%.100s'", name);
+			return knob_unknown(e, name);
 		knob_read(app->knobs, it->k, &st);
 		if (!st.available)
 			return mp_fail(e, 409, "knob.unavailable", -st.read_err, "%s is not available on this kernel (%s)",

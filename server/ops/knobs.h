@@ -26,6 +26,9 @@ struct knobs_actor {
 int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
 	      mp_err *e);
 
+/* 404 knob.unknown, quoting name only when it is safe to. Returns -1. */
+int knob_unknown(mp_err *e, const char *name);
+
 /* The JSON form of a knob's canonical text: a string for choice knobs, an integer otherwise. */
 json_t *knob_value_json(const struct knob *k, const char *text);
 

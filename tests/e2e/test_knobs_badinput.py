@@ -87,7 +87,7 @@ class BadInputMixin:
         self.refused("PATCH", "/v1/knobs", 400, "request.wrong_type", {"knobs": {"thp.enabled": 2}})
 
     def test_unknown_knob_and_path_like_names(self):
-        for name in ("thp.nothing", "THP.ENABLED", "enabled", "..%2F..%2Fx", "thp.enabled%2F..%2F..%2Fx",
+        for name in ("thp.nothing", "THP.ENABLED", "enabled", "..%2F..%2Fx", "thp.enabled%2F..%2F..%2Fx", "%ff%fe",
                      "..", "%2e%2e"):
             self.refused("GET", "/v1/knobs/" + name, 404)
             self.refused("PUT", "/v1/knobs/" + name, 404, None, {"value": "never"})
@@ -97,7 +97,7 @@ class BadInputMixin:
                      "../../../kernel/mm/transparent_hugepage/enabled", "kernel/mm/transparent_hugepage/enabled",
                      "/sys/kernel/mm/transparent_hugepage/enabled", ""):
             r = self.refused("PATCH", "/v1/knobs", 404, "knob.unknown", {"knobs": {name: "never"}})
-        self.assertIn("no knob named", r.json["detail"])
+        self.assertIn("no knob", r.json["detail"])
 
     def test_value_not_allowed(self):
         for v in ("sometimes", "[never]", "never\n", "Never", "nev", "never ", "always madvise", "x" * 100):
