@@ -243,7 +243,7 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	struct job_ctx *c = calloc(1, sizeof *c);
 	struct op_record op = { 0 };
 	struct job_row row = { 0 };
-	int64_t now = store_now_ns();
+	int64_t now = store_now_ns(), id;
 
 	if (!c) {
 		if (spec->free_arg)
@@ -314,10 +314,11 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 			p = &(*p)->next;
 		*p = c;
 	}
+	id = c->id;   /* a worker may run and free c as soon as the lock is released */
 	pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
-	log_info("job %lld (%s) queued by %s", (long long)c->id, c->kind, op.source);
-	return c->id;
+	log_info("job %lld (%s) queued by %s", (long long)id, spec->kind, op.source);
+	return id;
 fail:
 	pthread_mutex_unlock(&j->lock);
 	ctx_free(c);

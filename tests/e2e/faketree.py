@@ -61,6 +61,17 @@ class FakeTree:
             os.unlink(p)
         os.symlink("/proc/self/oom_score_adj", p)
 
+    def partial(self, rel):
+        """A hugetlb count file that accepts a write and gives fewer, like the kernel when it runs out
+        of contiguous memory: a symlink to the daemon's own /proc/self/oom_adj. The kernel turns an
+        oom_adj write into oom_score_adj (N*1000/17) and back (*15/1000) with integer division, so
+        writing N (1..14) reads back N-1, deterministically; 15 reads back 15 and above 15 is EINVAL.
+        It shares its value with einval()'s file (oom_score_adj): do not use both in one daemon."""
+        p = self.path(rel)
+        if os.path.lexists(p):
+            os.unlink(p)
+        os.symlink("/proc/self/oom_adj", p)
+
     def snapshot(self):
         """Every regular file's content, to assert that a refused request changed nothing."""
         out = {}
