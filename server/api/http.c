@@ -111,6 +111,10 @@ json_t *problem_json(const mp_err *e, const char *instance)
 	snprintf(type, sizeof type, "urn:mempolicyd:problem:%s", e->code ? e->code : "internal");
 	p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status), "status",
 		      e->status, "detail", e->detail, "code", e->code ? e->code : "internal");
+	if (!p)   /* the detail quoted client text that is not UTF-8: say so rather than send "{}" */
+		p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status),
+			      "status", e->status, "detail", "(the detail quoted text that is not valid UTF-8)",
+			      "code", e->code ? e->code : "internal");
 	if (p && instance)
 		json_object_set_new(p, "instance", json_string(instance));
 	if (p && e->sys_errno) {

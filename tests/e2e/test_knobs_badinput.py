@@ -91,7 +91,8 @@ class BadInputMixin:
                      "..", "%2e%2e"):
             self.refused("GET", "/v1/knobs/" + name, 404)
             self.refused("PUT", "/v1/knobs/" + name, 404, None, {"value": "never"})
-        for path in ("/v1/knobs/thp.enabled/../../x", "/v1/knobs/thp.enabled/x", "/v1/knobs/../health"):
+        for path in ("/v1/knobs/thp.enabled/../../x", "/v1/knobs/thp.enabled/x", "/v1/knobs/../health",
+                     "/v1/knobs/%ff/x"):
             self.refused("PUT", path, 404, None, {"value": "never"})
         for name in ("thp.enabled/../../x", "thp.enabled/../../../../../etc/passwd",
                      "../../../kernel/mm/transparent_hugepage/enabled", "kernel/mm/transparent_hugepage/enabled",
