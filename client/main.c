@@ -27,6 +27,10 @@ int cmd_knob_get(struct cli *c, const struct command *cmd, int argc, char **argv
 int cmd_knob_set(struct cli *c, const struct command *cmd, int argc, char **argv);
 int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **argv);
 int cmd_history_show(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_schedule_add(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_schedule_show(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_schedule_rm(struct cli *c, const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", "", cmd_status, "",
@@ -54,6 +58,24 @@ static const struct command commands[] = {
 	  "  --cursor C     the next page, as printed after a full page" },
 	{ "history", "show", cmd_history_show, "ID",
 	  "one operation in full, with its knob changes", NULL },
+	{ "schedule", "add", cmd_schedule_add,
+	  "--cron EXPR --size SIZE (--total N | --node N=COUNT...) [--timezone TZ] [--grace S] [--batch B]",
+	  "resize a hugetlb pool on a cron schedule",
+	  "  --cron EXPR    five fields: minute hour day-of-month month day-of-week (or @daily, ...)\n"
+	  "  --size SIZE    page size: 2M, 1G, 2048kB\n"
+	  "  --total N      target pages for the whole pool, or\n"
+	  "  --node N=COUNT target pages on node N (repeat for several nodes)\n"
+	  "  --timezone TZ  UTC (default) or a fixed offset like +02:00\n"
+	  "  --grace S      a run missed while the daemon was down still runs if at most S seconds\n"
+	  "                 late (default 3600); older ones are skipped and recorded\n"
+	  "  --batch B      pages per write of the resize\n"
+	  "Example: mempolicyctl schedule add --cron \"0 2 * * *\" --size 2M --node 0=4096" },
+	{ "schedule", "list", cmd_schedule_list, "",
+	  "every schedule with its next and last run", NULL },
+	{ "schedule", "show", cmd_schedule_show, "ID",
+	  "one schedule in full", NULL },
+	{ "schedule", "rm", cmd_schedule_rm, "ID",
+	  "delete a schedule (jobs it started stay in history)", NULL },
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

@@ -12,6 +12,7 @@
 struct store;
 struct knob_catalogue;
 struct jobs;
+struct scheduler;
 
 struct app {
 	const char *sysfs_root;          /* borrowed from the config; "/sys" in production */
@@ -21,6 +22,7 @@ struct app {
 	struct store *store;             /* owned by main() */
 	struct knob_catalogue *knobs;    /* owned by main(); built at start from the live kernel */
 	struct jobs *jobs;               /* owned by main(); NULL until the job runner exists */
+	struct scheduler *scheduler;     /* owned by main(); NULL until the scheduler runs */
 	struct caps caps;                /* detected at start */
 };
 

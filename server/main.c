@@ -13,6 +13,7 @@
 #include "server/api/api.h"
 #include "server/app.h"
 #include "server/jobs/jobs.h"
+#include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/ops/resize.h"
@@ -252,6 +253,10 @@ int main(int argc, char **argv)
 	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
+	/* The scheduler submits jobs: it starts after the job runner, and only once the socket is
+	 * ours (a second daemon refused on the same socket must not run schedules). */
+	if (!(app.scheduler = scheduler_start(&app, &e)))
+		goto fail;
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,
 		 app.sysfs_root, cfg.db);
@@ -272,6 +277,7 @@ fail:
 	log_error("%s", e.detail);
 out:
 	http_stop(http);
+	scheduler_stop(app.scheduler);
 	jobs_close(app.jobs);
 	store_close(app.store);
 	knobs_free(app.knobs);

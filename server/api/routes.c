@@ -25,6 +25,10 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/jobs/{}",                    api_job_get,           0 },
 	{ "DELETE", "/v1/jobs/{}",                    api_job_cancel,        R_ADMIN },
 	/* schedules */
+	{ "GET",    "/v1/schedules",                  api_schedules_list,    0 },
+	{ "POST",   "/v1/schedules",                  api_schedules_create,  R_ADMIN | R_BODY },
+	{ "GET",    "/v1/schedules/{}",               api_schedule_get,      0 },
+	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

@@ -1,0 +1,100 @@
+/* /v1/schedules: cron schedules whose action is a pool target (see server/jobs/scheduler.h). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/parse.h"
+#include "server/api/api.h"
+#include "server/jobs/scheduler.h"
+#include "server/store/schedules.h"
+
+/* Adds "<key without _ns>": "2024-06-01T02:00:00Z" beside an *_ns member, for people and the CLI. */
+static void add_iso(json_t *o, const char *key_ns, const char *key)
+{
+	json_t *v = json_object_get(o, key_ns);
+	char buf[32];
+	struct tm tm;
+	time_t t;
+
+	if (!json_is_integer(v)) {
+		json_object_set_new(o, key, json_null());
+		return;
+	}
+	t = (time_t)(json_integer_value(v) / 1000000000LL);
+	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+		json_object_set_new(o, key, json_null());
+		return;
+	}
+	json_object_set_new(o, key, json_string(buf));
+}
+
+static json_t *present(json_t *o)
+{
+	if (o) {
+		add_iso(o, "next_run_ns", "next_run");
+		add_iso(o, "last_run_ns", "last_run");
+	}
+	return o;
+}
+
+static int schedule_id(struct req *rq, int64_t *id, mp_err *e)
+{
+	uint64_t v;
+
+	if (parse_u64(rq->param[0], &v) < 0 || v == 0 || v > INT64_MAX)
+		return mp_fail(e, 404, "schedule.not_found", 0, "no schedule '%.64s'", rq->param[0]);
+	*id = (int64_t)v;
+	return 0;
+}
+
+int api_schedules_list(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	json_t *arr, *s;
+	size_t i;
+
+	if (req_query_only(rq, none, e) < 0 || !(arr = sched_store_list(rq->app->store, e)))
+		return -1;
+	json_array_foreach(arr, i, s)
+		present(s);
+	return req_reply(rq, 200, json_pack("{s:o}", "schedules", arr));
+}
+
+int api_schedules_create(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	struct job_actor actor = { .has_uid = rq->who.known, .uid = rq->who.uid, .name = rq->who.name };
+	json_t *s;
+	int64_t id;
+
+	if (req_query_only(rq, none, e) < 0 ||
+	    !(s = schedule_create(rq->app, rq->body, &actor, &id, e)))
+		return -1;
+	snprintf(rq->location, sizeof rq->location, "/v1/schedules/%lld", (long long)id);
+	return req_reply(rq, 201, present(s));
+}
+
+int api_schedule_get(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	json_t *s;
+	int64_t id;
+
+	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
+	    !(s = sched_store_get(rq->app->store, id, e)))
+		return -1;
+	return req_reply(rq, 200, present(s));
+}
+
+/* 200 with the schedule as it was, so the caller sees what it removed. */
+int api_schedule_delete(struct req *rq, mp_err *e)
+{
+	static const char *const none[] = { NULL };
+	json_t *s;
+	int64_t id;
+
+	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
+	    !(s = schedule_delete(rq->app, id, e)))
+		return -1;
+	return req_reply(rq, 200, present(s));
+}

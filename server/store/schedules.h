@@ -1,0 +1,67 @@
+/* The schedules table. Every function here takes the store lock itself, except those marked
+ * "locked", which run inside a caller's transaction. */
+#ifndef MPD_STORE_SCHEDULES_H
+#define MPD_STORE_SCHEDULES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct store;
+
+struct schedule_new {
+	const char *cron;            /* validated */
+	const char *timezone;        /* canonical */
+	const json_t *action;        /* borrowed, validated */
+	bool enabled;
+	int64_t misfire_grace_s;
+	int64_t created_ns;
+	bool has_uid;
+	uid_t uid;
+	const char *name;            /* NULL or "" when the uid has no name */
+	int64_t next_run_ns;         /* 0: none (disabled) */
+};
+
+/* Inserts; returns the new id (> 0) or -1. */
+int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e);
+
+/* One schedule as the API shows it (owned by the caller); NULL + 404 "schedule.not_found". */
+json_t *sched_store_get(struct store *st, int64_t id, mp_err *e);
+/* Every schedule, by id, as a JSON array (owned by the caller). */
+json_t *sched_store_list(struct store *st, mp_err *e);
+/* Deletes one; 404 "schedule.not_found" when there is none. */
+int sched_store_delete(struct store *st, int64_t id, mp_err *e);
+
+/* A schedule whose next run is due. Strings are owned by the array (sched_due_free). */
+struct sched_due {
+	int64_t id;
+	char *cron;
+	char *timezone;
+	json_t *action;              /* owned */
+	int64_t misfire_grace_s;
+	int64_t next_run_ns;
+};
+/* The enabled schedules with next_run_ns <= now_ns, by next_run_ns. *out is NULL when none. */
+int sched_store_due(struct store *st, int64_t now_ns, struct sched_due **out, size_t *n, mp_err *e);
+void sched_due_free(struct sched_due *d, size_t n);
+
+/* The earliest next_run_ns of the enabled schedules, 0 when none. */
+int64_t sched_store_next_wake(struct store *st, mp_err *e);
+
+/* What the scheduler did with a due schedule. */
+struct sched_ran {
+	int64_t run_ns;              /* now */
+	int64_t due_ns;              /* the due minute it acted on */
+	const char *status;          /* "submitted", "skipped" or "failed" */
+	int64_t job_id;              /* 0 when none */
+	int64_t op_id;               /* the history operation of a skip or failure, 0 when none */
+	const char *error;           /* NULL when none */
+	int64_t next_run_ns;         /* 0: none */
+};
+/* Locked: records a run and moves next_run_ns. 0 rows (deleted meanwhile) is not an error. */
+int sched_store_ran(struct store *st, int64_t id, const struct sched_ran *r, mp_err *e);
+
+#endif
