@@ -5,6 +5,7 @@ Adding a check: write a function `check_<name>(d, nodes)` below (they run in fil
   d      a started tests/e2e/lib.py Daemon (d.get, d.request, d.ctl, d.curl, d.sql, d.restart)
   nodes  the guest as the host booted it: [{"mem_mb": 512, "ncpus": 1, "cpus": [0]}, ...]
 A check passes when it returns and fails on any exception; use plain asserts or eq()/expect().
+It may return a short string (a measurement) that is printed beside its name.
 A check that changes a knob or pool restores it (try/finally), so checks stay independent.
 The guest is disposable, but the next check is not.
 
@@ -257,6 +258,90 @@ def check_knob_put_numa_balancing(d, nodes):
 
 # -- per-node hugetlb pools (issue 4: PUT /v1/hugepages/{size} with per-node targets -> job) ----------
 
+HP_NODE = NODE_SYS + "/node%d/hugepages/hugepages-%dkB/nr_hugepages"
+
+
+def node_pools(nodes, kb):
+    return {i: int(real_file(HP_NODE % (i, kb))) for i in range(len(nodes))}
+
+
+def restore_pools(kb, before):
+    for i, v in sorted(before.items(), reverse=True):
+        real_write(HP_NODE % (i, kb), str(v))
+
+
+def resize(d, size, body, timeout=90):
+    """PUT /v1/hugepages/{size}: 202, Location of the job; waits for the job to end, returns it."""
+    r = d.request("PUT", "/v1/hugepages/" + size, body=body)
+    expect(r.status == 202 and r.json, "PUT /v1/hugepages/%s %s: %r" % (size, json.dumps(body), r))
+    eq(r.headers.get("Location"), "/v1/jobs/%d" % r.json["id"], "Location")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = ok_json(d.get("/v1/jobs/%d" % r.json["id"]), "GET /v1/jobs/{id}")
+        if j["status"] not in ("queued", "running"):
+            return j
+        time.sleep(0.05)
+    raise AssertionError("job %d still %s after %d s" % (r.json["id"], j["status"], timeout))
+
+
+def pool_nodes(d, size):
+    return {n["node"]: n["nr"] for n in ok_json(d.get("/v1/hugepages/" + size), "GET /v1/hugepages")["nodes"]}
+
+
+def check_hugepages_per_node_targets(d, nodes):
+    """Uneven per-node targets land on exactly those nodes (the CPU-less one included); a later
+    resize naming one node leaves the others alone."""
+    before = node_pools(nodes, 2048)
+    want = {i: 3 + 4 * i for i in range(len(nodes))}            # 3, 7, 11, 15: every node different
+    try:
+        j = resize(d, "2M", {"nodes": {str(i): n for i, n in want.items()}, "batch": 2})
+        eq((j["status"], j["reason"]), ("ok", None), "job status")
+        eq(node_pools(nodes, 2048), want, "per-node nr_hugepages in the kernel")
+        eq(pool_nodes(d, "2M"), want, "GET /v1/hugepages/2M nodes")
+        got = {t["node"]: (t["from"], t["current"], t["got"]) for t in j["result"]["targets"]}
+        eq(got, {i: (before[i], want[i], abs(want[i] - before[i])) for i in want}, "job targets")
+        want[1] = 1                                               # shrink node 1 only
+        j = resize(d, "2M", {"nodes": {"1": 1}})
+        eq(j["status"], "ok", "shrink job status")
+        eq(node_pools(nodes, 2048), want, "per-node nr_hugepages after shrinking node 1")
+    finally:
+        restore_pools(2048, before)
+
+
+def check_hugepages_node_gives_fewer(d, nodes):
+    """Asking a node for as many 2 MiB pages as its MemTotal holds: the kernel accepts the writes and
+    gives fewer; the job ends partial with what the node's file really shows."""
+    last = len(nodes) - 1                                         # not node 0: the kernel lives there
+    before = node_pools(nodes, 2048)
+    ask = node_meminfo_kb(last) // 2048
+    try:
+        j = resize(d, "2M", {"nodes": {str(last): ask}, "batch": 64})
+        eq((j["status"], j["reason"]), ("partial", "no_progress"), "job status, reason")
+        t = j["result"]["targets"][0]
+        now = node_pools(nodes, 2048)
+        expect(before[last] < now[last] < ask, "node%d got %d of %d pages" % (last, now[last], ask))
+        eq((t["node"], t["current"], t["got"], t["stopped"]), (last, now[last], now[last] - before[last],
+                                                               "no_progress"), "job target")
+        eq({i: v for i, v in now.items() if i != last}, {i: v for i, v in before.items() if i != last},
+           "the other nodes' pools")
+        eq(pool_nodes(d, "2M")[last], now[last], "GET /v1/hugepages/2M node%d" % last)
+        j = resize(d, "2M", {"nodes": {str(last): before[last]}, "batch": 64})
+        eq(j["status"], "ok", "shrink back")
+        eq(node_pools(nodes, 2048), before, "pools after shrinking back")
+        return "node%d gave %d of %d pages" % (last, now[last] - before[last], ask - before[last])
+    finally:
+        restore_pools(2048, before)
+
+
+def check_hugepages_1g_larger_than_node(d, nodes):
+    """A 1 GiB page cannot come from a node smaller than 1 GiB: refused before any write."""
+    small = min(range(len(nodes)), key=lambda i: nodes[i]["mem_mb"])
+    expect(nodes[small]["mem_mb"] < 1024, "this check needs a node under 1 GiB")
+    before = node_pools(nodes, 1048576)
+    r = d.request("PUT", "/v1/hugepages/1G", body={"nodes": {str(small): 1}})
+    eq((r.status, (r.json or {}).get("code")), (422, "resize.bad_count"), "PUT 1G node%d: 1 page" % small)
+    eq(node_pools(nodes, 1048576), before, "1G pools after a refused resize")
+
 # -- process placement, migration, probes (later issues) ----------------------------------------------
 
 
@@ -282,8 +367,8 @@ def main():
     for name, f in checks:
         t0 = time.monotonic()
         try:
-            f(d, nodes)
-            print("RESULT %s PASS %.2fs" % (name, time.monotonic() - t0), flush=True)
+            note = f(d, nodes)
+            print("RESULT %s PASS %.2fs%s" % (name, time.monotonic() - t0, " " + note if note else ""), flush=True)
         except Exception as e:
             failed += 1
             msg = (str(e) or type(e).__name__).splitlines()[0]
