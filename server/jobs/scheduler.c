@@ -64,6 +64,23 @@ static int64_t record_op(struct app *app, const struct sched_due *d, const char 
 	return id;
 }
 
+void sched_misfire_plan(const struct cron *c, int32_t offset_s, int64_t due_s, int64_t now_s, int64_t grace_s,
+			int64_t cap, int64_t *run_s, int64_t *missed, int64_t *last_missed_s)
+{
+	int64_t t, from = due_s > now_s - grace_s ? due_s : now_s - grace_s;
+
+	*run_s = *missed = *last_missed_s = 0;
+	/* The latest occurrence no older than the grace period, if any: it is the one that runs. */
+	for (t = cron_next(c, offset_s, from - 1); t >= 0 && t <= now_s; t = cron_next(c, offset_s, t))
+		*run_s = t;
+	/* The occurrences from the due one up to now that do not run. */
+	for (t = due_s; t >= 0 && t <= now_s && *missed < cap; t = cron_next(c, offset_s, t))
+		if (t != *run_s) {
+			(*missed)++;
+			*last_missed_s = t;
+		}
+}
+
 /* Acts on one due schedule: run the latest occurrence within the grace period, record the rest
  * as skipped, move next_run past now. */
 static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_ns)
@@ -87,18 +104,7 @@ static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_
 		store_unlock(app->store);
 		return;
 	}
-	/* The latest occurrence no older than the grace period, if any: it is the one that runs. */
-	t = cron_next(&c, off, (due_s > now_s - d->misfire_grace_s ? due_s : now_s - d->misfire_grace_s) - 1);
-	while (t >= 0 && t <= now_s) {
-		run_s = t;
-		t = cron_next(&c, off, t);
-	}
-	/* The occurrences from next_run up to now that do not run. */
-	for (t = due_s; t >= 0 && t <= now_s && missed < MISSED_COUNT_CAP; t = cron_next(&c, off, t))
-		if (t != run_s) {
-			missed++;
-			last_missed = t;
-		}
+	sched_misfire_plan(&c, off, due_s, now_s, d->misfire_grace_s, MISSED_COUNT_CAP, &run_s, &missed, &last_missed);
 
 	if (run_s) {
 		json_t *hp = json_object_get(d->action, "hugepages");

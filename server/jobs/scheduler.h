@@ -28,6 +28,14 @@ struct scheduler;
 #define SCHED_GRACE_DEFAULT_S 3600
 #define SCHED_GRACE_MAX_S     (31 * 86400)
 
+/* The missed-run policy as a pure function (unit-tested): a schedule c (zone offset_s) whose
+ * next run was due_s is looked at now_s >= due_s. Sets *run_s to the occurrence to run (0: none),
+ * *missed to the number of other occurrences in [due_s, now_s] (counting stops at cap), and
+ * *last_missed_s to the latest of them (0: none). */
+struct cron;
+void sched_misfire_plan(const struct cron *c, int32_t offset_s, int64_t due_s, int64_t now_s, int64_t grace_s,
+			int64_t cap, int64_t *run_s, int64_t *missed, int64_t *last_missed_s);
+
 /* Starts the thread; its first pass handles what was missed while the daemon was down. Needs
  * app->store and app->jobs (started). */
 struct scheduler *scheduler_start(struct app *app, mp_err *e);
