@@ -31,6 +31,13 @@ int cmd_schedule_add(struct cli *c, const struct command *cmd, int argc, char **
 int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char **argv);
 int cmd_schedule_show(struct cli *c, const struct command *cmd, int argc, char **argv);
 int cmd_schedule_rm(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_pool_resize(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_pool_avail(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_job_list(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_job_show(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_job_cancel(struct cli *c, const struct command *cmd, int argc, char **argv);
+int cmd_history_stats(struct cli *c, const struct command *cmd, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", "", cmd_status, "",
@@ -58,6 +65,40 @@ static const struct command commands[] = {
 	  "  --cursor C     the next page, as printed after a full page" },
 	{ "history", "show", cmd_history_show, "ID",
 	  "one operation in full, with its knob changes", NULL },
+	{ "history", "stats", cmd_history_stats,
+	  "[--size SIZE] [--node N] [--since T] [--until T] [--direction grow|shrink] [--kind K]",
+	  "per-page resize latency: min, quartiles, max, mean, stddev (mmtests style, ms)",
+	  "  --size SIZE    only batches of this page size (2M, 1G)\n"
+	  "  --node N       only batches that wrote node N's pool\n"
+	  "  --since T      batches started at or after T (RFC 3339 UTC or ns)\n"
+	  "  --until T      batches started before T\n"
+	  "  --direction D  grow (default: allocation latency) or shrink\n"
+	  "  --kind K       hugepages.resize (the only kind with batches)\n"
+	  "Quartiles are floor nearest rank without interpolation, stddev is the sample one (n-1)." },
+	{ "pool", "list", cmd_pool_list, "",
+	  "hugetlb pools: every page size, with pages and free pages per node", NULL },
+	{ "pool", "resize", cmd_pool_resize,
+	  "SIZE (--total N | --node N=COUNT...) [--batch B] [--deadline D] [--compact] [--dry-run] [--no-wait]",
+	  "grow or shrink a pool in batches, measuring the latency per page",
+	  "  --total N      target pages for the whole pool (the global nr_hugepages), or\n"
+	  "  --node N=COUNT target pages on node N (repeat; nodes not named keep their size)\n"
+	  "  --batch B      pages per write (default 10, 1 for 1G pages)\n"
+	  "  --deadline D   stop after D (500ms, 30s, 2m; plain numbers are ms): the job ends partial\n"
+	  "  --compact      when a batch gains nothing, compact memory once and retry it\n"
+	  "  --dry-run      show the plan, change nothing\n"
+	  "  --no-wait      print the job id and return; follow with `job show ID --wait`\n"
+	  "Waits for the job (a progress bar on a terminal) and prints per node what was asked, what\n"
+	  "the kernel gave and the latency per page. Exit 1 unless the job ended ok. Ctrl-C stops\n"
+	  "waiting, not the job: use `job cancel ID`.\n"
+	  "Example: mempolicyctl pool resize 2M --node 0=512 --node 1=512 --batch 16" },
+	{ "pool", "avail", cmd_pool_avail, "SIZE --count K [--node N]",
+	  "can K pages be had now: from free pages, or how much the pool must grow", NULL },
+	{ "job", "list", cmd_job_list, "[--kind K] [--status S] [--limit N]",
+	  "jobs (pool resizes), newest first", NULL },
+	{ "job", "show", cmd_job_show, "ID [--wait]",
+	  "one job: status, progress, per-node outcome (--wait: until it ends)", NULL },
+	{ "job", "cancel", cmd_job_cancel, "ID",
+	  "cancel a job; a running resize stops before its next batch", NULL },
 	{ "schedule", "add", cmd_schedule_add,
 	  "--cron EXPR --size SIZE (--total N | --node N=COUNT...) [--timezone TZ] [--grace S] [--batch B]",
 	  "resize a hugetlb pool on a cron schedule",

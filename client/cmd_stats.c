@@ -1,0 +1,81 @@
+/* `mempolicyctl history stats`: per-page resize latency in the layout of an mmtests compare table
+ * (seed 003: "Min Latency 26.42", "1st-qrtle Latency ...", in milliseconds). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "client/http.h"
+#include "client/out.h"
+#include "common/parse.h"
+
+struct q { const char *key; const char **val; };
+
+int cmd_history_stats(struct cli *c, const struct command *cmd, int argc, char **argv)
+{
+	static const struct { const char *label, *key; } rows[] = {
+		{ "Min", "min" }, { "1st-qrtle", "q1" }, { "2nd-qrtle", "q2" }, { "3rd-qrtle", "q3" },
+		{ "Max-90", "p90" }, { "Max-95", "p95" }, { "Max-99", "p99" }, { "Max", "max" },
+		{ "Amean", "amean" }, { "Stddev", "stddev" },
+	};
+	const char *kind = NULL, *size = NULL, *node = NULL, *since = NULL, *until = NULL, *direction = NULL;
+	const struct opt opts[] = {
+		{ "--kind", &kind, NULL }, { "--size", &size, NULL }, { "--node", &node, NULL },
+		{ "--since", &since, NULL }, { "--until", &until, NULL }, { "--direction", &direction, NULL },
+		{ NULL, NULL, NULL },
+	};
+	const struct q qs[] = {
+		{ "kind", &kind }, { "size", &size }, { "node", &node }, { "since", &since }, { "until", &until },
+		{ "direction", &direction },
+	};
+	char path[1024], esc[256], title[256], val[64];
+	const json_t *f;
+	struct http_result r;
+	struct table *t;
+	size_t off;
+	int rc;
+
+	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0)
+		return EXIT_USAGE;
+	off = (size_t)snprintf(path, sizeof path, "/v1/history/stats");
+	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+		if (!*qs[i].val)
+			continue;
+		http_escape(*qs[i].val, esc, sizeof esc);
+		off += (size_t)snprintf(path + off, sizeof path - off, "%c%s=%s", strchr(path, '?') ? '&' : '?',
+					qs[i].key, esc);
+		if (off >= sizeof path)
+			return cli_usage_error(cmd, "arguments too long");
+	}
+	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+		return rc;
+	if (c->json) {
+		out_json(r.body);
+		http_result_free(&r);
+		return EXIT_OK;
+	}
+	f = json_object_get(r.body, "filter");
+	{
+		char sz[32] = "all sizes", nd[32] = "all nodes";
+		if (json_is_integer(json_object_get(f, "size_kb")))
+			format_size_kb((uint64_t)json_integer_value(json_object_get(f, "size_kb")), sz, sizeof sz);
+		if (json_is_integer(json_object_get(f, "node")))
+			snprintf(nd, sizeof nd, "node %lld", (long long)json_integer_value(json_object_get(f, "node")));
+		snprintf(title, sizeof title, "%s %s, %s, %s: %lld batches, per-page latency in ms",
+			 json_string_value(json_object_get(f, "kind")), json_string_value(json_object_get(f, "direction")),
+			 sz, nd, (long long)json_integer_value(json_object_get(r.body, "count")));
+	}
+	printf("%s\n", title);
+	t = table_new(3, NULL);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const json_t *v = json_object_get(r.body, rows[i].key);
+		if (json_is_number(v))
+			snprintf(val, sizeof val, "%12.4f", json_number_value(v) / 1e6);
+		else
+			snprintf(val, sizeof val, "%12s", "-");
+		table_row(t, rows[i].label, "Latency", val);
+	}
+	table_print(t, stdout);
+	http_result_free(&r);
+	return EXIT_OK;
+}

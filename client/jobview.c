@@ -1,0 +1,145 @@
+#include "client/jobview.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/http.h"
+#include "client/out.h"
+
+void jobview_ns(double ns, char *buf, size_t len)
+{
+	if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+}
+
+void jobview_targets(const json_t *targets, bool done)
+{
+	static const char *const hdr_done[] = { "NODE", "FROM", "TARGET", "ASKED", "GOT", "NOW", "BATCHES",
+						"LATENCY/PAGE", "STOPPED" };
+	static const char *const hdr_plan[] = { "NODE", "FROM", "TARGET" };
+	struct table *t = table_new(done ? 9 : 3, done ? hdr_done : hdr_plan);
+	const json_t *x;
+	size_t i;
+
+	json_array_foreach(targets, i, x) {
+		char c[9][48];
+		const json_t *lat = json_object_get(x, "latency_per_page_ns");
+		const char *cells[9];
+		if (json_is_null(json_object_get(x, "node")))
+			snprintf(c[0], sizeof c[0], "all");
+		else
+			out_scalar(json_object_get(x, "node"), c[0], sizeof c[0]);
+		out_scalar(json_object_get(x, "from"), c[1], sizeof c[1]);
+		out_scalar(json_object_get(x, "target"), c[2], sizeof c[2]);
+		out_scalar(json_object_get(x, "asked"), c[3], sizeof c[3]);
+		out_scalar(json_object_get(x, "got"), c[4], sizeof c[4]);
+		out_scalar(json_object_get(x, "current"), c[5], sizeof c[5]);
+		out_scalar(json_object_get(x, "batches"), c[6], sizeof c[6]);
+		if (json_is_integer(lat))
+			jobview_ns((double)json_integer_value(lat), c[7], sizeof c[7]);
+		else
+			snprintf(c[7], sizeof c[7], "-");
+		out_scalar(json_object_get(x, "stopped"), c[8], sizeof c[8]);
+		for (int k = 0; k < 9; k++)
+			cells[k] = c[k];
+		table_rowv(t, cells);
+	}
+	table_print(t, stdout);
+}
+
+void jobview_print(const json_t *job)
+{
+	static const char *const keys[] = { "id", "kind", "status", "reason", "error", "errno", "source",
+					    "schedule_id", "op_id" };
+	static const char *const times[] = { "created_ns", "started_ns", "finished_ns" };
+	const json_t *progress = json_object_get(job, "progress"), *result = json_object_get(job, "result");
+	const json_t *targets = json_object_get(result, "targets");
+	struct table *t = table_new(2, NULL);
+	char a[512];
+
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+		out_scalar(json_object_get(job, keys[k]), a, sizeof a);
+		table_row(t, keys[k], a);
+	}
+	for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
+		const json_t *v = json_object_get(job, times[k]);
+		char key[32];
+		if (json_is_integer(v))
+			out_time_ns((long long)json_integer_value(v), a, sizeof a);
+		else
+			snprintf(a, sizeof a, "-");
+		snprintf(key, sizeof key, "%.*s", (int)(strlen(times[k]) - 3), times[k]);
+		table_row(t, key, a);
+	}
+	if (json_is_object(progress)) {
+		snprintf(a, sizeof a, "%lld of %lld pages, %lld batches",
+			 (long long)json_integer_value(json_object_get(progress, "pages_done")),
+			 (long long)json_integer_value(json_object_get(progress, "pages_total")),
+			 (long long)json_integer_value(json_object_get(progress, "batches")));
+		table_row(t, "progress", a);
+		if (json_is_integer(json_object_get(progress, "eta_ms"))) {
+			snprintf(a, sizeof a, "%lld ms", (long long)json_integer_value(json_object_get(progress, "eta_ms")));
+			table_row(t, "eta", a);
+		}
+	}
+	table_print(t, stdout);
+	if (json_is_array(targets))
+		jobview_targets(targets, true);
+	else if (json_is_object(progress))
+		jobview_targets(json_object_get(progress, "targets"), true);
+}
+
+static bool active(const json_t *job)
+{
+	const char *s = json_string_value(json_object_get(job, "status"));
+	return s && (!strcmp(s, "queued") || !strcmp(s, "running"));
+}
+
+int jobview_wait(struct cli *c, long long id)
+{
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	char path[64], label[64];
+	struct http_result r;
+	const char *status;
+	bool drew = false;
+	int rc;
+
+	snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+	snprintf(label, sizeof label, "job %lld", id);
+	for (;;) {
+		const json_t *p;
+		double total, done;
+		if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+			return rc;
+		if (!active(r.body))
+			break;
+		p = json_object_get(r.body, "progress");
+		total = (double)json_integer_value(json_object_get(p, "pages_total"));
+		done = (double)json_integer_value(json_object_get(p, "pages_done"));
+		out_progress(label, total > 0 ? done / total : 0, false);
+		drew = true;
+		http_result_free(&r);
+		nanosleep(&pause, NULL);
+	}
+	if (drew)
+		out_progress(label, 1, true);
+	status = json_string_value(json_object_get(r.body, "status"));
+	if (c->json)
+		out_json(r.body);
+	else
+		jobview_print(r.body);
+	rc = status && !strcmp(status, "ok") ? EXIT_OK : EXIT_REFUSED;
+	if (rc != EXIT_OK) {
+		const char *why = json_string_value(json_object_get(r.body, "error"));
+		if (!why)
+			why = json_string_value(json_object_get(r.body, "reason"));
+		out_error("job %lld ended %s%s%s", id, status ? status : "?", why ? ": " : "", why ? why : "");
+	}
+	http_result_free(&r);
+	return rc;
+}

@@ -1,0 +1,21 @@
+/* Showing jobs: the targets table of a resize, one job in full, and waiting for a job with a
+ * progress bar (on a terminal only). Shared by `pool resize` and `job ...`. */
+#ifndef MPD_CLIENT_JOBVIEW_H
+#define MPD_CLIENT_JOBVIEW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "client/cli.h"
+
+/* Per node: asked, got, batches, latency per page, why it stopped (done) or the plan (!done). */
+void jobview_targets(const json_t *targets, bool done);
+/* A job as a key/value table plus its targets. */
+void jobview_print(const json_t *job);
+/* Polls GET /v1/jobs/{id} until the job ends, then prints it (or its JSON with --json).
+ * EXIT_OK when it ended "ok", EXIT_REFUSED otherwise. */
+int jobview_wait(struct cli *c, long long id);
+/* "12.3 us", "4.56 ms", "1.20 s". */
+void jobview_ns(double ns, char *buf, size_t len);
+
+#endif
