@@ -333,6 +333,37 @@ def check_hugepages_node_gives_fewer(d, nodes):
         restore_pools(2048, before)
 
 
+def check_pool_cli(d, nodes):
+    """mempolicyctl pool resize with per-node targets waits for the job and prints, per node, what
+    was asked and given; pool list shows the pages on each node."""
+    last = len(nodes) - 1
+    before = node_pools(nodes, 2048)
+    want = dict(before)
+    want.update({0: 4, last: 6})
+    args = ("pool", "resize", "2M", "--node", "0=4", "--node", "%d=6" % last, "--batch", "3")
+    try:
+        p = d.ctl(*args, user="nobody")
+        expect(p.returncode != 0, "nobody may not resize a pool: %s" % p.stdout)
+        eq(node_pools(nodes, 2048), before, "pools after a refused resize")
+        p = d.ctl(*args)
+        eq(p.returncode, 0, "pool resize exit status (%s%s)" % (p.stdout[-300:], p.stderr.strip()))
+        eq(node_pools(nodes, 2048), want, "per-node nr_hugepages after pool resize")
+        lines = [line.split() for line in p.stdout.splitlines()]
+        head = next(i for i, cells in enumerate(lines) if cells[:2] == ["NODE", "FROM"])
+        eq(lines[head][:6], ["NODE", "FROM", "TARGET", "ASKED", "GOT", "NOW"], "outcome table header")
+        rows = {cells[0]: cells[1:6] for cells in lines[head + 1:] if cells}
+        eq(rows, {str(i): [str(before[i]), str(want[i]), str(want[i] - before[i]), str(want[i] - before[i]),
+                           str(want[i])] for i in (0, last)}, "outcome table")
+        p = d.ctl("pool", "list")
+        eq(p.returncode, 0, "pool list exit status (%s)" % p.stderr.strip())
+        table = [line.split() for line in p.stdout.splitlines()]
+        eq(table[0][-len(nodes):], ["NODE%d" % i for i in range(len(nodes))], "pool list header")
+        row = next(cells for cells in table if cells and cells[0] == "2M")
+        eq(row[-len(nodes):], ["%d/%d" % (want[i], want[i]) for i in range(len(nodes))], "pool list 2M row")
+    finally:
+        restore_pools(2048, before)
+
+
 def check_hugepages_1g_larger_than_node(d, nodes):
     """A 1 GiB page cannot come from a node smaller than 1 GiB: refused before any write."""
     small = min(range(len(nodes)), key=lambda i: nodes[i]["mem_mb"])
