@@ -225,6 +225,38 @@ class PoolsFakeTree(DaemonTest):
         self.assertProblem(self.d.request("DELETE", "/v1/jobs/%d" % job["id"]), 409, "job.finished")
         self.assertProblem(self.d.get("/v1/jobs?limit=0"), 400)
 
+    def test_cli(self):
+        p = self.d.ctl("pool", "resize", "2M", "--node", "1=6", "--node", "2=3", "--batch", "4")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^1\s+0\s+6\s+6\s+6\s+6\s+2\s+\S+ us\s+target$")
+        self.assertRegex(p.stdout, r"(?m)^2\s+0\s+3\s+3\s+3\s+3\s+1\s+")
+        self.assertEqual((self.node_nr(1), self.node_nr(2)), (6, 3))
+        p = self.d.ctl("pool", "list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^SIZE\s+TOTAL\s+FREE\s+RESV\s+SURPLUS\s+OVERCOMMIT\s+NODE0\s+NODE1\s+NODE2\s+NODE3$")
+        self.assertRegex(p.stdout, r"(?m)^2M\s+0\s+0\s+0\s+0\s+0\s+0/0\s+6/0\s+3/0\s+0/0$")
+        p = self.d.ctl("pool", "avail", "2M", "--node", "1", "--count", "2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^grow_needed\s+2$")
+        p = self.d.ctl("pool", "resize", "2M", "--node", "1=0", "--node", "2=0", "--no-wait")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        job_id = int(p.stdout.split()[1])
+        self.assertEqual(wait_job(self.d, job_id)["status"], "ok")
+        p = self.d.ctl("job", "show", str(job_id))
+        self.assertRegex(p.stdout, r"(?m)^status\s+ok$")
+        self.assertIn(str(job_id), self.d.ctl("job", "list").stdout)
+        p = self.d.ctl("job", "cancel", str(job_id))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("job.finished", p.stderr)
+        tree = self.tree.snapshot()
+        for args, rc in ((("pool", "resize", "2M", "--node", "9=1"), 1), (("pool", "resize", "2M"), 2),
+                         (("pool", "resize", "2M", "--total", "1", "--node", "0=1"), 2),
+                         (("pool", "resize", "2M", "--total", "-1"), 2), (("pool", "resize", "64M", "--total", "1"), 1),
+                         (("pool", "resize", "2M", "--total", "1", "--deadline", "soon"), 2)):
+            p = self.d.ctl(*args)
+            self.assertEqual(p.returncode, rc, (args, p.stderr))
+        self.assertEqual(self.tree.snapshot(), tree)
+
 
 class PartialGrant(DaemonTest):
     """Node 1's count file is FakeTree.partial(): every write succeeds and gives one page fewer."""
@@ -252,6 +284,10 @@ class PartialGrant(DaemonTest):
         pool = self.d.get("/v1/hugepages/2M").json
         self.assertEqual(pool["nodes"][1]["nr"], 11)   # the pool reports what the kernel says
         self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)), [("partial",)])
+        p = self.d.ctl("pool", "resize", "2M", "--node", "1=14")
+        self.assertEqual(p.returncode, 1)   # partial is not success
+        self.assertIn("ended partial: no_progress", p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^1\s+11\s+14\s+3\s+2\s+13\s+2\s+.*no_progress$")
         # (no shrink back: lowering oom_adj needs CAP_SYS_RESOURCE, and the daemon ends with the class)
 
 
