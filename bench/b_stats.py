@@ -23,31 +23,43 @@ def run(ctx):
         if st != 200:
             return [bl.unavailable("stats", title, "GET %s answers %s" % (STATS, bl.describe(st, raw)))]
         d.stop()
-        gen_s = generate(d.db, ctx.stats_rows)
+        gen_s, half_ns, half_rows = generate(d.db, ctx.stats_rows)
         d.start()
         conn = d.connection(timeout=120)
-        times, body = [], None
-        for _ in range(ctx.stats_queries):
-            t0 = time.perf_counter_ns()
-            st, _, raw, body = bl.http_call(conn, "GET", STATS)
-            times.append((time.perf_counter_ns() - t0) / 1e6)
-            if st != 200:
-                raise bl.BenchError("GET %s answered %d: %s" % (STATS, st, raw[:200]))
+        rows = [_timed(ctx, conn, STATS, ctx.stats_rows, title, "stats.query", gen_s)]
+        # The same with every filter: size, node and a time window holding the newer half.
+        q = "%s&size=2M&node=0&since=%d" % (STATS, half_ns)
+        t2 = "GET ...&size=2M&node=0&since=<half> over %s batches (%s match)" % (
+            "{:,}".format(ctx.stats_rows), "{:,}".format(half_rows))
+        try:
+            rows.append(_timed(ctx, conn, q, half_rows, t2, "stats.query_filtered", gen_s))
+        except bl.BenchError as e:
+            rows.append(bl.unavailable("stats.query_filtered", t2, str(e)))
         conn.close()
-        n = _sample_count(body)
-        if n != ctx.stats_rows:
-            raise bl.BenchError("the stats count %r samples, %d were generated" % (n, ctx.stats_rows))
-        return [bl.row("stats.query", title, "ms", times, goal="< %g ms" % GOAL_MS,
-                       goal_check=lambda m, _r: m < GOAL_MS,
-                       method="wall time of GET over one keep-alive Unix-socket connection, median of %d "
-                              "queries (first one included: no warm-up other than the start-up); rows "
-                              "generated in %.1f s with Python's sqlite3" % (ctx.stats_queries, gen_s),
-                       extra={"response": body})]
+        return rows
     except bl.BenchError as e:
         return [bl.unavailable("stats", title, str(e))]
     finally:
         if d:
             d.stop()
+
+
+def _timed(ctx, conn, path, expect, title, id, gen_s):
+    times, body = [], None
+    for _ in range(ctx.stats_queries):
+        t0 = time.perf_counter_ns()
+        st, _, raw, body = bl.http_call(conn, "GET", path)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+        if st != 200:
+            raise bl.BenchError("GET %s answered %d: %s" % (path, st, raw[:200]))
+    n = _sample_count(body)
+    if n != expect:
+        raise bl.BenchError("GET %s counts %r samples, %d expected" % (path, n, expect))
+    return bl.row(id, title, "ms", times, goal="< %g ms" % GOAL_MS, goal_check=lambda m, _r: m < GOAL_MS,
+                  method="wall time of GET over one keep-alive Unix-socket connection, median of %d queries "
+                         "(the first included); rows generated in %.1f s with Python's sqlite3"
+                         % (ctx.stats_queries, gen_s),
+                  extra={"response": body})
 
 
 def _sample_count(body):
@@ -69,7 +81,7 @@ def generate(db, nrows, seed=2):
     """Writes nrows grow batches (BATCHES_PER_OP per operation, 2 MiB pages, node 0) into the
     daemon's operations and batches tables in one transaction. Per-page latencies are log-normal
     around 20 us with a long tail (sigma 1.2), a few batches get fewer pages than asked. Returns
-    the seconds it took."""
+    (seconds it took, the start of the middle operation in ns, how many rows start at or after it)."""
     t0 = time.monotonic()
     rnd = random.Random(seed)
     con = sqlite3.connect(db)
@@ -88,6 +100,9 @@ def generate(db, nrows, seed=2):
             ops.append((first_op + i, "hugepages.resize", start, start + 30 * 10**9))
         con.executemany("INSERT INTO operations(id, kind, source, started_ns, finished_ns, status) "
                         "VALUES (?, ?, 'api', ?, ?, 'ok')", ops)
+
+        half_ns = ops[nops // 2][2]
+        half_rows = max(0, nrows - (nops // 2) * BATCHES_PER_OP)
 
         def rows():
             n = 0
@@ -113,4 +128,4 @@ def generate(db, nrows, seed=2):
         raise bl.BenchError("generating batches: %s (schema changed?)" % e)
     finally:
         con.close()
-    return time.monotonic() - t0
+    return time.monotonic() - t0, half_ns, half_rows
