@@ -182,6 +182,10 @@ static void *worker(void *arg)
 		c->run(c, c->arg, &out);
 		if (!out.status)
 			out.status = "failed";
+		pthread_mutex_lock(&j->lock);
+		if (!strcmp(out.status, "cancelled") && !out.reason)
+			out.reason = j->stopping ? "daemon_stopping" : "cancel_requested";
+		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
 

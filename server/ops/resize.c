@@ -312,8 +312,10 @@ static int run_target(struct run *r, struct target *t, struct job_outcome *out)
 		report(r);
 		if (gained == 0) {
 			if (a->compact && !r->compacted) {
-				/* Compact once per job and retry the same batch. */
+				/* Compact once per job and retry the same batch. Compaction can take long:
+				 * the batches so far are recorded first. */
 				r->compacted = true;
+				flush(r);
 				if ((rc = htlb_compact(a->app->procfs_root)) < 0)
 					log_warn("job %lld: compacting memory failed: %s", (long long)job_id(r->ctx),
 						 strerror(-rc));

@@ -226,9 +226,11 @@ class PoolsFakeTree(DaemonTest):
         self.assertProblem(self.d.get("/v1/jobs?limit=0"), 400)
 
     def test_cli(self):
+        for n in (1, 2):
+            self.addCleanup(self.tree.write, NODE % (n, 2048, "nr_hugepages"), "0")
         p = self.d.ctl("pool", "resize", "2M", "--node", "1=6", "--node", "2=3", "--batch", "4")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertRegex(p.stdout, r"(?m)^1\s+0\s+6\s+6\s+6\s+6\s+2\s+\S+ us\s+target$")
+        self.assertRegex(p.stdout, r"(?m)^1\s+0\s+6\s+6\s+6\s+6\s+2\s+[0-9.]+ (us|ms|s)\s+target$")
         self.assertRegex(p.stdout, r"(?m)^2\s+0\s+3\s+3\s+3\s+3\s+1\s+")
         self.assertEqual((self.node_nr(1), self.node_nr(2)), (6, 3))
         p = self.d.ctl("pool", "list")
@@ -393,6 +395,7 @@ class BlockedCompaction(unittest.TestCase):
         self.release()   # the compaction returns; the job sees the cancel before its next batch
         job = wait_job(self.d, job_id)
         self.assertEqual(job["status"], "cancelled", job)
+        self.assertEqual(job["reason"], "cancel_requested")
         self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE op_id = ?", (job["op_id"],)), [(3,)])
         self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
                          [("cancelled",)])
@@ -406,6 +409,9 @@ class BlockedCompaction(unittest.TestCase):
         self.assertEqual(self.d.sql("PRAGMA integrity_check"), [("ok",)])
         self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
                          [("interrupted",)])
+        # the batches measured before the stall were recorded before it
+        self.assertEqual(self.d.sql("SELECT node, written, after FROM batches WHERE op_id = ? ORDER BY seq",
+                                    (job["op_id"],)), [(0, 3, 3), (1, 5, 4), (1, 5, 4)])
         # the pool reported is the kernel's (the tree's), both now and in the job's result
         pool = self.d.get("/v1/hugepages/2M").json
         files = {n: int(self.tree.read(NODE % (n, 2048, "nr_hugepages"))) for n in (0, 2, 3)}
