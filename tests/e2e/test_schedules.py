@@ -354,6 +354,8 @@ class ScheduleDueTest(DaemonTest):
         j = self.d.get("/v1/jobs/%d" % job_id)
         self.assertEqual(j.status, 200, j.raw)
         self.assertEqual((j.json["status"], j.json["schedule_id"], j.json["source"]), ("ok", self.a_id, "scheduler"))
+        lst = self.d.get("/v1/jobs?schedule_id=%d" % self.a_id)
+        self.assertEqual([x["id"] for x in lst.json["jobs"]], [job_id], lst.raw)
         s = self.d.get("/v1/schedules/%d" % self.a_id).json
         self.assertEqual((s["last_status"], s["last_job_id"], s["last_due_ns"]), ("submitted", job_id, self.due * NS))
         self.assertEqual(s["next_run_ns"], self.next_year() * NS)
