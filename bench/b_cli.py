@@ -21,7 +21,7 @@ def run(ctx):
         return [bl.unavailable("cli.status", title, "numactl is not installed")]
     d = None
     try:
-        d = bl.Daemon(ctx.bin_dir, bl.mkworkdir("mpd-bench-cli-"), tcp=False).start()
+        d = bl.Daemon(ctx.bin_dir, ctx.workdir_for("cli"), tcp=False).start()
         env = dict(os.environ, MEMPOLICYD_SOCKET=d.socket)
         ctl = [os.path.join(ctx.bin_dir, "mempolicyctl"), "--socket", d.socket, "status"]
         ref = [numactl, "--hardware"]

@@ -17,7 +17,7 @@ def run(ctx, endpoints):
     rows = []
     d = None
     try:
-        d = bl.Daemon(ctx.bin_dir, bl.mkworkdir("mpd-bench-http-")).start()
+        d = bl.Daemon(ctx.bin_dir, ctx.workdir_for("http")).start()
         idle = bl.proc_status_kb(d.pid)
         rows.append(bl.row("rss.idle", "mempolicyd VmRSS idle (after start, one request)", "kB",
                            [idle.get("VmRSS", 0)], method="/proc/PID/status VmRSS once, before any load"))

@@ -173,7 +173,7 @@ def run(ctx):
     orig = _read()
     rows = []
     try:
-        d = bl.Daemon(ctx.bin_dir, bl.mkworkdir("mpd-bench-pool-"), tcp=False).start()
+        d = bl.Daemon(ctx.bin_dir, ctx.workdir_for("pool"), tcp=False).start()
         st, _, raw, _ = d.request("GET", "/v1/hugepages/2M")
         why = None if st == 200 else "GET /v1/hugepages/2M answers " + bl.describe(st, raw)
         dp = DaemonPool(d) if why is None else None

@@ -17,7 +17,7 @@ def run(ctx):
     title = "GET %s over %s batches" % (STATS, "{:,}".format(ctx.stats_rows))
     d = None
     try:
-        work = bl.mkworkdir("mpd-bench-stats-")
+        work = ctx.workdir_for("stats")
         d = bl.Daemon(ctx.bin_dir, work, tcp=False).start()
         st, _, raw, _ = d.request("GET", STATS)
         if st != 200:

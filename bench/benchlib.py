@@ -14,7 +14,6 @@ import signal
 import socket
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -332,9 +331,3 @@ def wrk(url, workdir, threads=2, connections=64, duration=3.0):
             s["errors"] = sum(s[k] for k in s if k.startswith("err_"))
             return s
     raise BenchError("wrk printed no summary (exit %d): %s" % (p.returncode, (p.stderr or p.stdout)[-500:]))
-
-
-def mkworkdir(prefix):
-    d = tempfile.mkdtemp(prefix=prefix)
-    os.chmod(d, 0o755)
-    return d
