@@ -1,5 +1,6 @@
 /* /v1/history: the operations, newest first, with filters and keyset cursors; one in full. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ int api_parse_time_ns(const char *s, int64_t *out)
 	if (strcmp(p, "Z") && strcmp(p, "z") && strcmp(p, "+00:00"))
 		return -1;
 	t = timegm(&tm);
-	if (t == (time_t)-1 || t < 0)
+	/* int64 ns since the epoch end in April 2262; later dates are out of range, not wrapped. */
+	if (t == (time_t)-1 || t < 0 || t > INT64_MAX / 1000000000 - 1)
 		return -1;
 	*out = (int64_t)t * 1000000000 + frac;
 	return 0;

@@ -197,7 +197,9 @@ class KnobsFakeTest(DaemonTest):
         self.assertEqual(self.d.get("/v1/history?kind=nothing.such").json,
                          {"operations": [], "next_cursor": None})
         for bad in ("limit=0", "limit=1001", "limit=x", "since=yesterday", "until=2026-11-29T10:00:00+02:00",
-                    "cursor=zzz", "cursor=", "frobnicate=1"):
+                    "cursor=zzz", "cursor=", "frobnicate=1",
+                    # past the int64 nanosecond range (April 2262): refused, not wrapped
+                    "since=2999-01-01T00:00:00Z", "until=99999999999999999999"):
             self.assertProblem(self.d.get("/v1/history?" + bad), 400)
         self.assertProblem(self.d.get("/v1/history/999999"), 404, "history.not_found")
         self.assertProblem(self.d.get("/v1/history/abc"), 404, "history.not_found")
