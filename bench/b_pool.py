@@ -43,12 +43,15 @@ def restore(orig):
     return False
 
 
-def raw_grow(orig, pages, batch):
+def raw_grow(orig, pages, batch, reopen=False):
     """mmtests-style batches by raw sysfs writes: write cur+batch, read back. Returns
-    ([(asked, got, ns)], wall_ns). One os.write + one pread per batch, on kept file descriptors, so
-    Python adds as little as possible to what is timed."""
-    wfd = os.open(NR, os.O_WRONLY)
-    rfd = os.open(NR, os.O_RDONLY)
+    ([(asked, got, ns)], wall_ns). By default one pwrite + one pread per batch on kept file
+    descriptors, the least any writer can do; with reopen, open/write/close then open/read/close
+    each time, as a program that opens the file by name for every batch does."""
+    wfd = rfd = -1
+    if not reopen:
+        wfd = os.open(NR, os.O_WRONLY)
+        rfd = os.open(NR, os.O_RDONLY)
     batches = []
     try:
         cur, goal = orig, orig + pages
@@ -56,8 +59,20 @@ def raw_grow(orig, pages, batch):
         while cur < goal:
             target = min(cur + batch, goal)
             t0 = time.perf_counter_ns()
-            os.pwrite(wfd, b"%d" % target, 0)
-            new = int(os.pread(rfd, 32, 0))
+            if reopen:
+                fd = os.open(NR, os.O_WRONLY)
+                try:
+                    os.write(fd, b"%d" % target)
+                finally:
+                    os.close(fd)
+                fd = os.open(NR, os.O_RDONLY)
+                try:
+                    new = int(os.read(fd, 32))
+                finally:
+                    os.close(fd)
+            else:
+                os.pwrite(wfd, b"%d" % target, 0)
+                new = int(os.pread(rfd, 32, 0))
             t1 = time.perf_counter_ns()
             batches.append((target - cur, new - cur, t1 - t0))
             if new <= cur:
@@ -65,8 +80,9 @@ def raw_grow(orig, pages, batch):
             cur = new
         wall = time.perf_counter_ns() - t_start
     finally:
-        os.close(wfd)
-        os.close(rfd)
+        if not reopen:
+            os.close(wfd)
+            os.close(rfd)
     return batches, wall
 
 
@@ -195,12 +211,21 @@ def run(ctx):
 
 def _one_batch_size(ctx, orig, batch, dp, why):
     pages = ctx.pool_pages
-    raw_pp, raw_wall, d_pp, d_job, d_wall, got = [], [], [], [], [], []
+    raw_pp, raw_wall, reopen_pp, d_pp, d_job, d_wall, got = [], [], [], [], [], [], []
+    methods = ("raw", "mempolicyd", "raw-reopen")
     for rnd in range(ctx.pool_rounds):
-        # Which method goes first alternates, so that neither always inherits the other's freshly
-        # freed pages (or a cold cache).
-        for method in (("raw", "mempolicyd") if rnd % 2 == 0 else ("mempolicyd", "raw")):
-            if method == "raw":
+        # The order rotates every round, so that no method always inherits another's freshly freed
+        # pages (or a cold cache).
+        k = rnd % len(methods)
+        for method in methods[k:] + methods[:k]:
+            if method == "raw-reopen":
+                bs, _ = raw_grow(orig, pages, batch, reopen=True)
+                restore_or_fail(orig)
+                n = sum(b[1] for b in bs)
+                if not n:
+                    raise bl.BenchError("raw writes gained no page (memory?)")
+                reopen_pp.append(_per_page_ns(bs) / 1e3)
+            elif method == "raw":
                 bs, wall = raw_grow(orig, pages, batch)
                 restore_or_fail(orig)
                 n = sum(b[1] for b in bs)
@@ -225,8 +250,8 @@ def _one_batch_size(ctx, orig, batch, dp, why):
             got.append((method, n))
     base = "pool.b%d" % batch
     t = "grow +%d x 2M, batch %d" % (pages, batch)
-    common = ("%d rounds alternating raw and mempolicyd (which goes first alternates too), pool restored to %d after each grow, under flock %s; "
-              % (ctx.pool_rounds, orig, LOCK))
+    common = ("%d rounds of raw, mempolicyd and raw-reopen in a rotating order, pool restored to %d after "
+              "each grow, under flock %s; " % (ctx.pool_rounds, orig, LOCK))
     if dp is None:
         return [bl.row(base + ".raw", t + ": raw per-page latency", "us", raw_pp,
                        method=common + "raw: sum of (write+read back) time / pages gained"),
@@ -238,13 +263,17 @@ def _one_batch_size(ctx, orig, batch, dp, why):
                                    "(elapsed_ns = sum of its batches' write + read-back, got); raw: "
                                    "perf_counter around pwrite + pread",
                    extra={"pages_gained": got}),
+            bl.row(base + ".batches_reopen", t + ": the same vs raw reopening the file per write", "us", d_pp,
+                   reopen_pp, "raw, reopen", method=common + "as the batches row, but the raw writer opens and "
+                   "closes nr_hugepages for every write and every read back: how much of the gap is the "
+                   "open/close of the file"),
             bl.row(base + ".wall", t + ": per-page client wall time", "us", d_wall, raw_wall, "raw sysfs",
                    goal=GOAL, goal_check=check,
                    method=common + "mempolicyd: PUT sent -> job seen finished (GET /v1/jobs/ID every 2 ms, "
                                    "so up to ~2 ms of polling slack) / pages; raw: first write -> last read",
                    extra={"conflict_retries": dp.conflict_retries})]
     if d_job:
-        rows.insert(1, bl.row(base + ".job", t + ": per-page job run time", "us", d_job, raw_wall,
+        rows.insert(2, bl.row(base + ".job", t + ": per-page job run time", "us", d_job, raw_wall,
                               "raw sysfs", goal=GOAL, goal_check=check,
                               method=common + "mempolicyd: the job's result.elapsed_ns (the whole operation, daemon "
                                               "monotonic clock) / pages; "
