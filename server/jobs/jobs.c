@@ -84,6 +84,7 @@ static int recover(struct jobs *j, mp_err *e)
 	int64_t ids[256], ops[256];
 	int n;
 
+again:
 	store_lock(st);
 	n = jobs_db_active(st, ids, ops, 256, e);
 	store_unlock(st);
@@ -115,6 +116,9 @@ static int recover(struct jobs *j, mp_err *e)
 		json_decref(job);
 		json_decref(result);
 	}
+	/* Each pass marks what it read, so the next one sees the rest. */
+	if (n == 256)
+		goto again;
 	return 0;
 }
 
@@ -220,14 +224,21 @@ int jobs_start(struct jobs *j, int nworkers, mp_err *e)
 
 void jobs_close(struct jobs *j)
 {
+	int running = 0;
+
 	if (!j)
 		return;
 	pthread_mutex_lock(&j->lock);
 	j->stopping = true;
-	for (struct job_ctx *c = j->active; c; c = c->next)
+	for (struct job_ctx *c = j->active; c; c = c->next) {
 		c->cancel = true;
+		running += c->running;
+	}
 	pthread_cond_broadcast(&j->wake);
 	pthread_mutex_unlock(&j->lock);
+	if (running)
+		log_info("stopping: %d running job%s cancelled, waiting for %s to reach a batch boundary", running,
+			 running == 1 ? "" : "s", running == 1 ? "it" : "them");
 	for (int i = 0; i < j->nworkers; i++)
 		pthread_join(j->workers[i], NULL);
 	/* Jobs still queued stay "queued" in the table and read "interrupted" after the next start. */

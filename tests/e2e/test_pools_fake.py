@@ -400,6 +400,16 @@ class BlockedCompaction(unittest.TestCase):
         self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
                          [("cancelled",)])
 
+    def test_sigterm_cancels_the_running_job(self):
+        job_id = self.start_stalled_job()
+        self.d.proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: "1 running job cancelled" in self.d.log_text())
+        self.release()   # the worker finishes its compaction, sees the cancel, and the daemon exits
+        self.assertEqual(self.d.stop(), 0)
+        self.d.start()
+        job = self.d.get("/v1/jobs/%d" % job_id).json
+        self.assertEqual((job["status"], job["reason"]), ("cancelled", "daemon_stopping"), job)
+
     def test_sigkill_mid_resize_reads_interrupted(self):
         job_id = self.start_stalled_job()
         self.d.stop(signal.SIGKILL)
