@@ -7,6 +7,7 @@ flock /tmp/mpd-pool.lock, and the original size is restored after every grow and
 (Ctrl-C and SIGTERM included)."""
 import fcntl
 import os
+import signal
 import time
 
 import benchlib as bl
@@ -198,14 +199,19 @@ def run(ctx):
     except bl.BenchError as e:
         rows.append(bl.unavailable("pool", title, str(e)))
     finally:
-        if dp:
-            dp.cancel()
-        if d:
-            d.stop()
-        ok = restore(orig)
-        lockf.close()
-        if not ok:
-            print("bench: WARNING: could not restore %s to %d (reads %d)" % (NR, orig, _read()), flush=True)
+        # A second Ctrl-C must not cut the restore short: hold the signals until the pool is back.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            if dp:
+                dp.cancel()
+            if d:
+                d.stop()
+            ok = restore(orig)
+            lockf.close()
+            if not ok:
+                print("bench: WARNING: could not restore %s to %d (reads %d)" % (NR, orig, _read()), flush=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return rows
 
 
