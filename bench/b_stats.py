@@ -2,7 +2,6 @@
 The daemon is started once on a fresh database so that it applies its migrations, stopped, the
 batches are generated straight into its schema with SQLite, then the daemon is started again on
 that file and the query is timed."""
-import os
 import random
 import sqlite3
 import time
