@@ -300,6 +300,11 @@ def check_hugepages_per_node_targets(d, nodes):
         eq(pool_nodes(d, "2M"), want, "GET /v1/hugepages/2M nodes")
         got = {t["node"]: (t["from"], t["current"], t["got"]) for t in j["result"]["targets"]}
         eq(got, {i: (before[i], want[i], abs(want[i] - before[i])) for i in want}, "job targets")
+        # Availability is per node: node 0 holds 3 free pages, the last node 3 + 4 * last.
+        for node, verdict, from_free, grow in ((0, "grow", 3, 2), (len(nodes) - 1, "available", 5, 0)):
+            a = ok_json(d.get("/v1/hugepages/2M/availability?node=%d&count=5" % node), "availability")
+            eq((a["verdict"], a["from_free"], a["grow_needed"], a["pool_nr"]),
+               (verdict, from_free, grow, want[node]), "availability of 5 pages on node%d" % node)
         want[1] = 1                                               # shrink node 1 only
         j = resize(d, "2M", {"nodes": {"1": 1}})
         eq(j["status"], "ok", "shrink job status")
