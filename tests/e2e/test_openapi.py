@@ -1,0 +1,602 @@
+"""schema/openapi.yaml cannot drift silently from the code:
+
+* its paths and methods are exactly server/api/routes.c's table (a "{}" segment is any "{name}"),
+  a route flagged R_ADMIN is marked x-requires-admin and may answer 403, a route flagged R_BODY has
+  a request body (and may answer 413/415), every path parameter is declared, every $ref resolves;
+* live answers of a daemon on a generated tree (GETs of every resource, the change answers, and a
+  few problems) are checked against the schema declared for their method, path and status: the
+  content type, every member declared, every required member present, JSON types and enums, at
+  every level where the schema lists properties; Location exactly where the spec declares it.
+
+The spec is read by a small reader of the YAML subset it is written in (block mappings and
+sequences, flow sequences of scalars, quoted and plain scalars, | and > blocks), so the test needs
+no PyYAML; where PyYAML is installed, the reader's result must equal yaml.safe_load's."""
+import json
+import os
+import re
+import time
+import unittest
+
+from faketree import FakeTree
+from lib import DaemonTest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPEC = os.path.join(ROOT, "schema", "openapi.yaml")
+ROUTES = os.path.join(ROOT, "server", "api", "routes.c")
+METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
+
+
+# ---- a reader for the YAML subset schema/openapi.yaml is written in ------------------------------
+
+class YamlSubsetError(ValueError):
+    pass
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip(" "))
+
+
+def _blank(line):
+    s = line.strip()
+    return not s or s.startswith("#")
+
+
+def _split_flow(text):
+    """'a, "b, c", d' -> ['a', '"b, c"', 'd'] (commas inside quotes kept)."""
+    out, cur, quote = [], "", None
+    for ch in text:
+        if quote:
+            cur += ch
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+            cur += ch
+        elif ch == ",":
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _scalar(text):
+    t = text.strip()
+    if t.startswith("'"):
+        if not t.endswith("'") or len(t) < 2:
+            raise YamlSubsetError("unterminated quote: %r" % t)
+        return t[1:-1].replace("''", "'")
+    if t.startswith('"'):
+        return json.loads(t)
+    if t.startswith("["):
+        if not t.endswith("]"):
+            raise YamlSubsetError("unterminated flow sequence: %r" % t)
+        return [_scalar(x) for x in _split_flow(t[1:-1])]
+    if t == "{}":
+        return {}
+    if t.startswith(("{", "&", "*", "!", "%", "@", "`")) or " #" in t:
+        raise YamlSubsetError("outside the subset: %r" % t)
+    if t in ("null", "~", ""):
+        return None
+    if t == "true":
+        return True
+    if t == "false":
+        return False
+    if re.fullmatch(r"-?[0-9]+", t):
+        return int(t)
+    if re.fullmatch(r"-?[0-9]+\.[0-9]+", t):
+        return float(t)
+    return t
+
+
+def _split_key(content):
+    """'key: rest' -> ('key', 'rest'); None when content is not a mapping entry."""
+    if content[0] in "'\"":
+        q = content[0]
+        end = content.find(q, 1)
+        while q == "'" and end + 1 < len(content) and content[end + 1] == "'":
+            end = content.find(q, end + 2)
+        if end < 0 or content[end + 1:end + 2] != ":":
+            return None
+        return _scalar(content[:end + 1]), content[end + 2:].strip()
+    if content.startswith("["):
+        return None
+    m = re.match(r"([^:]+?):(?: (.*))?$", content)
+    if not m:
+        return None
+    return m.group(1), (m.group(2) or "").strip()
+
+
+class YamlSubset:
+    def __init__(self, text):
+        self.lines = text.split("\n")
+        self.i = 0
+
+    def load(self):
+        self._skip()
+        doc = self._block(_indent(self.lines[self.i]))
+        self._skip()
+        if self.i < len(self.lines):
+            raise YamlSubsetError("line %d: unexpected indentation" % (self.i + 1))
+        return doc
+
+    def _skip(self):
+        while self.i < len(self.lines) and _blank(self.lines[self.i]):
+            self.i += 1
+
+    def _block(self, ind):
+        content = self.lines[self.i].strip()
+        if content == "-" or content.startswith("- "):
+            return self._seq(ind)
+        return self._map(ind)
+
+    def _map(self, ind):
+        d = {}
+        while True:
+            self._skip()
+            if self.i >= len(self.lines):
+                return d
+            line = self.lines[self.i]
+            if _indent(line) < ind:
+                return d
+            if _indent(line) > ind:
+                raise YamlSubsetError("line %d: unexpected indentation" % (self.i + 1))
+            kv = _split_key(line.strip())
+            if not kv:
+                if line.strip().startswith("-"):
+                    return d
+                raise YamlSubsetError("line %d: not a mapping entry" % (self.i + 1))
+            key, rest = kv
+            if key in d:
+                raise YamlSubsetError("line %d: duplicate key %r" % (self.i + 1, key))
+            self.i += 1
+            d[key] = self._value(rest, ind)
+
+    def _seq(self, ind):
+        out = []
+        while True:
+            self._skip()
+            if self.i >= len(self.lines):
+                return out
+            line = self.lines[self.i]
+            content = line.strip()
+            if _indent(line) != ind or not (content == "-" or content.startswith("- ")):
+                if _indent(line) > ind:
+                    raise YamlSubsetError("line %d: unexpected indentation" % (self.i + 1))
+                return out
+            after = content[1:].strip()
+            if not after:
+                self.i += 1
+                self._skip()
+                out.append(self._block(_indent(self.lines[self.i])))
+            elif _split_key(after):
+                # "- key: value" opens a mapping whose keys sit two columns in
+                self.lines[self.i] = " " * (ind + 2) + after
+                out.append(self._map(ind + 2))
+            else:
+                self.i += 1
+                out.append(self._value(after, ind))
+
+    def _value(self, rest, ind):
+        if rest == "":
+            self._skip()
+            if self.i < len(self.lines) and _indent(self.lines[self.i]) > ind:
+                return self._block(_indent(self.lines[self.i]))
+            return None
+        if rest[0] in "|>":
+            return self._block_scalar(rest, ind)
+        if rest.startswith("["):
+            while rest.count("[") > rest.count("]"):
+                if self.i >= len(self.lines):
+                    raise YamlSubsetError("unterminated flow sequence")
+                rest += " " + self.lines[self.i].strip()
+                self.i += 1
+        return _scalar(rest)
+
+    def _block_scalar(self, header, ind):
+        if header not in ("|", "|-", ">", ">-"):
+            raise YamlSubsetError("block scalar header %r outside the subset" % header)
+        raw = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.strip() and _indent(line) <= ind:
+                break
+            raw.append(line)
+            self.i += 1
+        while raw and not raw[-1].strip():
+            raw.pop()
+        if not raw:
+            return ""
+        bi = min(_indent(x) for x in raw if x.strip())
+        body = [x[bi:] if x.strip() else "" for x in raw]
+        if header[0] == "|":
+            text = "\n".join(body)
+        else:
+            text, prev_blank = "", True
+            for x in body:
+                if not x:
+                    text += "\n"
+                    prev_blank = True
+                elif x.startswith(" "):
+                    raise YamlSubsetError("more-indented lines in a folded block are outside the subset")
+                else:
+                    text += ("" if prev_blank else " ") + x
+                    prev_blank = False
+        return text if header.endswith("-") else text + "\n"
+
+
+def load_spec():
+    with open(SPEC) as f:
+        return YamlSubset(f.read()).load()
+
+
+# ---- the route table ----------------------------------------------------------------------------
+
+ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*,\s*([^}]*?)\s*\}')
+
+
+def load_routes():
+    """[(method, pattern with {} segments, handler, set of flags)] from routes.c's table."""
+    with open(ROUTES) as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    m = re.search(r"api_routes\[\]\s*=\s*\{(.*?)\n\};", text, re.S)
+    if not m:
+        raise AssertionError("no api_routes table in " + ROUTES)
+    routes = []
+    for method, pattern, fn, flags in ROUTE_RE.findall(m.group(1)):
+        routes.append((method, pattern, fn, {f.strip() for f in flags.split("|")} - {"0", ""}))
+    return routes
+
+
+def normalise(path):
+    return re.sub(r"\{[^}/]*\}", "{}", path)
+
+
+# ---- a subset validator over the parsed spec -----------------------------------------------------
+
+JSON_TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+class SchemaMismatch(AssertionError):
+    pass
+
+
+class Validator:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def resolve(self, node):
+        seen = 0
+        while isinstance(node, dict) and "$ref" in node:
+            ref = node["$ref"]
+            if not ref.startswith("#/"):
+                raise SchemaMismatch("external $ref %s" % ref)
+            node = self.spec
+            for part in ref[2:].split("/"):
+                node = node[part.replace("~1", "/").replace("~0", "~")]
+            seen += 1
+            if seen > 20:
+                raise SchemaMismatch("$ref loop at %s" % ref)
+        return node
+
+    def flatten(self, schema):
+        """The schema with allOf merged in: (types, enum, properties, required, items, extra)."""
+        schema = self.resolve(schema)
+        parts = [schema] + [self.flatten_raw(s) for s in schema.get("allOf", [])]
+        types, props, required, enum, items, addl = None, {}, set(), None, None, None
+        for p in parts:
+            if "type" in p:
+                t = p["type"] if isinstance(p["type"], list) else [p["type"]]
+                types = t if types is None else [x for x in types if x in t]
+            props.update(p.get("properties", {}))
+            required |= set(p.get("required", []))
+            if "enum" in p:
+                enum = p["enum"]
+            if "items" in p:
+                items = p["items"]
+            if isinstance(p.get("additionalProperties"), dict):
+                addl = p["additionalProperties"]
+        return {"types": types, "props": props, "required": required, "enum": enum, "items": items,
+                "addl": addl, "oneOf": schema.get("oneOf"), "anyOf": schema.get("anyOf"),
+                "has_props": any("properties" in p for p in parts)}
+
+    def flatten_raw(self, schema):
+        s = self.flatten(schema)
+        out = {"properties": s["props"], "required": sorted(s["required"])}
+        if s["types"] is not None:
+            out["type"] = s["types"]
+        if s["enum"] is not None:
+            out["enum"] = s["enum"]
+        if s["items"] is not None:
+            out["items"] = s["items"]
+        if s["addl"] is not None:
+            out["additionalProperties"] = s["addl"]
+        if not s["has_props"]:
+            out.pop("properties")
+        return out
+
+    def check(self, value, schema, where="$"):
+        s = self.flatten(schema)
+        alts = s["oneOf"] or s["anyOf"]
+        if alts:
+            errors = []
+            for alt in alts:
+                try:
+                    self.check(value, alt, where)
+                    break
+                except SchemaMismatch as e:
+                    errors.append(str(e))
+            else:
+                raise SchemaMismatch("%s: matches none of the alternatives: %s" % (where, "; ".join(errors)))
+        if s["types"] is not None and not any(JSON_TYPES[t](value) for t in s["types"]):
+            raise SchemaMismatch("%s: %r is not of type %s" % (where, value, s["types"]))
+        if s["enum"] is not None and value not in s["enum"]:
+            raise SchemaMismatch("%s: %r is not one of %s" % (where, value, s["enum"]))
+        if isinstance(value, dict):
+            if s["has_props"]:
+                for k in value:
+                    if k not in s["props"]:
+                        raise SchemaMismatch("%s: member %r is not declared" % (where, k))
+            for k in s["required"]:
+                if k not in value:
+                    raise SchemaMismatch("%s: required member %r is missing" % (where, k))
+            for k, v in value.items():
+                if k in s["props"]:
+                    self.check(v, s["props"][k], "%s.%s" % (where, k))
+                elif s["addl"] is not None:
+                    self.check(v, s["addl"], "%s.%s" % (where, k))
+        if isinstance(value, list) and s["items"] is not None:
+            for i, v in enumerate(value):
+                self.check(v, s["items"], "%s[%d]" % (where, i))
+
+
+def refs(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$ref":
+                yield v
+            else:
+                yield from refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from refs(v)
+
+
+# ---- static checks ------------------------------------------------------------------------------
+
+class SpecMatchesRouteTable(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.spec = load_spec()
+        cls.routes = load_routes()
+        cls.v = Validator(cls.spec)
+
+    def operations(self):
+        for path, item in self.spec["paths"].items():
+            for m, op in item.items():
+                if m in METHODS:
+                    yield path, m.upper(), item, op
+
+    def test_reader_agrees_with_pyyaml_when_installed(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed; the subset reader is checked by the other tests")
+        with open(SPEC) as f:
+            self.assertEqual(yaml.safe_load(f), self.spec)
+
+    def test_route_table_was_read(self):
+        # The parser must see the table, or the comparison below would compare two empty sets.
+        self.assertGreaterEqual(len(self.routes), 20)
+        self.assertIn(("GET", "/v1/health"), {(m, p) for m, p, _, _ in self.routes})
+
+    def test_paths_and_methods_are_the_route_table(self):
+        code = {(m, p) for m, p, _, _ in self.routes}
+        spec = {(m, normalise(p)) for p, m, _, _ in self.operations()}
+        self.assertEqual(sorted(code - spec), [], "routes in routes.c missing from openapi.yaml")
+        self.assertEqual(sorted(spec - code), [], "operations in openapi.yaml that routes.c does not have")
+        self.assertEqual(len(code), len(self.routes), "routes.c lists a method + pattern twice")
+
+    def test_admin_and_body_flags(self):
+        ops = {(m, normalise(p)): op for p, m, _, op in self.operations()}
+        for method, pattern, fn, flags in self.routes:
+            op = ops.get((method, pattern))
+            if op is None:
+                continue   # test_paths_and_methods_are_the_route_table names it
+            where = "%s %s (%s)" % (method, pattern, fn)
+            admin = "R_ADMIN" in flags
+            self.assertEqual(bool(op.get("x-requires-admin")), admin, where + ": x-requires-admin vs R_ADMIN")
+            self.assertEqual("403" in op["responses"], admin, where + ": 403 iff R_ADMIN")
+            body = "R_BODY" in flags
+            self.assertEqual("requestBody" in op, body, where + ": requestBody vs R_BODY")
+            for st in ("413", "415"):
+                self.assertEqual(st in op["responses"], body, where + ": %s iff R_BODY" % st)
+            if body:
+                self.assertIn("application/json", op["requestBody"]["content"], where)
+
+    def test_path_parameters_are_declared(self):
+        for path, m, item, op in self.operations():
+            params = [self.v.resolve(p) for p in item.get("parameters", []) + op.get("parameters", [])]
+            declared = {p["name"] for p in params if p["in"] == "path"}
+            self.assertEqual(declared, set(re.findall(r"\{([^}]+)\}", path)), "%s %s" % (m, path))
+
+    def test_every_ref_resolves_and_ids_are_unique(self):
+        for ref in set(refs(self.spec)):
+            self.assertIsInstance(self.v.resolve({"$ref": ref}), dict, ref)
+        ids = [op["operationId"] for _, _, _, op in self.operations()]
+        self.assertEqual(len(ids), len(set(ids)))
+
+    def test_errors_are_problems_and_successes_json(self):
+        for path, m, _, op in self.operations():
+            for status, resp in op["responses"].items():
+                resp = self.v.resolve(resp)
+                ctypes = set(resp.get("content", {}))
+                want = {"application/problem+json"} if int(status) >= 400 else {"application/json"}
+                self.assertEqual(ctypes, want, "%s %s %s" % (m, path, status))
+
+    def test_validator_refuses_what_it_should(self):
+        # The live checks below are only as good as this.
+        v = self.v
+        health = {"$ref": "#/components/schemas/Health"}
+        good = {"status": "ok", "version": "1", "kernel_release": "6", "schema_version": 4,
+                "capabilities": {"thp": True, "mthp_sizes": [], "hugetlb_sizes": ["2M"],
+                                 "weighted_interleave": False, "numa_balancing": True,
+                                 "madv_collapse": True, "cgroup_version": 2}}
+        v.check(good, health)
+        for bad in (dict(good, extra=1), {k: x for k, x in good.items() if k != "version"},
+                    dict(good, schema_version="4"), dict(good, status="down"),
+                    dict(good, capabilities=dict(good["capabilities"], thp=1)),
+                    dict(good, capabilities=dict(good["capabilities"], hugetlb_sizes=[2048]))):
+            with self.assertRaises(SchemaMismatch):
+                v.check(bad, health)
+        op = {"$ref": "#/components/schemas/Operation"}   # allOf of the summary and the rest
+        with self.assertRaises(SchemaMismatch):
+            v.check({"id": 1}, op)
+
+
+# ---- live answers --------------------------------------------------------------------------------
+
+KHP = "sys/kernel/mm/transparent_hugepage/khugepaged/"
+
+
+class LiveAnswersMatchSpec(DaemonTest):
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.spec = load_spec()
+        cls.v = Validator(cls.spec)
+        cls.templates = []
+        for path in cls.spec["paths"]:
+            rx = "^" + re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(path)) + "$"
+            cls.templates.append((path.count("{"), path, re.compile(rx)))
+        cls.templates.sort()
+
+    def operation(self, method, url):
+        """(template, operation); operation is None for a method the path does not have, template
+        None for a path the spec does not have."""
+        path = url.split("?")[0]
+        for _, template, rx in self.templates:   # literal segments win, as in the router
+            if rx.match(path):
+                return template, self.spec["paths"][template].get(method.lower())
+        return None, None
+
+    def call(self, method, url, body=None, status=200):
+        """The request, and its answer checked against the spec's response for that status: the
+        operation's own, or for a path or method the spec lacks, the router's (404, 405)."""
+        r = self.d.request(method, url, body=body)
+        self.assertEqual(r.status, status, r.raw)
+        template, op = self.operation(method, url)
+        if op is None:
+            self.assertEqual(r.status, 404 if template is None else 405, "%s %s" % (method, url))
+            resp = self.spec["x-router-responses"][str(r.status)]
+        else:
+            resp = op["responses"].get(str(r.status))
+        self.assertIsNotNone(resp, "%s %s answered %d, which the spec does not list" % (method, template, r.status))
+        resp = self.v.resolve(resp)
+        ctype = r.content_type.split(";")[0].strip()
+        self.assertIn(ctype, resp.get("content", {}), "%s %s %d" % (method, template, r.status))
+        try:
+            self.v.check(r.json, resp["content"][ctype]["schema"], "%s %s %d" % (method, template, r.status))
+        except SchemaMismatch as e:
+            self.fail("%s\nanswer: %s" % (e, r.raw[:2000]))
+        declared = {h.lower() for h in resp.get("headers", {})}
+        for h in ("location", "allow"):
+            present = any(k.lower() == h for k in r.headers)
+            self.assertEqual(present, h in declared, "%s %s %d: header %s" % (method, template, r.status, h))
+        return r
+
+    def wait_job(self, job_id):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            job = self.call("GET", "/v1/jobs/%d" % job_id).json
+            if job["status"] not in ("queued", "running"):
+                return job
+            time.sleep(0.05)
+        self.fail("job %d did not end" % job_id)
+
+    def test_reads_changes_and_their_records(self):
+        # Every resource before this test adds to it.
+        for url in ("/v1/health", "/v1/topology", "/v1/knobs", "/v1/knobs/thp.enabled",
+                    "/v1/knobs/thp.khugepaged.pages_to_scan", "/v1/history", "/v1/history/stats",
+                    "/v1/hugepages", "/v1/hugepages/2M", "/v1/hugepages/1G/availability?count=1",
+                    "/v1/hugepages/2M/availability?count=3&node=0", "/v1/jobs", "/v1/schedules"):
+            self.call("GET", url)
+
+        # A knob change, its dry run, and its record.
+        knob = "/v1/knobs/thp.khugepaged.pages_to_scan"
+        old = self.call("GET", knob).json["value"]
+        self.addCleanup(self.d.request, "PUT", knob, body={"value": old})
+        self.call("PUT", knob + "?dry_run=true", {"value": 1024})
+        op = self.call("PUT", knob, {"value": 1024}).json
+        self.call("PATCH", "/v1/knobs", {"knobs": {"thp.khugepaged.pages_to_scan": "2048",
+                                                   "thp.defrag": "defer", "thp.use_zero_page": True}})
+        self.call("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": "madvise"}})
+        self.call("GET", "/v1/history/%d" % op["operation_id"])
+        page = self.call("GET", "/v1/history?kind=knobs.set&limit=1").json
+        self.assertIsNotNone(page["next_cursor"])
+        self.call("GET", "/v1/history?limit=1&cursor=" + page["next_cursor"])
+
+        # A resize: its dry-run plan, the 202 job (with Location), the finished job, its record,
+        # the statistics it feeds.
+        self.call("PUT", "/v1/hugepages/2M", {"nodes": {"0": 3}, "dry_run": True})
+        job = self.call("PUT", "/v1/hugepages/2M", {"nodes": {"0": 3, "1": 2}, "batch": 2}, status=202).json
+        self.addCleanup(self.d.request, "PUT", "/v1/hugepages/2M", body={"nodes": {"0": 0, "1": 0}})
+        done = self.wait_job(job["id"])
+        self.assertEqual(done["status"], "ok", done)
+        self.call("GET", "/v1/history/%d" % done["op_id"])
+        stats = self.call("GET", "/v1/history/stats?size=2M&node=0").json
+        self.assertEqual(stats["count"], 2)
+        self.call("GET", "/v1/hugepages/2M")
+        self.call("GET", "/v1/jobs?kind=hugepages.resize&limit=5")
+        self.call("GET", "/v1/hugepages/2M/availability?count=100000&node=1")
+        # A finished job cannot be cancelled: a 409 problem.
+        self.call("DELETE", "/v1/jobs/%d" % job["id"], status=409)
+
+        # A schedule: 201 with Location, list, one, delete.
+        s = self.call("POST", "/v1/schedules", {"cron": "0 2 * * *", "timezone": "+02:00",
+                                                "action": {"hugepages": {"size": "2M", "total": 4}}},
+                      status=201).json
+        self.call("GET", "/v1/schedules")
+        self.call("GET", "/v1/schedules/%d" % s["id"])
+        self.call("DELETE", "/v1/schedules/%d" % s["id"])
+
+    def test_a_kernel_refusal_carries_the_operation(self):
+        rel = KHP + "pages_to_scan"
+        self.tree.einval(rel)
+        self.addCleanup(self.tree.write, rel, "4096")
+        r = self.call("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": "defer", "thp.khugepaged.pages_to_scan": 4096}},
+                      status=422)
+        for k in ("operation_id", "operation_status", "changes", "errno", "errno_name", "instance"):
+            self.assertIn(k, r.json)
+        self.call("GET", "/v1/history/%d" % r.json["operation_id"])
+
+    def test_problems_of_the_router_and_the_handlers(self):
+        self.call("GET", "/v1/knobs/thp.nothing", status=404)
+        self.call("GET", "/v1/jobs/x", status=404)
+        self.call("GET", "/v1/topology?x=1", status=400)
+        self.call("GET", "/v1/hugepages/2M/availability", status=400)
+        self.call("GET", "/v1/history/stats?kind=knobs.set", status=422)
+        self.call("PUT", "/v1/hugepages/2M", {"total": 1, "nodes": {"0": 1}}, status=400)
+        self.call("POST", "/v1/schedules", {"cron": "61 * * * *", "action": {"hugepages": {"size": "2M", "total": 1}}},
+                  status=422)
+        r = self.call("DELETE", "/v1/knobs", status=405)
+        self.assertEqual(r.headers.get("Allow"), "GET, PATCH")
+        self.call("GET", "/v1/nothing", status=404)
+
+
+if __name__ == "__main__":
+    unittest.main()
