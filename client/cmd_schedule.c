@@ -5,10 +5,10 @@
 
 #include "client/cli.h"
 #include "client/http.h"
+#include "client/kv.h"
 #include "client/out.h"
 #include "common/parse.h"
 
-#define MAX_NODE_ARGS 64
 
 /* "2M total=4096" or "2M node0=4096 node1=16": the action in one cell. */
 static void action_text(const json_t *s, char *buf, size_t len)
@@ -94,41 +94,10 @@ static int id_path(const struct command *cmd, const char *arg, char *path, size_
 /* "--node N=COUNT" may repeat, which cli_args does not do: take those out first. */
 static int take_nodes(const struct command *cmd, int *argc, char **argv, json_t *nodes)
 {
-	int out = 0;
+	char err[160];
 
-	for (int i = 0; i < *argc; i++) {
-		const char *v = NULL;
-		char node[16];
-		const char *eq;
-		uint64_t n, count;
-
-		if (!strcmp(argv[i], "--")) {
-			while (i < *argc)
-				argv[out++] = argv[i++];
-			break;
-		}
-		if (!strcmp(argv[i], "--node")) {
-			if (i + 1 >= *argc)
-				return cli_usage_error(cmd, "--node needs N=COUNT");
-			v = argv[++i];
-		} else if (!strncmp(argv[i], "--node=", 7)) {
-			v = argv[i] + 7;
-		} else {
-			argv[out++] = argv[i];
-			continue;
-		}
-		if (!(eq = strchr(v, '=')) || (size_t)(eq - v) >= sizeof node)
-			return cli_usage_error(cmd, "--node wants N=COUNT, not '%s'", v);
-		snprintf(node, sizeof node, "%.*s", (int)(eq - v), v);
-		if (parse_u64(node, &n) < 0 || parse_u64(eq + 1, &count) < 0)
-			return cli_usage_error(cmd, "--node wants N=COUNT with decimal numbers, not '%s'", v);
-		if (json_object_get(nodes, node))
-			return cli_usage_error(cmd, "node %s given twice", node);
-		if (json_object_size(nodes) >= MAX_NODE_ARGS)
-			return cli_usage_error(cmd, "too many --node options");
-		json_object_set_new(nodes, node, json_integer((json_int_t)count));
-	}
-	*argc = out;
+	if (kv_take_node_counts(argc, argv, nodes, err, sizeof err) < 0)
+		return cli_usage_error(cmd, "%s", err);
 	return EXIT_OK;
 }
 

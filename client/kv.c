@@ -91,3 +91,52 @@ fail:
 	json_decref(obj);
 	return -1;
 }
+
+int kv_take_node_counts(int *argc, char **argv, json_t *nodes, char *err, size_t errlen)
+{
+	int out = 0;
+
+	for (int i = 0; i < *argc; i++) {
+		const char *v, *eq;
+		char node[16];
+		uint64_t id, count;
+
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--node")) {
+			if (i + 1 >= *argc) {
+				snprintf(err, errlen, "--node needs N=COUNT");
+				return -1;
+			}
+			v = argv[++i];
+		} else if (!strncmp(argv[i], "--node=", 7)) {
+			v = argv[i] + 7;
+		} else {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (!(eq = strchr(v, '=')) || (size_t)(eq - v) >= sizeof node) {
+			snprintf(err, errlen, "--node wants N=COUNT, not '%s'", v);
+			return -1;
+		}
+		snprintf(node, sizeof node, "%.*s", (int)(eq - v), v);
+		if (parse_u64(node, &id) < 0 || parse_u64(eq + 1, &count) < 0 || count > (uint64_t)INT64_MAX) {
+			snprintf(err, errlen, "--node wants N=COUNT with decimal numbers, not '%s'", v);
+			return -1;
+		}
+		if (json_object_get(nodes, node)) {
+			snprintf(err, errlen, "node %s given twice", node);
+			return -1;
+		}
+		if (json_object_size(nodes) >= KV_MAX_NODES) {
+			snprintf(err, errlen, "too many --node options (at most %d)", KV_MAX_NODES);
+			return -1;
+		}
+		json_object_set_new(nodes, node, json_integer((json_int_t)count));
+	}
+	*argc = out;
+	return 0;
+}

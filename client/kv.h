@@ -27,4 +27,11 @@ int kv_parse(const char *arg, char name[KV_NAME_MAX], json_t **value, char *err,
  * error. 0 or -1 (err filled, *out NULL). */
 int kv_parse_all(char **args, int n, json_t **out, char *err, size_t errlen);
 
+/* "--node N=COUNT" (or "--node=N=COUNT") may repeat, which cli_args does not do: removes every
+ * such option from argv (compacting it, updating *argc; "--" ends the search) and adds
+ * {"N": COUNT} to nodes, at most KV_MAX_NODES of them. 0, or -1 with err filled (missing value,
+ * not decimal, node given twice, too many). */
+#define KV_MAX_NODES 64
+int kv_take_node_counts(int *argc, char **argv, json_t *nodes, char *err, size_t errlen);
+
 #endif

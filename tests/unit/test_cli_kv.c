@@ -1,5 +1,6 @@
 /* mempolicyctl's NAME=VALUE parsing and value typing (client/kv.c, compiled in here: unit test
  * programs link the server library, not the client). */
+#include <stdio.h>
 #include <string.h>
 
 #include "client/kv.c"
@@ -104,6 +105,60 @@ START_TEST(all_pairs_keep_order_and_refuse_duplicates)
 }
 END_TEST
 
+START_TEST(node_counts_are_taken_out_of_argv)
+{
+	char a0[] = "2M", a1[] = "--node", a2[] = "0=512", a3[] = "--batch", a4[] = "16", a5[] = "--node=3=8",
+	     a6[] = "--", a7[] = "--node";
+	char *argv[] = { a0, a1, a2, a3, a4, a5, a6, a7 };
+	int argc = 8;
+	char err[160];
+	json_t *nodes = json_object();
+
+	ck_assert_int_eq(kv_take_node_counts(&argc, argv, nodes, err, sizeof err), 0);
+	/* What is left is for cli_args; "--node" after "--" is a positional argument. */
+	ck_assert_int_eq(argc, 5);
+	ck_assert_str_eq(argv[0], "2M");
+	ck_assert_str_eq(argv[1], "--batch");
+	ck_assert_str_eq(argv[2], "16");
+	ck_assert_str_eq(argv[3], "--");
+	ck_assert_str_eq(argv[4], "--node");
+	ck_assert_int_eq(json_object_size(nodes), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(nodes, "0")), 512);
+	ck_assert_int_eq(json_integer_value(json_object_get(nodes, "3")), 8);
+	json_decref(nodes);
+}
+END_TEST
+
+START_TEST(node_counts_refuse_malformed)
+{
+	static const char *bad[][2] = {
+		{ "--node", NULL }, { "--node", "0" }, { "--node", "x=1" }, { "--node", "0=-1" },
+		{ "--node", "0=1k" }, { "--node", "=5" }, { "--node", "0=" }, { "--node", "99999999999999999=1" },
+		{ "--node", "0=9223372036854775808" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char b0[32], b1[32];
+		char *argv[2] = { b0, b1 };
+		int argc = bad[i][1] ? 2 : 1;
+		char err[160] = "";
+		json_t *nodes = json_object();
+		snprintf(b0, sizeof b0, "%s", bad[i][0]);
+		snprintf(b1, sizeof b1, "%s", bad[i][1] ? bad[i][1] : "");
+		ck_assert_msg(kv_take_node_counts(&argc, argv, nodes, err, sizeof err) == -1, "accepted %s", b1);
+		ck_assert(err[0]);
+		json_decref(nodes);
+	}
+	char c0[] = "--node", c1[] = "1=2", c2[] = "--node=1=3";
+	char *dup[] = { c0, c1, c2 };
+	int argc = 3;
+	char err[160];
+	json_t *nodes = json_object();
+	ck_assert_int_eq(kv_take_node_counts(&argc, dup, nodes, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "given twice"));
+	json_decref(nodes);
+}
+END_TEST
+
 static Suite *kv_suite(void)
 {
 	Suite *s = suite_create("cli_kv");
@@ -112,6 +167,8 @@ static Suite *kv_suite(void)
 	tcase_add_test(tc, values_are_typed_by_their_text);
 	tcase_add_test(tc, pairs);
 	tcase_add_test(tc, all_pairs_keep_order_and_refuse_duplicates);
+	tcase_add_test(tc, node_counts_are_taken_out_of_argv);
+	tcase_add_test(tc, node_counts_refuse_malformed);
 	suite_add_tcase(s, tc);
 	return s;
 }
