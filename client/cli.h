@@ -3,6 +3,7 @@
 #ifndef MPD_CLIENT_CLI_H
 #define MPD_CLIENT_CLI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 /* Exit codes: part of the interface (documented in --help and docs). */
@@ -50,5 +51,8 @@ int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, co
 
 /* Prints "mempolicyctl: <message>" and the command's usage line to stderr; returns EXIT_USAGE. */
 int cli_usage_error(const struct command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Takes the repeatable "--node N=COUNT" options out of argv into nodes (kv_take_node_counts),
+ * before cli_args sees the rest. EXIT_OK, or EXIT_USAGE after printing why. */
+int cli_take_node_counts(const struct command *cmd, int *argc, char **argv, json_t *nodes);
 
 #endif

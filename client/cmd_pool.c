@@ -7,7 +7,6 @@
 
 #include "client/cli.h"
 #include "client/http.h"
-#include "client/kv.h"
 #include "client/jobview.h"
 #include "client/out.h"
 #include "common/parse.h"
@@ -90,16 +89,6 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **arg
 	return EXIT_OK;
 }
 
-/* "--node N=COUNT" may repeat, which cli_args does not do: take those out first. */
-static int take_nodes(const struct command *cmd, int *argc, char **argv, json_t *nodes)
-{
-	char err[160];
-
-	if (kv_take_node_counts(argc, argv, nodes, err, sizeof err) < 0)
-		return cli_usage_error(cmd, "%s", err);
-	return EXIT_OK;
-}
-
 /* "500ms", "30s", "2m", or plain milliseconds. */
 static int parse_deadline_ms(const char *s, int64_t *ms)
 {
@@ -138,7 +127,7 @@ int cmd_pool_resize(struct cli *c, const struct command *cmd, int argc, char **a
 	int64_t ms;
 	int rc = EXIT_USAGE;
 
-	if (take_nodes(cmd, &argc, argv, nodes) != EXIT_OK)
+	if (cli_take_node_counts(cmd, &argc, argv, nodes) != EXIT_OK)
 		goto out;
 	if (cli_args(c, cmd, argc, argv, opts, pos, 1) != 1) {
 		cli_usage_error(cmd, "the page size (e.g. 2M) is required");

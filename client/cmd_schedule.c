@@ -5,7 +5,6 @@
 
 #include "client/cli.h"
 #include "client/http.h"
-#include "client/kv.h"
 #include "client/out.h"
 #include "common/parse.h"
 
@@ -91,16 +90,6 @@ static int id_path(const struct command *cmd, const char *arg, char *path, size_
 	return EXIT_OK;
 }
 
-/* "--node N=COUNT" may repeat, which cli_args does not do: take those out first. */
-static int take_nodes(const struct command *cmd, int *argc, char **argv, json_t *nodes)
-{
-	char err[160];
-
-	if (kv_take_node_counts(argc, argv, nodes, err, sizeof err) < 0)
-		return cli_usage_error(cmd, "%s", err);
-	return EXIT_OK;
-}
-
 static int number(const struct command *cmd, json_t *obj, const char *key, const char *opt, const char *text)
 {
 	uint64_t v;
@@ -125,7 +114,7 @@ int cmd_schedule_add(struct cli *c, const struct command *cmd, int argc, char **
 	struct http_result r;
 	int rc;
 
-	if ((rc = take_nodes(cmd, &argc, argv, nodes)) != EXIT_OK)
+	if ((rc = cli_take_node_counts(cmd, &argc, argv, nodes)) != EXIT_OK)
 		goto out;
 	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0) {
 		rc = EXIT_USAGE;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "client/cli.h"
+#include "client/kv.h"
 #include "client/out.h"
 
 /* Handlers, one file per command group (client/cmd_<group>.c). */
@@ -210,6 +211,15 @@ static int take_value(const char *name, int argc, char **argv, int *i, const cha
 		return -1;
 	*val = argv[++*i];
 	return 1;
+}
+
+int cli_take_node_counts(const struct command *cmd, int *argc, char **argv, json_t *nodes)
+{
+	char err[160];
+
+	if (kv_take_node_counts(argc, argv, nodes, err, sizeof err) < 0)
+		return cli_usage_error(cmd, "%s", err);
+	return EXIT_OK;
 }
 
 int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, const struct opt *opts,
