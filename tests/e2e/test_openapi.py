@@ -11,14 +11,16 @@
 The spec is read by a small reader of the YAML subset it is written in (block mappings and
 sequences, flow sequences of scalars, quoted and plain scalars, | and > blocks), so the test needs
 no PyYAML; where PyYAML is installed, the reader's result must equal yaml.safe_load's."""
+import http.client
 import json
 import os
 import re
+import socket
 import time
 import unittest
 
 from faketree import FakeTree
-from lib import DaemonTest
+from lib import DaemonTest, Response
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPEC = os.path.join(ROOT, "schema", "openapi.yaml")
@@ -471,7 +473,8 @@ class SpecMatchesRouteTable(unittest.TestCase):
 KHP = "sys/kernel/mm/transparent_hugepage/khugepaged/"
 
 
-class LiveAnswersMatchSpec(DaemonTest):
+class SpecDaemonTest(DaemonTest):
+    """A daemon on a generated 4-node tree, and answers checked against the spec. No tests here."""
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
 
     @classmethod
@@ -519,6 +522,9 @@ class LiveAnswersMatchSpec(DaemonTest):
             self.assertEqual(present, h in declared, "%s %s %d: header %s" % (method, template, r.status, h))
         return r
 
+    def schema(self, op, status, ctype):
+        return self.v.resolve(op["responses"][str(status)])["content"][ctype]["schema"]
+
     def wait_job(self, job_id):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -527,6 +533,9 @@ class LiveAnswersMatchSpec(DaemonTest):
                 return job
             time.sleep(0.05)
         self.fail("job %d did not end" % job_id)
+
+
+class LiveAnswersMatchSpec(SpecDaemonTest):
 
     def test_reads_changes_and_their_records(self):
         # Every resource before this test adds to it.
@@ -596,6 +605,51 @@ class LiveAnswersMatchSpec(DaemonTest):
         r = self.call("DELETE", "/v1/knobs", status=405)
         self.assertEqual(r.headers.get("Allow"), "GET, PATCH")
         self.call("GET", "/v1/nothing", status=404)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class TcpListenerIsReadOnly(SpecDaemonTest):
+    """What the spec says of the TCP listener: the same API, reads only (the caller is unknown)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.port = free_port()
+        cls.daemon_args = ("--listen-tcp", "127.0.0.1:%d" % cls.port)
+        super().setUpClass()
+
+    def tcp(self, method, url, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            c.request(method, url, body=json.dumps(body).encode() if body is not None else None,
+                      headers={"Content-Type": "application/json"} if body is not None else {})
+            r = c.getresponse()
+            return Response(r.status, dict(r.getheaders()), r.read().decode("utf-8", "replace"))
+        finally:
+            c.close()
+
+    def test_reads_work_and_changes_are_refused(self):
+        knob = "/v1/knobs/thp.khugepaged.pages_to_scan"
+        before = self.d.db_snapshot()
+        for url in ("/v1/health", knob, "/v1/hugepages/2M"):
+            r = self.tcp("GET", url)
+            self.assertEqual(r.status, 200, r.raw)
+            self.v.check(r.json, self.schema(self.operation("GET", url)[1], 200, "application/json"), url)
+        value = self.tcp("GET", knob).json["value"]
+        for method, url, body in (("PUT", knob, {"value": 1000}), ("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": "never"}}),
+                                  ("PUT", "/v1/hugepages/2M", {"total": 1}), ("DELETE", "/v1/schedules/1", None)):
+            r = self.tcp(method, url, body)
+            self.assertProblem(r, 403, "auth.forbidden")
+            self.assertIn("Unix socket", r.json["detail"])
+            self.v.check(r.json, self.schema(self.operation(method, url)[1], 403, "application/problem+json"), url)
+        self.assertEqual(self.tcp("GET", knob).json["value"], value)
+        self.assertEqual(self.d.db_snapshot(), before)
 
 
 if __name__ == "__main__":
