@@ -38,6 +38,10 @@ def row(id, title, unit, daemon_samples, ref_samples=None, ref_name=None, better
            "reference_name": ref_name, "ratio": ratio, "goal": goal, "goal_met": met,
            "samples": {"daemon": list(daemon_samples), "reference": list(ref_samples or [])},
            "method": method}
+    if ref_samples and len(ref_samples) == len(daemon_samples) and all(ref_samples):
+        # Rounds are paired (measured back to back): the median of per-round ratios is less
+        # sensitive to slow drifts in machine load than the ratio of the medians.
+        out["ratio_paired"] = median([x / y for x, y in zip(daemon_samples, ref_samples)])
     if extra:
         out.update(extra)
     return out
