@@ -170,7 +170,14 @@ int req_reply(struct req *rq, int status, json_t *out)
 
 const char *req_query(struct req *rq, const char *key)
 {
-	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+	const char *v = NULL;
+	size_t n = 0;
+
+	/* "?dry_run" without '=' is present with no value; libmicrohttpd's plain lookup reports it
+	 * as absent, which would turn a requested dry run into a real change. Present is "". */
+	if (MHD_lookup_connection_value_n(rq->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v, &n) != MHD_YES)
+		return NULL;
+	return v ? v : "";
 }
 
 struct query_check {

@@ -148,6 +148,11 @@ class KnobsFakeTest(DaemonTest):
             {"knob": "thp.defrag", "old": "madvise", "new": "madvise", "would_change": False}])
         r = self.d.request("PUT", "/v1/knobs/vm.zone_reclaim_mode?dry_run=1", {"value": 1})
         self.assertEqual(r.status, 200, r.raw)
+        # the bare flag is a dry run too, never a real change
+        for q in ("?dry_run", "?dry_run="):
+            r = self.d.request("PUT", "/v1/knobs/thp.enabled" + q, {"value": "never"})
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertEqual(r.json["dry_run"], True, q)
         self.assertEqual(self.tree.snapshot(), before)
         self.assertEqual(self.d.db_snapshot(), db)
         # a dry run validates like the real thing
