@@ -300,6 +300,12 @@ def check_hugepages_per_node_targets(d, nodes):
         eq(pool_nodes(d, "2M"), want, "GET /v1/hugepages/2M nodes")
         got = {t["node"]: (t["from"], t["current"], t["got"]) for t in j["result"]["targets"]}
         eq(got, {i: (before[i], want[i], abs(want[i] - before[i])) for i in want}, "job targets")
+        # Every batch is recorded against its node: per-node latency statistics count exactly them.
+        batches = {t["node"]: t["batches"] for t in j["result"]["targets"]}
+        eq(batches, {i: -(-(want[i] - before[i]) // 2) for i in want}, "batches of 2 pages per node")
+        for i in want:
+            st = ok_json(d.get("/v1/history/stats?size=2M&node=%d&since=%d" % (i, j["created_ns"])), "stats")
+            eq(st["count"], batches[i], "stats samples for node%d" % i)
         # Availability is per node: node 0 holds 3 free pages, the last node 3 + 4 * last.
         for node, verdict, from_free, grow in ((0, "grow", 3, 2), (len(nodes) - 1, "available", 5, 0)):
             a = ok_json(d.get("/v1/hugepages/2M/availability?node=%d&count=5" % node), "availability")
