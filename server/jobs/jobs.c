@@ -189,6 +189,9 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&j->lock);
 		if (!strcmp(out.status, "cancelled") && !out.reason)
 			out.reason = j->stopping ? "daemon_stopping" : "cancel_requested";
+		/* The job is done with the kernel: free its conflict key before its final status is
+		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
+		c->conflict_key[0] = '\0';
 		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
