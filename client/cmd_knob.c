@@ -1,4 +1,4 @@
-/* `mempolicyctl knob list|get|set`: the daemon's catalogue of kernel knobs (docs/notes/knobs.md). */
+/* `mempolicyctl knob list|get|set`: the daemon's catalogue of kernel knobs (docs/reference/knobs.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,12 +5,16 @@
 
 int api_health_get(struct req *rq, mp_err *e)
 {
+	static const char *const no_query[] = { NULL };
 	const struct caps *c = &rq->app->caps;
-	json_t *mthp = json_array(), *hugetlb = json_array();
+	json_t *mthp, *hugetlb;   /* owned until json_pack's "o" takes them */
 	char sz[32];
 	int schema;
 
-	(void)e;
+	if (req_query_only(rq, no_query, e) < 0)
+		return -1;
+	mthp = json_array();
+	hugetlb = json_array();
 	for (int i = 0; i < c->n_mthp_sizes; i++) {
 		format_size_kb(c->mthp_sizes_kb[i], sz, sizeof sz);
 		json_array_append_new(mthp, json_string(sz));

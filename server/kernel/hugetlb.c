@@ -59,6 +59,17 @@ int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t c
 	return kfs_write_u64(sysfs_root, rel, count);
 }
 
+int htlb_open_nr(const char *sysfs_root, uint64_t size_kb, int node, struct kfs_file *f)
+{
+	char rel[160];
+
+	if (node < 0)
+		global_path(rel, sizeof rel, size_kb, "nr_hugepages");
+	else
+		node_path(rel, sizeof rel, size_kb, (unsigned)node, "nr_hugepages");
+	return kfs_open(sysfs_root, rel, f);
+}
+
 int htlb_read_pool(const char *sysfs_root, uint64_t size_kb, struct htlb_pool *p)
 {
 	static const struct { const char *file; size_t off; } global[] = {

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/kernel/sysfs.h"
 #include "server/kernel/topology.h"
 
 struct htlb_node {
@@ -34,6 +35,9 @@ int htlb_read_pool(const char *sysfs_root, uint64_t size_kb, struct htlb_pool *p
 int htlb_read_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t *nr);
 /* Writes nr_hugepages with one write(2), globally (node < 0) or of one node. */
 int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t count);
+
+/* Opens nr_hugepages (global when node < 0) for a run of writes and read-backs. */
+int htlb_open_nr(const char *sysfs_root, uint64_t size_kb, int node, struct kfs_file *f);
 
 /* Compacts all memory once (procfs sys/vm/compact_memory). */
 int htlb_compact(const char *procfs_root);

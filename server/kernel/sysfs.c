@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -100,4 +101,61 @@ int kfs_writable(const char *root, const char *rel)
 {
 	char path[PATH_MAX];
 	return build_path(path, sizeof path, root, rel) == 0 && access(path, W_OK) == 0;
+}
+
+#define SYSFS_MAGIC_NR 0x62656572
+#define PROC_MAGIC_NR  0x9fa0
+
+int kfs_open(const char *root, const char *rel, struct kfs_file *f)
+{
+	char path[PATH_MAX];
+	struct statfs sfs;
+	int rc;
+
+	f->fd = -1;
+	f->regular = false;
+	if ((rc = build_path(path, sizeof path, root, rel)) < 0)
+		return rc;
+	f->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	f->regular = fstatfs(f->fd, &sfs) == 0 && sfs.f_type != SYSFS_MAGIC_NR && sfs.f_type != PROC_MAGIC_NR;
+	return 0;
+}
+
+int kfs_file_write_u64(struct kfs_file *f, uint64_t val)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)val);
+	ssize_t w;
+
+	if (f->regular && ftruncate(f->fd, 0) < 0)
+		return -errno;
+	do
+		w = pwrite(f->fd, buf, (size_t)n, 0);
+	while (w < 0 && errno == EINTR);
+	return w < 0 ? -errno : w != n ? -EIO : 0;
+}
+
+int kfs_file_read_u64(struct kfs_file *f, uint64_t *out)
+{
+	char buf[64];
+	ssize_t r;
+
+	do
+		r = pread(f->fd, buf, sizeof buf - 1, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r > 0 && buf[r - 1] == '\n')
+		r--;
+	buf[r] = '\0';
+	return parse_u64(buf, out) < 0 ? -EINVAL : 0;
+}
+
+void kfs_close(struct kfs_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
 }

@@ -4,6 +4,7 @@
 #ifndef MPD_KERNEL_SYSFS_H
 #define MPD_KERNEL_SYSFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,5 +20,18 @@ int kfs_write_u64(const char *root, const char *rel, uint64_t val);
 int kfs_exists(const char *root, const char *rel);
 /* 1 if rel exists and is writable by us (access(W_OK)), 0 otherwise. */
 int kfs_writable(const char *root, const char *rel);
+
+/* A kernel file kept open for a run of writes and read-backs (a pool resize), so that the
+ * measurement covers the kernel's work and not two path lookups per batch. Each write is one
+ * pwrite(2) at offset 0, each read one pread(2) at offset 0 (sysfs and procfs regenerate the text
+ * on a read from offset 0). */
+struct kfs_file {
+	int fd;                 /* owned; -1 when closed */
+	bool regular;           /* a generated tree's regular file: truncated before each write */
+};
+int kfs_open(const char *root, const char *rel, struct kfs_file *f);   /* 0 or -errno */
+int kfs_file_write_u64(struct kfs_file *f, uint64_t val);
+int kfs_file_read_u64(struct kfs_file *f, uint64_t *out);
+void kfs_close(struct kfs_file *f);                                    /* fd -1 is fine */
 
 #endif

@@ -21,7 +21,7 @@ struct item {
 	const struct knob *k;        /* borrowed from the catalogue */
 	char old[64];                /* canonical text before */
 	char new_value[64];          /* canonical text requested */
-	const char *status;          /* NULL until decided; see docs/notes/knobs.md */
+	const char *status;          /* NULL until decided; see docs/reference/knobs.md */
 	int err;                     /* errno of this knob's failed write or restore */
 };
 

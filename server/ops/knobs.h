@@ -32,7 +32,7 @@ int knob_unknown(mp_err *e, const char *name);
 /* The JSON form of a knob's canonical text: a string for choice knobs, an integer otherwise. */
 json_t *knob_value_json(const struct knob *k, const char *text);
 
-/* Canonical text for a requested JSON value (see docs/notes/knobs.md for what each type takes).
+/* Canonical text for a requested JSON value (see docs/reference/knobs.md for what each type takes).
  * 0, or -1 with a 400 request.wrong_type / 422 knob.out_of_range in e. */
 int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_err *e);
 

@@ -79,10 +79,9 @@ static void report(struct run *r)
 
 /* One target to its goal. Returns 0 to go on with the next target, 1 to stop the job (cancel,
  * deadline, errno: out is filled). */
-static int run_target(struct run *r, struct resize_target *t, struct job_outcome *out)
+static int run_target(struct run *r, struct resize_target *t, struct kfs_file *nr, struct job_outcome *out)
 {
 	struct resize_args *a = r->a;
-	const char *sys = a->app->sysfs_root;
 	bool grow = t->goal > t->now;
 	int rc;
 
@@ -108,9 +107,9 @@ static int run_target(struct run *r, struct resize_target *t, struct job_outcome
 		want = grow ? t->now + step : t->now - step;
 		started = store_now_ns();
 		m0 = mono_ns();
-		rc = htlb_write_nr(sys, a->size_kb, t->node, want);
+		rc = kfs_file_write_u64(nr, want);
 		if (rc == 0)
-			rc = htlb_read_nr(sys, a->size_kb, t->node, &after);
+			rc = kfs_file_read_u64(nr, &after);
 		el = mono_ns() - m0;
 		if (rc < 0) {
 			t->stop = "error";
@@ -203,9 +202,20 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		r->total += t->goal > t->from ? t->goal - t->from : t->from - t->goal;
 	}
 	report(r);
-	for (int i = 0; i < a->n; i++)
-		if (run_target(r, &a->t[i], out))
+	for (int i = 0; i < a->n; i++) {
+		struct kfs_file nr;
+		int stop;
+		if ((rc = htlb_open_nr(a->app->sysfs_root, a->size_kb, a->t[i].node, &nr)) < 0) {
+			out->status = "failed";
+			out->err_no = -rc;
+			snprintf(out->error, sizeof out->error, "opening nr_hugepages: %s", strerror(-rc));
 			break;
+		}
+		stop = run_target(r, &a->t[i], &nr, out);
+		kfs_close(&nr);
+		if (stop)
+			break;
+	}
 	if (!out->status) {
 		out->status = "ok";
 		for (int i = 0; i < a->n; i++)
@@ -260,6 +270,12 @@ int resize_submit(struct app *app, const json_t *target, const char *size_text, 
 	if (size_text) {
 		if (pools_size(app, size_text, 404, &a->size_kb, e) < 0)
 			goto out;
+		/* The URL names the size; a second, possibly different one in the body is refused
+		 * rather than silently ignored. */
+		if (json_object_get(target, "size")) {
+			mp_fail(e, 400, "resize.bad_request", 0, "unknown field 'size': the page size is the one in the URL");
+			goto out;
+		}
 	} else {
 		const json_t *s = json_object_get(target, "size");
 		if (!json_is_string(s)) {

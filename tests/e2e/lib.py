@@ -63,6 +63,7 @@ class Daemon:
         self.tree = tree
         self.args = list(args)
         self.proc = None
+        self.last_log = ""
 
     def command(self):
         cmd = [DAEMON, "--socket", self.socket, "--db", self.db, "--log-level", "debug"]
@@ -99,6 +100,7 @@ class Daemon:
                 raise RuntimeError("mempolicyd did not stop within %ds" % timeout)
         rc = self.proc.returncode
         self.proc = None
+        self.last_log = ""
         return rc
 
     def restart(self):
@@ -109,6 +111,8 @@ class Daemon:
         try:
             rc = self.stop()
         finally:
+            # Keep the log (a sanitizer report lands there at exit) before the directory goes.
+            self.last_log = self.log_text()
             if self.own_dir:
                 shutil.rmtree(self.dir, ignore_errors=True)
         return rc
@@ -195,7 +199,7 @@ class DaemonTest(unittest.TestCase):
         finally:
             shutil.rmtree(cls.tmp, ignore_errors=True)
         if rc not in (0, None):
-            raise AssertionError("mempolicyd exited with %s (sanitizer report?):\n%s" % (rc, cls.d.log_text()))
+            raise AssertionError("mempolicyd exited with %s (sanitizer report?):\n%s" % (rc, cls.d.last_log))
 
     def assertProblem(self, r, status, code=None):
         """The response is an RFC 9457 problem with this status (and machine code)."""

@@ -194,6 +194,7 @@ class PoolsFakeTree(DaemonTest):
             ("2M", {"total": 1, "deadline_ms": -5}, 422, "resize.bad_deadline"),
             ("2M", {"total": 1, "compact": "yes"}, 400, "resize.bad_request"),
             ("2M", {"total": 1, "color": "red"}, 400, "resize.bad_request"),
+            ("2M", {"total": 1, "size": "1G"}, 400, "resize.bad_request"),   # the URL names the size
         ]
         tree, db = self.tree.snapshot(), self.d.db_snapshot()
         for size, body, status, code in cases:

@@ -17,6 +17,9 @@ class RouterTest(DaemonTest):
         self.assertEqual(caps["thp"], os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"))
         self.assertIn("2M", caps["hugetlb_sizes"])
 
+    def test_unknown_query_parameter_is_400(self):
+        self.assertProblem(self.d.get("/v1/health?verbose=1"), 400, "request.unknown_query")
+
     def test_unknown_path_is_404_problem(self):
         self.assertProblem(self.d.get("/v1/nothing-here"), 404, "request.not_found")
         self.assertProblem(self.d.get("/"), 404)
