@@ -100,7 +100,6 @@ class Daemon:
                 raise RuntimeError("mempolicyd did not stop within %ds" % timeout)
         rc = self.proc.returncode
         self.proc = None
-        self.last_log = ""
         return rc
 
     def restart(self):
