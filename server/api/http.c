@@ -3,19 +3,16 @@
 #include <errno.h>
 #include <grp.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "server/api/api.h"
+#include "server/api/listen.h"
 #include "server/log.h"
 
 struct http {
@@ -476,81 +473,6 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_END);
 }
 
-static int listen_unix(const char *path, mp_err *e)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof sa.sun_path)
-		return mp_fail(e, 500, "config.socket", 0, "socket path too long: %s", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return mp_fail(e, 500, "config.socket", errno, "socket: %s", strerror(errno));
-	/* A socket file left by a crashed daemon: remove it only if nobody answers on it. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-		close(fd);
-		return mp_fail(e, 500, "config.socket", EADDRINUSE, "another daemon is listening on %s", path);
-	}
-	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 128) < 0) {
-		int err = errno;
-		close(fd);
-		return mp_fail(e, 500, "config.socket", err, "cannot listen on %s: %s", path, strerror(err));
-	}
-	return fd;
-}
-
-/* Parses "127.0.0.1:8080" or "[::1]:8080"; only loopback addresses are accepted until TLS exists. */
-static int listen_tcp(const char *spec, mp_err *e)
-{
-	char host[64];
-	const char *colon = strrchr(spec, ':');
-	struct sockaddr_storage ss = { 0 };
-	socklen_t sl;
-	unsigned long port;
-	char *end;
-	int fd, one = 1;
-
-	if (!colon || (size_t)(colon - spec) >= sizeof host)
-		return mp_fail(e, 400, "config.listen_tcp", 0, "--listen-tcp wants ADDR:PORT, got '%s'", spec);
-	memcpy(host, spec, (size_t)(colon - spec));
-	host[colon - spec] = '\0';
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || port > 65535)
-		return mp_fail(e, 400, "config.listen_tcp", 0, "bad port in '%s'", spec);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		host[strlen(host) - 1] = '\0';
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1 || !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
-				       "supported yet, so only loopback is allowed)", spec);
-		sl = sizeof *s6;
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-		if (!strcmp(host, "localhost"))
-			strcpy(host, "127.0.0.1");
-		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1 || (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
-			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
-				       "supported yet, so only loopback is allowed)", spec);
-		sl = sizeof *s4;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return mp_fail(e, 500, "config.listen_tcp", errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
-		int err = errno;
-		close(fd);
-		return mp_fail(e, 500, "config.listen_tcp", err, "cannot listen on %s: %s", spec, strerror(err));
-	}
-	return fd;
-}
-
 struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr, mp_err *e)
 {
 	struct http *h = calloc(1, sizeof *h);
@@ -561,7 +483,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 		return NULL;
 	}
 	h->app = app;
-	if ((ufd = listen_unix(unix_path, e)) < 0)
+	if ((ufd = listen_unix_socket(unix_path, e)) < 0)
 		goto fail;
 	h->unix_path = strdup(unix_path);
 	if (!(h->d_unix = start_daemon(h, ufd))) {
@@ -570,7 +492,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 		goto fail;
 	}
 	if (tcp_addr) {
-		if ((tfd = listen_tcp(tcp_addr, e)) < 0)
+		if ((tfd = listen_tcp_loopback(tcp_addr, e)) < 0)
 			goto fail;
 		if (!(h->d_tcp = start_daemon(h, tfd))) {
 			close(tfd);
