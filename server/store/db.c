@@ -180,3 +180,21 @@ void store_rollback(struct store *st)
 {
 	exec(st, "ROLLBACK", NULL);
 }
+
+json_t *store_col_int(sqlite3_stmt *s, int col)
+{
+	return sqlite3_column_type(s, col) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, col));
+}
+
+json_t *store_col_text(sqlite3_stmt *s, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(s, col);
+	return t ? json_string(t) : json_null();
+}
+
+json_t *store_col_json(sqlite3_stmt *s, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(s, col);
+	json_t *v = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+	return v ? v : json_null();
+}

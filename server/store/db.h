@@ -4,6 +4,7 @@
 #ifndef MPD_STORE_DB_H
 #define MPD_STORE_DB_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -35,6 +36,12 @@ int store_fail(struct store *st, mp_err *e, const char *what);
 
 /* The schema version (PRAGMA user_version) of the open database. */
 int store_version(struct store *st);
+
+/* A result column as JSON (new references): NULL becomes json null; a text column that holds JSON
+ * (request, result, action) is parsed, and unparseable text also becomes null. */
+json_t *store_col_int(sqlite3_stmt *s, int col);
+json_t *store_col_text(sqlite3_stmt *s, int col);
+json_t *store_col_json(sqlite3_stmt *s, int col);
 
 /* Wall-clock nanoseconds since the epoch, the unit of every *_ns column. */
 int64_t store_now_ns(void);

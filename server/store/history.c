@@ -112,27 +112,6 @@ int history_add_knob_change(struct store *st, int64_t op_id, const struct knob_c
 
 /* ---- reading ---------------------------------------------------------------------------------- */
 
-static json_t *col_text(sqlite3_stmt *s, int i)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? json_null()
-							: json_string((const char *)sqlite3_column_text(s, i));
-}
-
-static json_t *col_int(sqlite3_stmt *s, int i)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, i));
-}
-
-static json_t *col_json(sqlite3_stmt *s, int i)
-{
-	json_t *v;
-
-	if (sqlite3_column_type(s, i) == SQLITE_NULL)
-		return json_null();
-	v = json_loads((const char *)sqlite3_column_text(s, i), JSON_DECODE_ANY, NULL);
-	return v ? v : json_null();
-}
-
 #define OP_COLS "id, kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, error"
 
 /* The summary of a row selected with OP_COLS first. */
@@ -141,17 +120,17 @@ static json_t *op_summary(sqlite3_stmt *s)
 	json_t *actor = json_null();
 
 	if (sqlite3_column_type(s, 3) != SQLITE_NULL)
-		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 3), "name", col_text(s, 4));
+		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 3), "name", store_col_text(s, 4));
 	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
-			 "kind", col_text(s, 1),
-			 "source", col_text(s, 2),
+			 "kind", store_col_text(s, 1),
+			 "source", store_col_text(s, 2),
 			 "actor", actor,
-			 "started_ns", col_int(s, 5),
-			 "finished_ns", col_int(s, 6),
-			 "status", col_text(s, 7),
-			 "errno", col_int(s, 8),
-			 "error", col_text(s, 9));
+			 "started_ns", store_col_int(s, 5),
+			 "finished_ns", store_col_int(s, 6),
+			 "status", store_col_text(s, 7),
+			 "errno", store_col_int(s, 8),
+			 "error", store_col_text(s, 9));
 }
 
 /* One statement for every filter combination: a NULL parameter disables its condition. */
@@ -235,9 +214,9 @@ json_t *history_get(struct store *st, int64_t id, mp_err *e)
 		goto out;
 	}
 	op = op_summary(s);
-	json_object_set_new(op, "request", col_json(s, 10));
-	json_object_set_new(op, "result", col_json(s, 11));
-	json_object_set_new(op, "kernel_release", col_text(s, 12));
+	json_object_set_new(op, "request", store_col_json(s, 10));
+	json_object_set_new(op, "result", store_col_json(s, 11));
+	json_object_set_new(op, "kernel_release", store_col_text(s, 12));
 	sqlite3_reset(s);
 
 	if (!(s = store_stmt(st, SQL_GET_CHANGES, e))) {
@@ -249,9 +228,9 @@ json_t *history_get(struct store *st, int64_t id, mp_err *e)
 	changes = json_array();
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		json_array_append_new(changes, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-							 "seq", col_int(s, 0), "knob", col_text(s, 1),
-							 "old", col_text(s, 2), "new", col_text(s, 3),
-							 "status", col_text(s, 4), "errno", col_int(s, 5)));
+							 "seq", store_col_int(s, 0), "knob", store_col_text(s, 1),
+							 "old", store_col_text(s, 2), "new", store_col_text(s, 3),
+							 "status", store_col_text(s, 4), "errno", store_col_int(s, 5)));
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE) {
 		store_fail(st, e, "get knob changes");

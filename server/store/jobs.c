@@ -100,52 +100,30 @@ int jobs_db_finish(struct store *st, int64_t id, const char *status, int64_t fin
 #define JOB_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, started_ns, " \
 	"finished_ns, request, progress, result, reason, errno, error"
 
-static json_t *col_json(sqlite3_stmt *s, int i)
-{
-	const char *txt = (const char *)sqlite3_column_text(s, i);
-	json_t *v;
-
-	if (!txt)
-		return json_null();
-	v = json_loads(txt, JSON_DECODE_ANY, NULL);
-	return v ? v : json_null();
-}
-
-static json_t *col_int_or_null(sqlite3_stmt *s, int i)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, i));
-}
-
-static json_t *col_text_or_null(sqlite3_stmt *s, int i)
-{
-	const char *txt = (const char *)sqlite3_column_text(s, i);
-	return txt ? json_string(txt) : json_null();
-}
-
 static json_t *row_json(sqlite3_stmt *s)
 {
 	json_t *actor = json_null();
 
 	if (sqlite3_column_type(s, 5) != SQLITE_NULL)
 		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 5), "name",
-				  col_text_or_null(s, 6));
+				  store_col_text(s, 6));
 	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
 			 "kind", (const char *)sqlite3_column_text(s, 1),
 			 "status", (const char *)sqlite3_column_text(s, 2),
 			 "source", (const char *)sqlite3_column_text(s, 3),
-			 "schedule_id", col_int_or_null(s, 4),
+			 "schedule_id", store_col_int(s, 4),
 			 "actor", actor,
-			 "op_id", col_int_or_null(s, 7),
+			 "op_id", store_col_int(s, 7),
 			 "created_ns", (json_int_t)sqlite3_column_int64(s, 8),
-			 "started_ns", col_int_or_null(s, 9),
-			 "finished_ns", col_int_or_null(s, 10),
-			 "request", col_json(s, 11),
-			 "progress", col_json(s, 12),
-			 "result", col_json(s, 13),
-			 "reason", col_text_or_null(s, 14),
-			 "errno", col_int_or_null(s, 15),
-			 "error", col_text_or_null(s, 16));
+			 "started_ns", store_col_int(s, 9),
+			 "finished_ns", store_col_int(s, 10),
+			 "request", store_col_json(s, 11),
+			 "progress", store_col_json(s, 12),
+			 "result", store_col_json(s, 13),
+			 "reason", store_col_text(s, 14),
+			 "errno", store_col_int(s, 15),
+			 "error", store_col_text(s, 16));
 }
 
 json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e)

@@ -58,17 +58,6 @@ out:
 	return id;
 }
 
-static json_t *int_or_null(sqlite3_stmt *s, int col)
-{
-	return sqlite3_column_type(s, col) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, col));
-}
-
-static json_t *text_or_null(sqlite3_stmt *s, int col)
-{
-	const char *t = (const char *)sqlite3_column_text(s, col);
-	return t ? json_string(t) : json_null();
-}
-
 /* The current row of an SQL_GET/SQL_LIST statement as the API shows it. */
 static json_t *row_json(sqlite3_stmt *s)
 {
@@ -80,7 +69,7 @@ static json_t *row_json(sqlite3_stmt *s)
 		json_object_set_new(by, "uid", json_integer(sqlite3_column_int64(s, 7)));
 	else
 		json_object_set_new(by, "uid", json_null());
-	json_object_set_new(by, "name", text_or_null(s, 8));
+	json_object_set_new(by, "name", store_col_text(s, 8));
 	return json_pack("{s:I, s:s, s:s, s:o, s:b, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
 			 "cron", (const char *)sqlite3_column_text(s, 1),
@@ -90,13 +79,13 @@ static json_t *row_json(sqlite3_stmt *s)
 			 "misfire_grace_s", (json_int_t)sqlite3_column_int64(s, 5),
 			 "created_ns", (json_int_t)sqlite3_column_int64(s, 6),
 			 "created_by", by,
-			 "next_run_ns", int_or_null(s, 9),
-			 "last_run_ns", int_or_null(s, 10),
-			 "last_due_ns", int_or_null(s, 11),
-			 "last_status", text_or_null(s, 12),
-			 "last_job_id", int_or_null(s, 13),
-			 "last_op_id", int_or_null(s, 14),
-			 "last_error", text_or_null(s, 15));
+			 "next_run_ns", store_col_int(s, 9),
+			 "last_run_ns", store_col_int(s, 10),
+			 "last_due_ns", store_col_int(s, 11),
+			 "last_status", store_col_text(s, 12),
+			 "last_job_id", store_col_int(s, 13),
+			 "last_op_id", store_col_int(s, 14),
+			 "last_error", store_col_text(s, 15));
 }
 
 json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
