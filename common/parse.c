@@ -17,8 +17,9 @@ int parse_u64(const char *s, uint64_t *out)
 	size_t n = trimmed_len(s);
 	uint64_t v = 0;
 
-	if (n == 0 || n > 20) {
-		errno = n ? ERANGE : EINVAL;
+	/* No length limit: the overflow check below is exact, and "000...01" is 1 however long. */
+	if (n == 0) {
+		errno = EINVAL;
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -159,6 +160,10 @@ int parse_size_kb(const char *s, uint64_t *kb)
 	uint64_t v, mult_kb = 0;
 	const char *unit;
 
+	/* Leading zeros do not count against num's size; more significant digits than fit there
+	 * leave a digit in unit, which is refused (no such number fits in 64 bits anyway). */
+	while (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+		s++;
 	while (s[i] >= '0' && s[i] <= '9' && i < sizeof num - 1) {
 		num[i] = s[i];
 		i++;
@@ -217,9 +222,10 @@ int parse_bracket_list(char *buf, const char **opts, int max, int *selected)
 			/* Some kernels bracket two entries; the first one is the active one. */
 			if (*selected < 0)
 				*selected = n;
-		} else if (strchr(tok, '[') || strchr(tok, ']')) {
-			return -1;
 		}
+		/* Also inside a bracketed entry: "[[]" is no option named "[". */
+		if (strchr(tok, '[') || strchr(tok, ']'))
+			return -1;
 		if (n == max)
 			return -1;
 		opts[n++] = tok;

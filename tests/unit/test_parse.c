@@ -140,6 +140,40 @@ START_TEST(bracket_lists)
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_parse: a number with more than 20 digits was refused as out of range
+ * even when leading zeros made it small. */
+START_TEST(long_leading_zeros_are_still_small)
+{
+	uint64_t v = 0, kb = 0;
+	int64_t i = 0;
+	ck_assert_int_eq(parse_u64("0000000000000000000000000001", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(parse_u64("0000000000000018446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(parse_u64("0000000000000018446744073709551616", &v), -1);
+	ck_assert_int_eq(errno, ERANGE);
+	ck_assert_int_eq(parse_i64("-00000000000000000000009", &i), 0);
+	ck_assert(i == -9);
+	ck_assert_int_eq(parse_size_kb("000000000000000000000000000000000002M", &kb), 0);
+	ck_assert_uint_eq(kb, 2048);
+	ck_assert_int_eq(parse_size_kb("100000000000000000000000000000000000M", &kb), -1);
+}
+END_TEST
+
+/* Found by tests/fuzz/fuzz_parse: a bracket inside a bracketed entry was kept in the option. */
+START_TEST(bracket_inside_selected_entry)
+{
+	const char *o[8];
+	int sel;
+	char t1[] = "[[]";
+	ck_assert_int_eq(parse_bracket_list(t1, o, 8, &sel), -1);
+	char t2[] = "always [[madvise]] never";
+	ck_assert_int_eq(parse_bracket_list(t2, o, 8, &sel), -1);
+	char t3[] = "a [b]]";
+	ck_assert_int_eq(parse_bracket_list(t3, o, 8, &sel), -1);
+}
+END_TEST
+
 static Suite *parse_suite(void)
 {
 	Suite *s = suite_create("parse");
@@ -153,6 +187,8 @@ static Suite *parse_suite(void)
 	tcase_add_test(tc, sizes_all_spellings);
 	tcase_add_test(tc, size_formatting);
 	tcase_add_test(tc, bracket_lists);
+	tcase_add_test(tc, bracket_inside_selected_entry);
+	tcase_add_test(tc, long_leading_zeros_are_still_small);
 	suite_add_tcase(s, tc);
 	return s;
 }
