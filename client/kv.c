@@ -18,6 +18,36 @@ bool kv_name_ok(const char *name)
 	return true;
 }
 
+/* RFC 3629 UTF-8, which is all a JSON string can carry (jansson refuses anything else). */
+static bool utf8_ok(const unsigned char *s)
+{
+	while (*s) {
+		unsigned c = *s, n, cp;
+		if (c < 0x80) {
+			s++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return false;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		s += n + 1;
+	}
+	return true;
+}
+
 json_t *kv_value(const char *text)
 {
 	int64_t v;
@@ -55,6 +85,10 @@ int kv_parse(const char *arg, char name[KV_NAME_MAX], json_t **value, char *err,
 	}
 	if (eq[1] == '\0') {
 		snprintf(err, errlen, "'%s' has no value after '='", arg);
+		return -1;
+	}
+	if (!utf8_ok((const unsigned char *)eq + 1)) {
+		snprintf(err, errlen, "the value for '%s' is not UTF-8 text", name);
 		return -1;
 	}
 	if (!(*value = kv_value(eq + 1))) {
@@ -123,10 +157,13 @@ int kv_take_node_counts(int *argc, char **argv, json_t *nodes, char *err, size_t
 			return -1;
 		}
 		snprintf(node, sizeof node, "%.*s", (int)(eq - v), v);
-		if (parse_u64(node, &id) < 0 || parse_u64(eq + 1, &count) < 0 || count > (uint64_t)INT64_MAX) {
+		if (parse_u64(node, &id) < 0 || parse_u64(eq + 1, &count) < 0 || count > (uint64_t)INT64_MAX ||
+		    strchr(v, '\n')) {
 			snprintf(err, errlen, "--node wants N=COUNT with decimal numbers, not '%s'", v);
 			return -1;
 		}
+		/* The key the daemon looks nodes up by: "07" and "7" are one node, not two keys. */
+		snprintf(node, sizeof node, "%llu", (unsigned long long)id);
 		if (json_object_get(nodes, node)) {
 			snprintf(err, errlen, "node %s given twice", node);
 			return -1;

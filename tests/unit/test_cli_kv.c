@@ -159,6 +159,45 @@ START_TEST(node_counts_refuse_malformed)
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_kv: a value that is not UTF-8 was refused as "out of memory"; a node
+ * spelled "07" (or "7\n") was sent under that key, which the daemon never looks up, and
+ * "--node 7=1 --node 07=2" was not caught as the same node twice. */
+START_TEST(fuzz_findings)
+{
+	char b0[] = "thp.enabled=\xff\xfe";
+	char *bad[] = { b0 };
+	char err[160] = "";
+	json_t *o = NULL;
+	ck_assert_int_eq(kv_parse_all(bad, 1, &o, err, sizeof err), -1);
+	ck_assert_ptr_null(o);
+	ck_assert_ptr_nonnull(strstr(err, "UTF-8"));
+
+	char a0[] = "--node", a1[] = "07=5";
+	char *argv[] = { a0, a1 };
+	int argc = 2;
+	json_t *nodes = json_object();
+	ck_assert_int_eq(kv_take_node_counts(&argc, argv, nodes, err, sizeof err), 0);
+	ck_assert_int_eq(json_object_size(nodes), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(nodes, "7")), 5);
+	json_decref(nodes);
+
+	char c0[] = "--node=7=1", c1[] = "--node=07=2";
+	char *dup[] = { c0, c1 };
+	argc = 2;
+	nodes = json_object();
+	ck_assert_int_eq(kv_take_node_counts(&argc, dup, nodes, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "given twice"));
+	json_decref(nodes);
+
+	char d0[] = "--node=1\n=2";
+	char *nl[] = { d0 };
+	argc = 1;
+	nodes = json_object();
+	ck_assert_int_eq(kv_take_node_counts(&argc, nl, nodes, err, sizeof err), -1);
+	json_decref(nodes);
+}
+END_TEST
+
 static Suite *kv_suite(void)
 {
 	Suite *s = suite_create("cli_kv");
@@ -169,6 +208,7 @@ static Suite *kv_suite(void)
 	tcase_add_test(tc, all_pairs_keep_order_and_refuse_duplicates);
 	tcase_add_test(tc, node_counts_are_taken_out_of_argv);
 	tcase_add_test(tc, node_counts_refuse_malformed);
+	tcase_add_test(tc, fuzz_findings);
 	suite_add_tcase(s, tc);
 	return s;
 }
