@@ -17,16 +17,14 @@ int parse_u64(const char *s, uint64_t *out)
 	size_t n = trimmed_len(s);
 	uint64_t v = 0;
 
-	/* No length limit: the overflow check below is exact, and "000...01" is 1 however long. */
-	if (n == 0) {
+	/* No length limit: the overflow check below is exact, and "000...01" is 1 however long.
+	 * Every character is checked before the value, so that text which is no number at all is
+	 * EINVAL however many digits it starts with, and ERANGE means "a number, too large". */
+	if (n == 0 || strspn(s, "0123456789") < n) {
 		errno = EINVAL;
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9') {
-			errno = EINVAL;
-			return -1;
-		}
 		unsigned d = (unsigned)(s[i] - '0');
 		if (v > (UINT64_MAX - d) / 10) {
 			errno = ERANGE;

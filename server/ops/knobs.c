@@ -52,11 +52,15 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 {
 	uint64_t u;
 
+	/* A JSON string may hold "\u0000"; C sees it end there, so "never\u0000x" would pass as
+	 * "never". No knob value contains one. */
+	bool nul = json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v);
+
 	if (k->type == KNOB_CHOICE) {
 		if (!json_is_string(v))
 			return mp_fail(e, 400, "request.wrong_type", 0, "%s takes a string (one of the kernel's "
 				       "values)", k->name);
-		if (json_string_length(v) >= len)
+		if (json_string_length(v) >= len || nul)
 			return mp_fail(e, 422, "knob.value_not_allowed", 0, "that value is not allowed for %s", k->name);
 		snprintf(buf, len, "%s", json_string_value(v));
 		return 0;
@@ -72,9 +76,9 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 		return 0;
 	}
 	/* Decimal strings too, so that a CLI can send NAME=VALUE text without knowing the type. */
-	if (json_is_string(v)) {
+	if (json_is_string(v) && !nul && !strchr(json_string_value(v), '\n')) {
 		errno = 0;
-		if (parse_u64(json_string_value(v), &u) == 0 && !strchr(json_string_value(v), '\n')) {
+		if (parse_u64(json_string_value(v), &u) == 0) {
 			snprintf(buf, len, "%llu", (unsigned long long)u);
 			return 0;
 		}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "server/kernel/knobs.h"
+#include "server/ops/knobs.h"
 #include "tests/unit/check_main.h"
 
 static char root[64], sys_root[96], proc_root[96];
@@ -285,6 +286,53 @@ START_TEST(a_tree_without_thp_or_weights)
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_knobs: a value with "\u0000" in it was cut there and taken
+ * ("never\u0000x" as never, "12\u0000x" as 12), and "<huge number>\n" or "<huge>'9" were
+ * answered 422 out of range where any other non-decimal text is 400 wrong type. */
+START_TEST(request_values_are_whole_decimal_or_whole_tokens)
+{
+	struct knob_catalogue *c;
+	char buf[64];
+	mp_err e;
+	json_t *v;
+
+	make_tree();
+	c = knobs_build(sys_root, proc_root);
+	const struct knob *choice = knobs_find(c, "thp.enabled"), *num = knobs_find(c, "thp.khugepaged.max_ptes_none");
+
+	v = json_stringn("never\0x", 7);
+	memset(&e, 0, sizeof e);
+	ck_assert_int_eq(knob_value_text(choice, v, buf, sizeof buf, &e), -1);
+	ck_assert_int_eq(e.status, 422);
+	json_decref(v);
+	v = json_stringn("12\0x", 4);
+	memset(&e, 0, sizeof e);
+	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
+	ck_assert_int_eq(e.status, 400);
+	json_decref(v);
+	static const char *const not_numbers[] = { "99999999999999999999999\n", "999999999999999999999'9", "12\n" };
+	for (size_t i = 0; i < sizeof not_numbers / sizeof not_numbers[0]; i++) {
+		v = json_string(not_numbers[i]);
+		memset(&e, 0, sizeof e);
+		ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
+		ck_assert_msg(e.status == 400, "%s: %d", not_numbers[i], e.status);
+		json_decref(v);
+	}
+	/* A number too large is still "out of range", and a plain one still works. */
+	v = json_string("99999999999999999999999");
+	memset(&e, 0, sizeof e);
+	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
+	ck_assert_int_eq(e.status, 422);
+	json_decref(v);
+	v = json_string("0012");
+	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), 0);
+	ck_assert_str_eq(buf, "12");
+	json_decref(v);
+	knobs_free(c);
+	drop_tree();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("knobs");
@@ -296,6 +344,7 @@ static Suite *suite(void)
 	tcase_add_test(t, value_checks_use_the_live_list_and_ranges);
 	tcase_add_test(t, writes_keep_the_kernel_format_in_generated_trees);
 	tcase_add_test(t, a_tree_without_thp_or_weights);
+	tcase_add_test(t, request_values_are_whole_decimal_or_whole_tokens);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -160,6 +160,21 @@ START_TEST(long_leading_zeros_are_still_small)
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_knobs: "999...9'9" was ERANGE (the overflow was seen before the quote),
+ * so a knob answered 422 "out of range" for text that is no number; ERANGE is for numbers only. */
+START_TEST(not_a_number_is_einval_however_long)
+{
+	uint64_t v;
+	errno = 0;
+	ck_assert_int_eq(parse_u64("999999999999999999999'9", &v), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(parse_u64("99999999999999999999999x", &v), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(parse_u64("99999999999999999999999\n", &v), -1);
+	ck_assert_int_eq(errno, ERANGE);
+}
+END_TEST
+
 /* Found by tests/fuzz/fuzz_parse: a bracket inside a bracketed entry was kept in the option. */
 START_TEST(bracket_inside_selected_entry)
 {
@@ -189,6 +204,7 @@ static Suite *parse_suite(void)
 	tcase_add_test(tc, bracket_lists);
 	tcase_add_test(tc, bracket_inside_selected_entry);
 	tcase_add_test(tc, long_leading_zeros_are_still_small);
+	tcase_add_test(tc, not_a_number_is_einval_however_long);
 	suite_add_tcase(s, tc);
 	return s;
 }
