@@ -98,10 +98,17 @@ int plan_targets(const json_t *target, struct resize_args *a, const struct topol
 			return -1;
 		a->n++;
 	}
+	/* Keys are looked up above by their canonical spelling, so "00" or "0\n" would name node 0
+	 * yet never be planned: refused here rather than silently dropped. */
 	json_object_foreach((json_t *)nodes, key, v) {
 		uint64_t id;
+		char canon[24];
 		if (parse_u64(key, &id) < 0 || id >= IDSET_MAX || topo_index(t, (unsigned)id) < 0)
 			return mp_fail(e, 422, "resize.bad_node", 0, "'%.32s' is not an online node", key);
+		snprintf(canon, sizeof canon, "%llu", (unsigned long long)id);
+		if (strcmp(canon, key))
+			return mp_fail(e, 422, "resize.bad_node", 0, "'%.32s' is not how node %s is written (decimal, no "
+				       "leading zeros)", key, canon);
 	}
 	return 0;
 }
