@@ -5,6 +5,7 @@
 #   make test       install what the tests need, build (plain and sanitized), run every test stage
 #   make test-vm    only the multi-node QEMU stage
 #   make bench      benchmarks (bench/), results in bench/results/
+#   make fuzz       libFuzzer harnesses (tests/fuzz/) with clang, FUZZ_SECONDS (30) each
 #
 # BUILD and BIN may be overridden so that several builds (sanitized, parallel work) do not collide.
 
@@ -45,7 +46,7 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 CHECK_LIBS := $(call PKGLIBS,check)
 
-.PHONY: all deps run test test-unit test-e2e test-vm bench install clean fmt
+.PHONY: all deps run test test-unit test-e2e test-vm bench install clean fmt fuzz fuzz-merge fuzz-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl
 
 deps:
@@ -79,6 +80,35 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check_main.h $(BUILD)/libmpd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(call PKGCFG,check) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libmpd.a $(SERVER_LIBS) $(CHECK_LIBS)
 
+# Fuzz harnesses: tests/fuzz/fuzz_<target>.c defines LLVMFuzzerTestOneInput. Linked with the
+# replay driver (FUZZ_MAIN) they replay the committed corpus in `make test` (gcc, sanitized);
+# `make fuzz` links libFuzzer's main instead (clang, FUZZ_MAIN empty).
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_MAIN    ?= $(BUILD)/tests/fuzz/replay.o
+FUZZ_SECONDS ?= 30
+FUZZ_CLANG   := CC=clang BUILD=build/fuzz BIN=build/fuzz/bin FUZZ_MAIN= \
+		CFLAGS="-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=fuzzer"
+
+fuzz-bins: $(FUZZ_BIN)
+
+# Only pattern rules name these, which would make them intermediate files that make deletes.
+.SECONDARY: $(FUZZ_MAIN) $(BUILD)/client/kv.o
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/tree.h $(FUZZ_MAIN) $(BUILD)/client/kv.o $(BUILD)/libmpd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(FUZZ_MAIN) $(BUILD)/client/kv.o $(BUILD)/libmpd.a $(SERVER_LIBS)
+
+fuzz: deps
+	@packaging/deps.sh fuzz
+	$(MAKE) $(FUZZ_CLANG) fuzz-bins
+	tests/fuzz/run build/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# After `make fuzz`: adds the inputs it found that reach new code to tests/fuzz/corpus/.
+fuzz-merge:
+	tests/fuzz/run --merge build/fuzz $(FUZZ_TARGETS)
+
 run: deps all
 	@mkdir -p run var
 	@echo "export MEMPOLICYD_SOCKET=$(CURDIR)/run/mempolicyd.sock"
@@ -89,15 +119,15 @@ run: deps all
 test: deps
 	@packaging/deps.sh test
 	$(MAKE) all
-	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins
-	tests/run --bin build/san/bin --unit build/san/tests --plain-bin $(BIN)
+	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
+	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN)
 
 unit-bins: $(UNIT_BIN)
 
 test-unit: deps
 	@packaging/deps.sh test
-	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins
-	tests/run --bin build/san/bin --unit build/san/tests --only unit
+	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
+	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --only unit
 
 test-e2e: deps
 	@packaging/deps.sh test

@@ -1,18 +1,20 @@
 #!/bin/sh
 # Install the Debian packages a stage needs, only those missing, only as root.
-# Usage: packaging/deps.sh build|test|vm|bench
+# Usage: packaging/deps.sh build|test|vm|bench|fuzz
 set -eu
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev"
 test="$build check python3 curl sqlite3 passwd"
 vm="$build qemu-system-x86 busybox-static cpio python3 curl"
 bench="$build wrk nginx-light numactl curl python3"
+fuzz="$build clang libclang-rt-14-dev"
 
 case "${1:-build}" in
 build) want=$build ;;
 test)  want="$test $vm" ;;
 vm)    want=$vm ;;
 bench) want=$bench ;;
-*) echo "usage: $0 build|test|vm|bench" >&2; exit 2 ;;
+fuzz)  want=$fuzz ;;
+*) echo "usage: $0 build|test|vm|bench|fuzz" >&2; exit 2 ;;
 esac
 
 missing=""
