@@ -144,9 +144,16 @@ bench: deps
 	$(MAKE) all
 	bench/run --bin $(BIN)
 
+# The unit's ExecStart is /usr/sbin/mempolicyd: install with PREFIX=/usr for it to match.
 install: all
 	install -D -m 0755 $(BIN)/mempolicyd $(DESTDIR)$(PREFIX)/sbin/mempolicyd
 	install -D -m 0755 $(BIN)/mempolicyctl $(DESTDIR)$(PREFIX)/bin/mempolicyctl
+	install -D -m 0644 packaging/mempolicyd.service $(DESTDIR)/lib/systemd/system/mempolicyd.service
+	install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/mempolicyd.conf.example
+	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
+	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
+		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/README.md
 
 clean:
 	rm -rf build bin
