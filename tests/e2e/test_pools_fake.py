@@ -2,6 +2,7 @@
 write, a write that fails with an errno, a size the kernel lacks, cancel, SIGKILL mid-resize, and
 bad input that must change nothing (tree and database)."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon, DaemonTest
+from lib import CTL, Daemon, DaemonTest
 
 NODE = "sys/devices/system/node/node%d/hugepages/hugepages-%dkB/%s"
 GLOBAL = "sys/kernel/mm/hugepages/hugepages-%dkB/%s"
@@ -259,6 +260,44 @@ class PoolsFakeTree(DaemonTest):
             p = self.d.ctl(*args)
             self.assertEqual(p.returncode, rc, (args, p.stderr))
         self.assertEqual(self.tree.snapshot(), tree)
+
+
+    def test_progress_bar_on_a_terminal_only(self):
+        """pool resize draws a progress bar on stderr when it is a terminal, and never when piped."""
+        import pty
+        self.addCleanup(self.tree.write, NODE % (1, 2048, "nr_hugepages"), "0")
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.Popen([CTL, "--socket", self.d.socket, "pool", "resize", "2M", "--node", "1=40",
+                                  "--batch", "4"], stdout=subprocess.PIPE, stderr=slave)
+            os.close(slave)
+            slave = None
+            err = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:   # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            out = p.stdout.read().decode()
+            self.assertEqual(p.wait(30), 0, err)
+            p.stdout.close()
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        bars = re.findall(r"\[([#.]{30})\]\s+(\d+)%", err.decode())
+        self.assertTrue(bars, err)
+        self.assertEqual(bars[-1], ("#" * 30, "100"))
+        self.assertNotIn("[", out.split("\n")[0])   # the outcome table on stdout has no bar
+        self.assertEqual(self.node_nr(1), 40)
+        # piped: the same command draws nothing on stderr
+        p = self.d.ctl("pool", "resize", "2M", "--node", "1=0", "--batch", "4")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("%", p.stderr)
+        self.assertNotIn("\r", p.stderr)
 
 
 class PartialGrant(DaemonTest):
