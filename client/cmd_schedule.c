@@ -187,17 +187,26 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char *
 	return EXIT_OK;
 }
 
+/* The one positional ID of `schedule show|rm` as its resource path. */
+static int id_arg(struct cli *c, const struct command *cmd, int argc, char **argv, char **id, char *path,
+		  size_t len)
+{
+	int rc = cli_args(c, cmd, argc, argv, NULL, id, 1);
+
+	if (rc < 0)
+		return EXIT_USAGE;
+	if (rc != 1)
+		return cli_usage_error(cmd, "which schedule? give its ID");
+	return id_path(cmd, *id, path, len);
+}
+
 int cmd_schedule_show(struct cli *c, const struct command *cmd, int argc, char **argv)
 {
 	char *pos[1], path[64];
 	struct http_result r;
 	int rc;
 
-	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
-		return EXIT_USAGE;
-	if (rc != 1)
-		return cli_usage_error(cmd, "which schedule? give its ID");
-	if ((rc = id_path(cmd, pos[0], path, sizeof path)) != EXIT_OK)
+	if ((rc = id_arg(c, cmd, argc, argv, pos, path, sizeof path)) != EXIT_OK)
 		return rc;
 	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
 		return rc;
@@ -210,11 +219,7 @@ int cmd_schedule_rm(struct cli *c, const struct command *cmd, int argc, char **a
 	struct http_result r;
 	int rc;
 
-	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
-		return EXIT_USAGE;
-	if (rc != 1)
-		return cli_usage_error(cmd, "which schedule? give its ID");
-	if ((rc = id_path(cmd, pos[0], path, sizeof path)) != EXIT_OK)
+	if ((rc = id_arg(c, cmd, argc, argv, pos, path, sizeof path)) != EXIT_OK)
 		return rc;
 	if ((rc = http_expect(c, "DELETE", path, NULL, &r)) != EXIT_OK)
 		return rc;
