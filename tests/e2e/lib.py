@@ -211,6 +211,35 @@ class DaemonTest(unittest.TestCase):
             self.assertEqual(r.json["code"], code, r.raw)
 
 
+def run_on_tty(cmd, stream, env=None, timeout=30):
+    """Runs cmd with `stream` ("stdout" or "stderr") on a pseudo-terminal and the other one piped.
+    Returns (exit code, what the terminal got, what the pipe got), both as text."""
+    import pty
+    master, slave = pty.openpty()
+    other = "stderr" if stream == "stdout" else "stdout"
+    try:
+        p = subprocess.Popen(cmd, env=env, **{stream: slave, other: subprocess.PIPE})
+        os.close(slave)
+        slave = None
+        tty = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:   # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            tty += chunk
+        piped = getattr(p, other).read()
+        getattr(p, other).close()
+        rc = p.wait(timeout)
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+    return rc, tty.decode(), piped.decode()
+
+
 def real_file(path):
     with open(path) as f:
         return f.read().strip()

@@ -13,7 +13,7 @@ import threading
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, DaemonTest, real_file as real
+from lib import CTL, DaemonTest, real_file as real, run_on_tty
 
 THP = "sys/kernel/mm/transparent_hugepage"
 
@@ -259,31 +259,11 @@ class CliFakeTreeTest(CliTestBase):
 
     def test_table_on_a_terminal(self):
         """On a TTY the header is bold and the columns still line up once the escapes are removed."""
-        import pty
-        master, slave = pty.openpty()
-        try:
-            env = dict(os.environ, TERM="xterm")
-            env.pop("NO_COLOR", None)
-            p = subprocess.Popen([CTL, "--socket", self.d.socket, "topology"], stdout=slave,
-                                 stderr=subprocess.PIPE, env=env)
-            os.close(slave)
-            slave = None
-            out = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:   # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            self.assertEqual(p.wait(30), 0)
-            p.stderr.close()
-        finally:
-            os.close(master)
-            if slave is not None:
-                os.close(slave)
-        text = out.decode().replace("\r\n", "\n")
+        env = dict(os.environ, TERM="xterm")
+        env.pop("NO_COLOR", None)
+        rc, out, _ = run_on_tty([CTL, "--socket", self.d.socket, "topology"], "stdout", env=env)
+        self.assertEqual(rc, 0)
+        text = out.replace("\r\n", "\n")
         self.assertTrue(text.startswith("\033[1mNODE"), text[:40])
         plain = re.sub(r"\033\[[0-9;]*m", "", text)
         self.assertAligned(plain.split("\n\n")[0], 5)

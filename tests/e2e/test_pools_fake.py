@@ -11,7 +11,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, Daemon, DaemonTest
+from lib import CTL, Daemon, DaemonTest, run_on_tty
 
 NODE = "sys/devices/system/node/node%d/hugepages/hugepages-%dkB/%s"
 GLOBAL = "sys/kernel/mm/hugepages/hugepages-%dkB/%s"
@@ -264,31 +264,11 @@ class PoolsFakeTree(DaemonTest):
 
     def test_progress_bar_on_a_terminal_only(self):
         """pool resize draws a progress bar on stderr when it is a terminal, and never when piped."""
-        import pty
         self.addCleanup(self.tree.write, NODE % (1, 2048, "nr_hugepages"), "0")
-        master, slave = pty.openpty()
-        try:
-            p = subprocess.Popen([CTL, "--socket", self.d.socket, "pool", "resize", "2M", "--node", "1=40",
-                                  "--batch", "4"], stdout=subprocess.PIPE, stderr=slave)
-            os.close(slave)
-            slave = None
-            err = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:   # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                err += chunk
-            out = p.stdout.read().decode()
-            self.assertEqual(p.wait(30), 0, err)
-            p.stdout.close()
-        finally:
-            os.close(master)
-            if slave is not None:
-                os.close(slave)
-        bars = re.findall(r"\[([#.]{30})\]\s+(\d+)%", err.decode())
+        rc, err, out = run_on_tty([CTL, "--socket", self.d.socket, "pool", "resize", "2M", "--node", "1=40",
+                                   "--batch", "4"], "stderr")
+        self.assertEqual(rc, 0, err)
+        bars = re.findall(r"\[([#.]{30})\]\s+(\d+)%", err)
         self.assertTrue(bars, err)
         self.assertEqual(bars[-1], ("#" * 30, "100"))
         self.assertNotIn("[", out.split("\n")[0])   # the outcome table on stdout has no bar
