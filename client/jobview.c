@@ -100,35 +100,39 @@ static bool active(const json_t *job)
 	return s && (!strcmp(s, "queued") || !strcmp(s, "running"));
 }
 
+/* pages_done / pages_total of a job's progress; `none` when the job had nothing to move. */
+static double fraction(const json_t *job, double none)
+{
+	const json_t *p = json_object_get(job, "progress");
+	double total = (double)json_integer_value(json_object_get(p, "pages_total"));
+	double done = (double)json_integer_value(json_object_get(p, "pages_done"));
+
+	return total > 0 ? done / total : none;
+}
+
 int jobview_wait(struct cli *c, long long id)
 {
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	char path[64], label[64];
 	struct http_result r;
 	const char *status;
-	bool drew = false;
 	int rc;
 
 	snprintf(path, sizeof path, "/v1/jobs/%lld", id);
 	snprintf(label, sizeof label, "job %lld", id);
 	for (;;) {
-		const json_t *p;
-		double total, done;
 		if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
 			return rc;
 		if (!active(r.body))
 			break;
-		p = json_object_get(r.body, "progress");
-		total = (double)json_integer_value(json_object_get(p, "pages_total"));
-		done = (double)json_integer_value(json_object_get(p, "pages_done"));
-		out_progress(label, total > 0 ? done / total : 0, false);
-		drew = true;
+		out_progress(label, fraction(r.body, 0), false);
 		http_result_free(&r);
 		nanosleep(&pause, NULL);
 	}
-	if (drew)
-		out_progress(label, 1, true);
 	status = json_string_value(json_object_get(r.body, "status"));
+	/* Drawn even when the job ended before the first poll, so a terminal always sees where it
+	 * stopped: a partial job stays short of 100 %. */
+	out_progress(label, fraction(r.body, status && !strcmp(status, "ok") ? 1 : 0), true);
 	if (c->json)
 		out_json(r.body);
 	else
