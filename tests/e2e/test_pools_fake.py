@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -427,6 +428,31 @@ class BlockedCompaction(unittest.TestCase):
         self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE op_id = ?", (job["op_id"],)), [(3,)])
         self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
                          [("cancelled",)])
+
+    def test_cli_redraws_the_bar_while_the_job_runs(self):
+        """On a terminal, mempolicyctl redraws the bar in place while the job is held running, then
+        closes it where the job stopped (7 of 8 pages: partial, not 100 %)."""
+        got = {}
+        cmd = [CTL, "--socket", self.d.socket, "pool", "resize", "2M", "--node", "0=3", "--node", "1=5", "--compact"]
+        t = threading.Thread(target=lambda: got.update(r=run_on_tty(cmd, "stderr", timeout=60)))
+        t.start()
+        try:
+            running = wait_for(lambda: [j for j in self.d.get("/v1/jobs?status=running").json["jobs"]
+                                        if j["progress"].get("batches") == 3])
+            time.sleep(0.5)   # the client polls every 100 ms: several redraws while it is held
+        finally:
+            self.release()
+            t.join(60)
+        rc, err, out = got["r"]
+        self.assertEqual(rc, 1, err)   # partial
+        self.assertIn("job %d ended partial" % running[0]["id"], err)
+        bars = re.findall(r"\r(job \d+) \[([#.]{30})\]\s+(\d+)%", err)
+        self.assertGreaterEqual(len(bars), 4, err)
+        self.assertEqual({b[0] for b in bars}, {"job %d" % running[0]["id"]})
+        self.assertEqual(bars[-1][2], "88")
+        self.assertNotIn("100%", err)
+        self.assertEqual(err.count("%\r\n") + err.count("%\n"), 1, repr(err))   # one line, redrawn with \r
+        self.assertRegex(out, r"(?m)^1\s+0\s+5\s+5\s+4\s+4\s+")
 
     def test_sigterm_cancels_the_running_job(self):
         job_id = self.start_stalled_job()
