@@ -15,36 +15,6 @@
 
 #define MAX_ARGS 80
 
-/* RFC 3629 UTF-8, which is what jansson takes for a string. */
-static bool utf8_ok(const unsigned char *s)
-{
-	while (*s) {
-		unsigned c = *s, n, cp;
-		if (c < 0x80) {
-			s++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return false;
-		for (unsigned i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		s += n + 1;
-	}
-	return true;
-}
-
 static bool name_ok(const char *s, size_t n)
 {
 	if (n == 0 || n >= KV_NAME_MAX)
@@ -75,10 +45,11 @@ static void check_parse_all(char **args, int n)
 			break;
 		}
 		const char *v = eq + 1;
+		json_t *str;
 		if (!strchr(v, '\n') && v[0] != '+' && parse_i64(v, &iv) == 0)
 			json_object_set_new(want, name, json_integer(iv));
-		else if (utf8_ok((const unsigned char *)v))
-			json_object_set_new(want, name, json_string(v));
+		else if ((str = json_string(v)))   /* jansson's own UTF-8 check, not a copy of kv.c's */
+			json_object_set_new(want, name, str);
 		else
 			ok = false;   /* no JSON string can carry it */
 	}
