@@ -69,13 +69,8 @@ int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **
 	    add_query(q, sizeof q, "limit", limit) < 0 || add_query(q, sizeof q, "cursor", cursor) < 0)
 		return cli_usage_error(cmd, "filters too long");
 	snprintf(path, sizeof path, "/v1/history%s", q);
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	struct table *t = table_new(6, hdr);
 	json_array_foreach(json_object_get(r.body, "operations"), i, op) {
 		char id[32], started[48], kd[128], st[64], actor[96], err[512];
@@ -113,13 +108,8 @@ int cmd_history_show(struct cli *c, const struct command *cmd, int argc, char **
 	if (parse_u64(pos[0], &id) < 0 || id == 0)
 		return cli_usage_error(cmd, "an operation ID is a positive integer, not '%s'", pos[0]);
 	snprintf(path, sizeof path, "/v1/history/%llu", (unsigned long long)id);
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	op = r.body;
 	t = table_new(2, NULL);
 	static const char *const keys[] = { "id", "kind", "status", "source", "kernel_release", "errno", "error" };

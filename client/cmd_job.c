@@ -43,13 +43,8 @@ int cmd_job_list(struct cli *c, const struct command *cmd, int argc, char **argv
 		http_escape(status, e2, sizeof e2);
 		snprintf(path + off, sizeof path - (size_t)off, "&status=%s", e2);
 	}
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	t = table_new(7, hdr);
 	json_array_foreach(json_object_get(r.body, "jobs"), i, j) {
 		char a[7][64];
@@ -87,12 +82,9 @@ int cmd_job_show(struct cli *c, const struct command *cmd, int argc, char **argv
 		return rc;
 	if (wait)
 		return jobview_wait(c, (long long)id);
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json)
-		out_json(r.body);
-	else
-		jobview_print(r.body);
+	jobview_print(r.body);
 	http_result_free(&r);
 	return EXIT_OK;
 }

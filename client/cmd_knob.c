@@ -42,20 +42,16 @@ int cmd_knob_list(struct cli *c, const struct command *cmd, int argc, char **arg
 
 	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
 		return EXIT_USAGE;
-	if ((rc = http_expect(c, "GET", "/v1/knobs", NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", "/v1/knobs", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-	} else {
-		t = table_new(3, hdr);
-		json_array_foreach(json_object_get(r.body, "knobs"), i, k) {
-			char v[256], a[512];
-			value_text(k, v, sizeof v);
-			allowed_text(k, a, sizeof a);
-			table_row(t, json_string_value(json_object_get(k, "name")), v, a);
-		}
-		table_print(t, stdout);
+	t = table_new(3, hdr);
+	json_array_foreach(json_object_get(r.body, "knobs"), i, k) {
+		char v[256], a[512];
+		value_text(k, v, sizeof v);
+		allowed_text(k, a, sizeof a);
+		table_row(t, json_string_value(json_object_get(k, "name")), v, a);
 	}
+	table_print(t, stdout);
 	http_result_free(&r);
 	return EXIT_OK;
 }
@@ -63,7 +59,9 @@ int cmd_knob_list(struct cli *c, const struct command *cmd, int argc, char **arg
 int cmd_knob_get(struct cli *c, const struct command *cmd, int argc, char **argv)
 {
 	struct http_result r;
-	char *pos[1], path[256];
+	char *pos[1], path[256], v[256], a[512], s[1024];
+	struct table *t;
+	const json_t *k;
 	int rc;
 
 	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
@@ -73,30 +71,25 @@ int cmd_knob_get(struct cli *c, const struct command *cmd, int argc, char **argv
 	if (!kv_name_ok(pos[0]))
 		return cli_usage_error(cmd, "'%s' is not a knob name (letters, digits, '.', '_', '-')", pos[0]);
 	snprintf(path, sizeof path, "/v1/knobs/%s", pos[0]);
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-	} else {
-		struct table *t = table_new(2, NULL);
-		char v[256], a[512], s[1024];
-		const json_t *k = r.body;
-		value_text(k, v, sizeof v);
-		allowed_text(k, a, sizeof a);
-		table_row(t, "name", json_string_value(json_object_get(k, "name")));
-		table_row(t, "value", v);
-		table_row(t, "type", json_string_value(json_object_get(k, "type")));
-		table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", a);
-		table_row(t, "path", json_string_value(json_object_get(k, "path")));
-		table_row(t, "available", json_is_true(json_object_get(k, "available")) ? "yes" : "no");
-		table_row(t, "writable", json_is_true(json_object_get(k, "writable")) ? "yes" : "no");
-		if (json_object_get(k, "error")) {
-			out_scalar(json_object_get(k, "error"), s, sizeof s);
-			table_row(t, "error", s);
-		}
-		table_row(t, "description", json_string_value(json_object_get(k, "description")));
-		table_print(t, stdout);
+	k = r.body;
+	t = table_new(2, NULL);
+	value_text(k, v, sizeof v);
+	allowed_text(k, a, sizeof a);
+	table_row(t, "name", json_string_value(json_object_get(k, "name")));
+	table_row(t, "value", v);
+	table_row(t, "type", json_string_value(json_object_get(k, "type")));
+	table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", a);
+	table_row(t, "path", json_string_value(json_object_get(k, "path")));
+	table_row(t, "available", json_is_true(json_object_get(k, "available")) ? "yes" : "no");
+	table_row(t, "writable", json_is_true(json_object_get(k, "writable")) ? "yes" : "no");
+	if (json_object_get(k, "error")) {
+		out_scalar(json_object_get(k, "error"), s, sizeof s);
+		table_row(t, "error", s);
 	}
+	table_row(t, "description", json_string_value(json_object_get(k, "description")));
+	table_print(t, stdout);
 	http_result_free(&r);
 	return EXIT_OK;
 }

@@ -51,13 +51,8 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **arg
 
 	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
 		return EXIT_USAGE;
-	if ((rc = http_expect(c, "GET", "/v1/hugepages", NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", "/v1/hugepages", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	pools = json_object_get(r.body, "pools");
 	/* The union of nodes over every size, ascending (sizes may differ: gigantic pages). */
 	json_array_foreach(pools, i, p)
@@ -211,18 +206,14 @@ int cmd_pool_avail(struct cli *c, const struct command *cmd, int argc, char **ar
 	off = snprintf(path, sizeof path, "/v1/hugepages/%s/availability?count=%s", esc, count);
 	if (node)
 		snprintf(path + off, sizeof path - (size_t)off, "&node=%s", node);
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-	} else {
-		t = table_new(2, NULL);
-		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-			out_scalar(json_object_get(r.body, keys[k]), a, sizeof a);
-			table_row(t, keys[k], a);
-		}
-		table_print(t, stdout);
+	t = table_new(2, NULL);
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+		out_scalar(json_object_get(r.body, keys[k]), a, sizeof a);
+		table_row(t, keys[k], a);
 	}
+	table_print(t, stdout);
 	http_result_free(&r);
 	return EXIT_OK;
 }

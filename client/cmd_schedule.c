@@ -162,13 +162,8 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char *
 
 	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
 		return EXIT_USAGE;
-	if ((rc = http_expect(c, "GET", "/v1/schedules", NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", "/v1/schedules", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	struct table *t = table_new(8, hdr);
 	json_array_foreach(json_object_get(r.body, "schedules"), i, s) {
 		char id[32], cron[300], tz[32], act[512], next[48], last[48], st[32], job[32];

@@ -47,13 +47,8 @@ int cmd_history_stats(struct cli *c, const struct command *cmd, int argc, char *
 		if (off >= sizeof path)
 			return cli_usage_error(cmd, "arguments too long");
 	}
-	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	f = json_object_get(r.body, "filter");
 	{
 		char sz[32] = "all sizes", nd[32] = "all nodes";

@@ -49,13 +49,8 @@ int cmd_topology(struct cli *c, const struct command *cmd, int argc, char **argv
 
 	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
 		return EXIT_USAGE;
-	if ((rc = http_expect(c, "GET", "/v1/topology", NULL, &r)) != EXIT_OK)
+	if ((rc = http_show(c, "GET", "/v1/topology", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	if (c->json) {
-		out_json(r.body);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
 	nodes = json_object_get(r.body, "nodes");
 	t = table_new(5, hdr);
 	json_array_foreach(nodes, i, node) {

@@ -135,6 +135,17 @@ int http_expect(const struct cli *c, const char *method, const char *path, json_
 	return EXIT_OK;
 }
 
+int http_show(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+{
+	int rc = http_expect(c, method, path, body, r);
+
+	if (rc == EXIT_OK && c->json) {
+		out_json(r->body);
+		http_result_free(r);
+	}
+	return rc;
+}
+
 void http_escape(const char *s, char *buf, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";

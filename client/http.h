@@ -26,6 +26,11 @@ void http_result_free(struct http_result *r);
  * the exit code to return (r is then already freed). */
 int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
 
+/* http_expect for a command that prints what it got: under --json the body is printed as it came
+ * and freed here, and EXIT_OK returns with r->body NULL, so the caller only renders its table when
+ * r->body is set. */
+int http_show(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
+
 /* Percent-encodes s for a query value into buf; "" if it does not fit. */
 void http_escape(const char *s, char *buf, size_t len);
 

@@ -236,7 +236,12 @@ class CliFakeTreeTest(CliTestBase):
     def test_json_equals_the_api(self):
         for args, path in ((["topology"], "/v1/topology"), (["knob", "list"], "/v1/knobs"),
                            (["knob", "get", "thp.enabled"], "/v1/knobs/thp.enabled"),
-                           (["history", "--limit", "5"], "/v1/history?limit=5")):
+                           (["history", "--limit", "5"], "/v1/history?limit=5"),
+                           (["history", "stats", "--size", "2M"], "/v1/history/stats?size=2M"),
+                           (["pool", "list"], "/v1/hugepages"),
+                           (["pool", "avail", "2M", "--node", "1", "--count", "3"],
+                            "/v1/hugepages/2M/availability?count=3&node=1"),
+                           (["job", "list"], "/v1/jobs?limit=50"), (["schedule", "list"], "/v1/schedules")):
             p = self.d.ctl("--json", *args)
             self.assertOk(p)
             self.assertEqual(json.loads(p.stdout), self.d.get(path).json, args)
