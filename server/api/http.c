@@ -354,6 +354,31 @@ unroute:
 	s->route = NULL;
 }
 
+/* Sends the answer decide_early() chose, with Allow on a 405. */
+static enum MHD_Result send_early(struct MHD_Connection *conn, const struct reqstate *s, const char *method,
+				  const char *url)
+{
+	char allow[64];
+	bool known;
+
+	route_find(method, url, allow, sizeof allow, &known);
+	return send_problem(conn, &s->early, url, s->early.status == 405 ? allow : NULL);
+}
+
+/* An early refusal goes out before the body only when reading the body costs more than it is
+ * worth: it is over the limit (413), the client waits for "100 Continue" before sending it, or its
+ * length is unknown (chunked). libmicrohttpd then drops the body and closes the connection, and a
+ * client that writes its whole request before reading gets EPIPE instead of the problem. So a body
+ * of known length (at most 64 KiB, or it is a 413) is read and dropped first. */
+static bool answer_before_body(struct MHD_Connection *conn, const mp_err *early)
+{
+	const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+	return early->status == 413 || early->status == 414 || (expect && !strcasecmp(expect, "100-continue")) ||
+	       (te && strcasecmp(te, "identity"));
+}
+
 static int parse_body(struct reqstate *s, mp_err *e)
 {
 	json_error_t jerr;
@@ -384,13 +409,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		*con_cls = s;
 		decide_early(h, conn, url, method, s);
-		/* Answering now skips "100 Continue" and discards the body (libmicrohttpd 1.6). */
-		if (s->early.status && s->early.status != 404 && s->early.status != 405)
-			return send_problem(conn, &s->early, url, NULL);
+		if (s->early.status && answer_before_body(conn, &s->early))
+			return send_early(conn, s, method, url);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!s->too_big && s->len + *upload_size <= API_MAX_BODY) {
+		if (s->early.status) {
+			;   /* read and dropped: the answer is already decided */
+		} else if (!s->too_big && s->len + *upload_size <= API_MAX_BODY) {
 			char *nb = realloc(s->body, s->len + *upload_size);
 			if (!nb)
 				return MHD_NO;
@@ -403,12 +429,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (s->early.status) {
-		char allow[64];
-		bool known;
-		route_find(method, url, allow, sizeof allow, &known);
-		return send_problem(conn, &s->early, url, s->early.status == 405 ? allow : NULL);
-	}
+	if (s->early.status)
+		return send_early(conn, s, method, url);
 	mp_err_clear(&e);
 	if (s->too_big) {
 		mp_fail(&e, 413, "request.too_large", 0, "the body is larger than %d bytes", API_MAX_BODY);

@@ -1,7 +1,10 @@
 """The router and the HTTP edge: answers decided before any handler runs."""
+import json
 import os
 import signal
+import socket
 import subprocess
+import time
 
 from lib import DAEMON, Daemon, DaemonTest
 
@@ -29,6 +32,49 @@ class RouterTest(DaemonTest):
         r = self.d.request("DELETE", "/v1/health")
         self.assertProblem(r, 405, "request.method_not_allowed")
         self.assertEqual(r.headers.get("Allow"), "GET")
+
+    def raw_response(self, sock):
+        """One HTTP/1.1 response read off sock: (status line, headers, body)."""
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(4096)
+            self.assertTrue(chunk, "the daemon closed the connection: %r" % buf)
+            buf += chunk
+        head, body = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+        while len(body) < int(headers.get("content-length", "0")):
+            body += sock.recv(4096)
+        return lines[0], headers, body
+
+    def test_refusal_from_the_headers_waits_for_the_body(self):
+        """A 415 decided from the headers is sent once the (small) body is read: a client that writes
+        its whole request before reading gets the problem instead of EPIPE, and the connection stays
+        usable. With Expect: 100-continue it comes at once and the body is never asked for."""
+        before = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+        body = b'{"value": "never"}'
+        head = (b"PUT /v1/knobs/thp.enabled HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: %d\r\n" % len(body))
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(self.d.socket)
+            s.sendall(head + b"\r\n")
+            time.sleep(0.2)    # an answer sent now, with the connection closed, would make this EPIPE
+            s.sendall(body)
+            status, headers, raw = self.raw_response(s)
+            self.assertIn(" 415 ", status)
+            self.assertTrue(headers["content-type"].startswith("application/problem+json"))
+            self.assertEqual(json.loads(raw)["code"], "request.unsupported_media_type")
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIn(" 200 ", self.raw_response(s)[0])
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(self.d.socket)
+            s.sendall(head + b"Expect: 100-continue\r\n\r\n")
+            status, _, raw = self.raw_response(s)
+            self.assertIn(" 415 ", status)   # not "100 Continue"
+            self.assertEqual(json.loads(raw)["code"], "request.unsupported_media_type")
+        self.assertEqual(open("/sys/kernel/mm/transparent_hugepage/enabled").read(), before)
 
     def test_overlong_url_is_414(self):
         self.assertProblem(self.d.get("/v1/" + "a" * 2000), 414)
