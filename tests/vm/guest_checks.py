@@ -394,11 +394,18 @@ def check_kernel_not_tainted(d, nodes):
     eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
 
 
+def injected_failure(d, nodes):
+    """tests/vm/run --fault check: a check that fails, for the harness's own test."""
+    eq(len(nodes), -1, "the number of nodes (failing on purpose)")
+
+
 def main():
     nodes = json.loads(os.environ["MPD_VM_NODES"])
     pattern = os.environ.get("MPD_VM_PATTERN", "")
     checks = [(name[6:], f) for name, f in globals().items()
               if name.startswith("check_") and callable(f) and pattern in name]
+    if os.environ.get("MPD_VM_FAULT") == "check":
+        checks.append(("injected_failure", injected_failure))
     failed = 0
     d = Daemon()
     try:

@@ -32,9 +32,15 @@ mkdir -p /host/dev/shm
 mount -t tmpfs -o mode=1777 tmp /host/dev/shm || die "mount /host/dev/shm"
 
 echo "VMINFO init at $(cut -d' ' -f1 /proc/uptime)s, kernel $(uname -r)" >$out
+# tests/vm/run --fault: the harness's own test, a guest that goes wrong on purpose.
+case "$FAULT" in
+panic)	echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger ;;
+silent)	poweroff -f ;;
+hang)	while :; do sleep 3600; done ;;
+esac
 chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	HOME=/dev/shm TMPDIR=/dev/shm LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 MPD_BIN="$BIN" \
-	MPD_VM_NODES="$NODES" MPD_VM_PATTERN="$PATTERN" \
+	MPD_VM_NODES="$NODES" MPD_VM_PATTERN="$PATTERN" MPD_VM_FAULT="$FAULT" \
 	/usr/bin/python3 "$REPO/tests/vm/guest_checks.py" >$out 2>&1
 rc=$?
 echo "VMINFO done at $(cut -d' ' -f1 /proc/uptime)s" >$out
