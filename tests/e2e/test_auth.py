@@ -1,7 +1,9 @@
 """Who may change things: root, and members of --admin-group (primary or supplementary group);
 everyone else may read. Users and a group are created for the test and removed afterwards."""
+import json
 import os
 import pwd
+import sys
 import shutil
 import subprocess
 import tempfile
@@ -9,6 +11,7 @@ import unittest
 
 from faketree import FakeTree
 from lib import Daemon
+from test_openapi import load_routes
 
 GROUP = "mpdtest-admins"
 MEMBER = "mpdtest-member"      # in GROUP as a supplementary group
@@ -18,6 +21,38 @@ OUTSIDER = "mpdtest-outsider"  # in no admin group
 
 def run(*cmd):
     subprocess.run(cmd, check=True, capture_output=True)
+
+
+# Sends each [method, path, body] of a JSON list read from stdin over the socket in argv[1] and
+# prints [[status, code], ...]: run as another user, so the daemon sees that user's credentials.
+AS_USER = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])
+out = []
+for method, path, body in json.load(sys.stdin):
+    c = C("localhost", timeout=30)
+    c.request(method, path, body=None if body is None else json.dumps(body),
+              headers={} if body is None else {"Content-Type": "application/json"})
+    r = c.getresponse(); raw = r.read()
+    out.append([r.status, json.loads(raw).get("code") if r.status >= 400 else None])
+    c.close()
+print(json.dumps(out))
+"""
+
+
+def route_requests():
+    """One request per route of routes.c, with ids no test made (a change let through would
+    still touch nothing that exists) and "{}" bodies (invalid, refused after the auth check)."""
+    fill = {"/v1/knobs/{}": "thp.enabled", "/v1/hugepages/{}": "2M", "/v1/hugepages/{}/availability": "2M"}
+    reqs = []
+    for method, pattern, _, flags in load_routes():
+        path = pattern.replace("{}", fill.get(pattern, "999999"))
+        if pattern.endswith("availability"):
+            path += "?count=1"
+        reqs.append((method, path, {} if "R_BODY" in flags else None, "R_ADMIN" in flags))
+    return reqs
 
 
 class AdminGroup(unittest.TestCase):
@@ -69,6 +104,33 @@ class AdminGroup(unittest.TestCase):
                 self.assertEqual(p.stdout, "")
         self.assertEqual(self.tree.snapshot(), tree)
         self.assertEqual(self.d.db_snapshot(), db)
+
+    def as_user(self, user, reqs):
+        gid = str(pwd.getpwnam(user).pw_gid)
+        p = subprocess.run(["setpriv", "--reuid", user, "--regid", gid, "--init-groups", "--",
+                            sys.executable, "-c", AS_USER, self.d.socket],
+                           input=json.dumps([r[:3] for r in reqs]), capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_every_route_as_outsider_and_as_member(self):
+        """Derived from routes.c: every R_ADMIN route answers an outsider 403 auth.forbidden and
+        every other route serves it; a member passes the check on all of them."""
+        reqs = route_requests()
+        self.assertGreaterEqual(len([r for r in reqs if r[3]]), 6)   # the table was read
+        tree, db = self.tree.snapshot(), self.d.db_snapshot()
+        for (method, path, _, admin), (status, code) in zip(reqs, self.as_user(OUTSIDER, reqs)):
+            with self.subTest(user=OUTSIDER, method=method, path=path):
+                if admin:
+                    self.assertEqual((status, code), (403, "auth.forbidden"))
+                else:
+                    self.assertIn(status, (200, 404), code)
+        self.assertEqual(self.tree.snapshot(), tree)
+        self.assertEqual(self.d.db_snapshot(), db)
+        for (method, path, _, admin), (status, code) in zip(reqs, self.as_user(MEMBER, reqs)):
+            with self.subTest(user=MEMBER, method=method, path=path):
+                self.assertNotEqual(status, 403, code)
+                self.assertLess(status, 500, code)
 
     def test_unknown_admin_group_refuses_to_start(self):
         d = Daemon(self.tree, ["--admin-group", "no-such-group-mpd"])
