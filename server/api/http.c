@@ -1,18 +1,15 @@
-/* libmicrohttpd glue: listeners, caller identity, the router, body limits and problem+json.
- * Everything a handler may assume is checked here first. */
-#include <errno.h>
-#include <grp.h>
+/* libmicrohttpd glue: listeners, the router, body limits, and sending replies and problems.
+ * Everything a handler may assume is checked here first (the caller's identity: peer.c; the
+ * helpers a handler calls: request.c). */
 #include <microhttpd.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "server/api/api.h"
 #include "server/api/listen.h"
+#include "server/api/peer.h"
 #include "server/log.h"
 
 struct http {
@@ -32,55 +29,6 @@ struct reqstate {
 	struct req rq;
 };
 
-/* ---- caller identity ------------------------------------------------------------------------ */
-
-static bool in_group(uid_t uid, gid_t gid, gid_t want, char *name, size_t name_len)
-{
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	gid_t groups[256];
-	int ng = 256;
-
-	if (gid == want)
-		return true;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-		return false;
-	snprintf(name, name_len, "%s", pw.pw_name);
-	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) < 0)
-		return false;
-	for (int i = 0; i < ng; i++)
-		if (groups[i] == want)
-			return true;
-	return false;
-}
-
-static void identify(struct http *h, int fd, struct caller *c)
-{
-	struct ucred uc;
-	socklen_t l = sizeof uc;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-
-	memset(c, 0, sizeof *c);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX)
-		return;   /* TCP: unknown caller, read-only */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
-		return;
-	c->known = true;
-	c->uid = uc.uid;
-	c->gid = uc.gid;
-	c->pid = uc.pid;
-	c->admin = uc.uid == 0;
-	if (h->app->have_admin_gid && in_group(uc.uid, uc.gid, h->app->admin_gid, c->name, sizeof c->name))
-		c->admin = true;
-	if (!c->name[0]) {
-		struct passwd pw, *res = NULL;
-		char buf[4096];
-		if (getpwuid_r(uc.uid, &pw, buf, sizeof buf, &res) == 0 && res)
-			snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
-	}
-}
-
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
 			  enum MHD_ConnectionNotificationCode toe)
 {
@@ -90,7 +38,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct caller *c = calloc(1, sizeof *c);
 		if (c && ci)
-			identify(h, ci->connect_fd, c);
+			peer_identify(ci->connect_fd, h->app->have_admin_gid, h->app->admin_gid, c);
 		*socket_ctx = c;
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		free(*socket_ctx);
@@ -99,28 +47,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 }
 
 /* ---- replies -------------------------------------------------------------------------------- */
-
-json_t *problem_json(const mp_err *e, const char *instance)
-{
-	char type[128];
-	json_t *p;
-
-	snprintf(type, sizeof type, "urn:mempolicyd:problem:%s", e->code ? e->code : "internal");
-	p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status), "status",
-		      e->status, "detail", e->detail, "code", e->code ? e->code : "internal");
-	if (!p)   /* the detail quoted client text that is not UTF-8: say so rather than send "{}" */
-		p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status),
-			      "status", e->status, "detail", "(the detail quoted text that is not valid UTF-8)",
-			      "code", e->code ? e->code : "internal");
-	if (p && instance)
-		json_object_set_new(p, "instance", json_string(instance));
-	if (p && e->sys_errno) {
-		json_object_set_new(p, "errno", json_integer(e->sys_errno));
-		json_object_set_new(p, "errno_name", json_string(strerrorname_np(e->sys_errno)
-								  ? strerrorname_np(e->sys_errno) : "?"));
-	}
-	return p;
-}
 
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body, const char *ctype,
 				 const char *location, const char *allow)
@@ -153,87 +79,6 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e
 	enum MHD_Result ret = send_json(conn, e->status, p, "application/problem+json", NULL, allow);
 	json_decref(p);
 	return ret;
-}
-
-int req_reply(struct req *rq, int status, json_t *out)
-{
-	json_decref(rq->out);
-	rq->status = status;
-	rq->out = out;
-	return out ? 0 : -1;
-}
-
-/* ---- query arguments ------------------------------------------------------------------------ */
-
-const char *req_query(struct req *rq, const char *key)
-{
-	const char *v = NULL;
-	size_t n = 0;
-
-	/* "?dry_run" without '=' is present with no value; libmicrohttpd's plain lookup reports it
-	 * as absent, which would turn a requested dry run into a real change. Present is "". */
-	if (MHD_lookup_connection_value_n(rq->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v, &n) != MHD_YES)
-		return NULL;
-	return v ? v : "";
-}
-
-struct query_check {
-	const char *const *allowed;
-	const char *bad;
-};
-
-static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-	struct query_check *qc = cls;
-	(void)kind;
-	(void)value;
-	for (const char *const *a = qc->allowed; *a; a++)
-		if (!strcmp(*a, key))
-			return MHD_YES;
-	qc->bad = key;
-	return MHD_NO;
-}
-
-int req_query_only(struct req *rq, const char *const *allowed, mp_err *e)
-{
-	struct query_check qc = { allowed, NULL };
-
-	MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &qc);
-	if (qc.bad)
-		return mp_fail(e, 400, "request.unknown_query", 0, "unknown query parameter '%.64s'", qc.bad);
-	return 0;
-}
-
-int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e)
-{
-	const char *v = req_query(rq, key);
-
-	if (!v)
-		return 0;
-	if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
-		*out = true;
-	else if (!strcmp(v, "false") || !strcmp(v, "0"))
-		*out = false;
-	else
-		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be true or false", key);
-	return 0;
-}
-
-int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e)
-{
-	const char *v = req_query(rq, key);
-	char *end;
-	unsigned long long x;
-
-	if (!v)
-		return 0;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (!*v || *end || errno || v[0] == '-' || v[0] == '+' || x < min || x > max)
-		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be an integer from %llu to %llu",
-			       key, (unsigned long long)min, (unsigned long long)max);
-	*out = x;
-	return 0;
 }
 
 /* ---- routing -------------------------------------------------------------------------------- */
