@@ -122,10 +122,19 @@ again:
 	return 0;
 }
 
+/* An older active job holding the same conflict key (running, or queued ahead) blocks c. */
+static bool blocked(const struct jobs *j, const struct job_ctx *c)
+{
+	for (const struct job_ctx *o = j->active; c->conflict_key[0] && o != c; o = o->next)
+		if (!strcmp(o->conflict_key, c->conflict_key))
+			return true;
+	return false;
+}
+
 static struct job_ctx *next_queued(struct jobs *j)
 {
 	for (struct job_ctx *c = j->active; c; c = c->next)
-		if (!c->running)
+		if (!c->running && !blocked(j, c))
 			return c;
 	return NULL;
 }
@@ -192,6 +201,7 @@ static void *worker(void *arg)
 		/* The job is done with the kernel: free its conflict key before its final status is
 		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
 		c->conflict_key[0] = '\0';
+		pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
 		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
@@ -261,7 +271,8 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	struct job_ctx *c = calloc(1, sizeof *c);
 	struct op_record op = { 0 };
 	struct job_row row = { 0 };
-	int64_t now = store_now_ns(), id;
+	int64_t now = store_now_ns(), id, behind = 0, first = 0;
+	int same = 0;
 
 	if (!c) {
 		if (spec->free_arg)
@@ -307,11 +318,16 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	}
 	for (struct job_ctx *o = j->active; c->conflict_key[0] && o; o = o->next)
 		if (!strcmp(o->conflict_key, c->conflict_key)) {
-			if (conflict_id)
-				*conflict_id = o->id;
-			mp_fail(e, 409, "job.conflict", 0, "job %lld (%s) is already %s; cancel it or wait",
-				(long long)o->id, o->kind, o->running ? "running" : "queued");
-			goto fail;
+			if (!same++)
+				first = o->id;
+			if (same > spec->wait_behind) {
+				if (conflict_id)
+					*conflict_id = first;   /* the one that runs now, or runs first */
+				mp_fail(e, 409, "job.conflict", 0, "job %lld (%s) is already %s; cancel it or wait",
+					(long long)o->id, o->kind, o->running ? "running" : "queued");
+				goto fail;
+			}
+			behind = o->id;
 		}
 	store_lock(st);
 	if (store_begin(st, e) < 0) {
@@ -335,7 +351,11 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	id = c->id;   /* a worker may run and free c as soon as the lock is released */
 	pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
-	log_info("job %lld (%s) queued by %s", (long long)id, spec->kind, op.source);
+	if (behind)
+		log_info("job %lld (%s) queued by %s behind job %lld", (long long)id, spec->kind, op.source,
+			 (long long)behind);
+	else
+		log_info("job %lld (%s) queued by %s", (long long)id, spec->kind, op.source);
 	return id;
 fail:
 	pthread_mutex_unlock(&j->lock);

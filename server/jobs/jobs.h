@@ -41,8 +41,10 @@ typedef void (*job_free_fn)(void *arg);
 
 struct job_spec {
 	const char *kind;            /* "hugepages.resize", ...; also the history kind */
-	const char *conflict_key;    /* NULL, or e.g. "hugepages:2048kB": at most one queued or running
-	                              * job per key; a second submission gets 409 */
+	const char *conflict_key;    /* NULL, or e.g. "hugepages:2048kB": one job per key runs at a
+	                              * time; a submission while another is active gets 409 ... */
+	int wait_behind;             /* ... unless this is > 0: then it queues behind up to this many
+	                              * active jobs of its key and runs after them, in order */
 	const char *source;          /* "api" or "scheduler" */
 	const struct job_actor *actor; /* borrowed; NULL for the daemon itself */
 	int64_t schedule_id;         /* 0 when not started by a schedule */

@@ -168,6 +168,11 @@ static json_t *vmstat_delta(const struct htlb_vmstat *b, const struct htlb_vmsta
 			 "compact_fail", (json_int_t)(a->compact_fail - b->compact_fail));
 }
 
+/* How many resizes of one size a scheduled run queues behind before it is refused like an API call:
+ * enough for several schedules due in the same minute, bounded so that a schedule firing faster
+ * than its resize ends cannot pile up work. */
+#define SCHEDULED_WAIT_BEHIND 4
+
 static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 {
 	struct resize_args *a = arg;
@@ -314,6 +319,9 @@ int resize_submit(struct app *app, const json_t *target, const char *size_text, 
 			.kind = KIND, .conflict_key = key, .source = source ? source : "api", .actor = actor,
 			.schedule_id = schedule_id, .request = request, .initial_progress = progress,
 			.run = resize_run, .arg = a, .free_arg = args_free,
+			/* A schedule's run waits for a resize of its size that is under way (resize_run
+			 * starts from the counts it reads then); a caller of the API gets 409 and decides. */
+			.wait_behind = schedule_id ? SCHEDULED_WAIT_BEHIND : 0,
 		};
 		a = NULL;   /* the runner owns it now, even on failure */
 		if ((id = jobs_submit(app->jobs, &spec, conflict_id, e)) < 0)

@@ -304,6 +304,8 @@ class ScheduleDueTest(DaemonTest):
             return r.json["id"]
 
         cls.a_id = post(cls.d, body(cron, {"hugepages": {"size": "2M", "nodes": {"0": 8}}}))
+        # the same size in the same minute: its job queues behind a_id's and runs after it
+        cls.a2_id = post(cls.d, body(cron, {"hugepages": {"size": "2M", "nodes": {"2": 5}}}))
         cls.b_late_id = post(cls.b, body(cron, {"hugepages": {"size": "2M", "nodes": {"1": 6}}}))
         cls.b_skip_id = post(cls.b, body(cron, {"hugepages": {"size": "1G", "nodes": {"0": 1}}},
                                          misfire_grace_s=5))
@@ -363,6 +365,25 @@ class ScheduleDueTest(DaemonTest):
         op = self.d.sql("SELECT kind, source, actor_uid, status FROM operations WHERE id = ?", (op_id,))
         self.assertEqual(op, [("hugepages.resize", "scheduler", None, "ok")])
 
+    def test_same_size_same_minute_runs_in_turn(self):
+        first, second = self.finished_job(self.d, self.a_id)[0], self.finished_job(self.d, self.a2_id)[0]
+        self.assertEqual((first[1], second[1]), ("ok", "ok"), self.d.log_text())
+        self.assertEqual(self.tree.read(POOL2M % 2), "5")
+        # One after the other (the scheduler's order: the later job id queued behind the earlier),
+        # never both at the kernel at once: the later one started after the earlier one's last write.
+        early, late = sorted((first, second))
+        writes = {j[0]: self.d.sql("SELECT min(started_ns), max(started_ns), count(*) FROM batches WHERE op_id = ?",
+                                   (j[5],))[0] for j in (early, late)}
+        started = self.d.sql("SELECT started_ns FROM jobs WHERE id = ?", (late[0],))[0][0]
+        self.assertGreater(started, writes[early[0]][1], (writes, started))
+        self.assertGreater(writes[late[0]][0], writes[early[0]][1], writes)
+        self.assertIn("job %d (hugepages.resize) queued by scheduler behind job %d" % (late[0], early[0]),
+                      self.d.log_text())
+        for sid in (self.a_id, self.a2_id):
+            s = self.d.get("/v1/schedules/%d" % sid).json
+            self.assertEqual((s["last_status"], s["last_error"]), ("submitted", None))
+        self.assertEqual(self.d.sql("SELECT count(*) FROM operations WHERE kind = 'schedule.run'"), [(0,)])
+
     def test_missed_run_within_grace_runs_once_after_restart(self):
         rows = self.finished_job(self.b, self.b_late_id)
         self.assertEqual(len(rows), 1, rows)
@@ -397,5 +418,6 @@ class ScheduleDueTest(DaemonTest):
         self.finished_job(self.d, self.a_id)
         time.sleep(1)   # a second pass would have submitted again by now
         self.assertEqual(len(self.jobs_of(self.d, self.a_id)), 1)
+        self.assertEqual(len(self.jobs_of(self.d, self.a2_id)), 1)
         self.assertEqual(len(self.jobs_of(self.b, self.b_late_id)), 1)
         self.assertEqual(self.b.sql("SELECT count(*) FROM jobs"), [(1,)])
