@@ -44,6 +44,21 @@ static int add_query(char *q, size_t len, const char *key, const char *val)
 	return n < 0 || (size_t)n >= len - o ? -1 : 0;
 }
 
+/* " --opt value" for the "more:" line, the value in single quotes unless it is plainly safe. */
+static void print_opt(const char *opt, const char *val)
+{
+	if (!val)
+		return;
+	if (val[0] && strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:+-") == strlen(val)) {
+		printf(" %s %s", opt, val);
+		return;
+	}
+	printf(" %s '", opt);
+	for (const char *p = val; *p; p++)
+		fputs(*p == '\'' ? "'\\''" : (char[]){ *p, 0 }, stdout);
+	putchar('\'');
+}
+
 int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **argv)
 {
 	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR" };
@@ -84,8 +99,16 @@ int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **
 	}
 	table_print(t, stdout);
 	next = json_object_get(r.body, "next_cursor");
-	if (json_is_string(next))
-		printf("more: mempolicyctl history --cursor %s (with the same filters)\n", json_string_value(next));
+	if (json_is_string(next)) {
+		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
+		printf("more: mempolicyctl history");
+		print_opt("--kind", kind);
+		print_opt("--status", status);
+		print_opt("--since", since);
+		print_opt("--until", until);
+		print_opt("--limit", limit);
+		printf(" --cursor %s\n", json_string_value(next));
+	}
 	http_result_free(&r);
 	return EXIT_OK;
 }

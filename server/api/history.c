@@ -44,27 +44,43 @@ int api_parse_time_ns(const char *s, int64_t *out)
 	return 0;
 }
 
-/* The cursor is opaque to clients: "c" + the hex of the last id returned. Anything else is 400. */
-static void cursor_encode(int64_t before, char *buf, size_t len)
+/* The cursor is opaque to clients: "c" + the hex of the last id returned + "-" + 8 hex digits of
+ * a hash of the filters it was given out for (kind, status, since, until as parsed; not limit), so
+ * that a cursor replayed with other filters is refused instead of paging through something else. */
+static uint32_t filter_hash(const struct history_filter *f)
 {
-	snprintf(buf, len, "c%llx", (unsigned long long)before);
+	char text[256];
+	uint32_t h = 2166136261u;   /* FNV-1a */
+
+	snprintf(text, sizeof text, "%s\n%s\n%d:%lld\n%d:%lld", f->kind ? f->kind : "", f->status ? f->status : "",
+		 f->has_since, (long long)f->since_ns, f->has_until, (long long)f->until_ns);
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h;
 }
 
-static int cursor_decode(const char *s, int64_t *before)
+static void cursor_encode(int64_t before, uint32_t filters, char *buf, size_t len)
 {
+	snprintf(buf, len, "c%llx-%08x", (unsigned long long)before, filters);
+}
+
+static int cursor_decode(const char *s, int64_t *before, uint32_t *filters)
+{
+	const char *dash = strchr(s, '-');
 	char *end;
 	unsigned long long v;
 
-	if (s[0] != 'c' || !s[1] || strlen(s) > 17)
+	if (s[0] != 'c' || !dash || dash == s + 1 || dash - s > 17 || strlen(dash + 1) != 8)
 		return -1;
 	for (const char *p = s + 1; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+		if (p != dash && !((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
 			return -1;
 	errno = 0;
 	v = strtoull(s + 1, &end, 16);
-	if (errno || *end || v == 0 || v > INT64_MAX)
+	if (errno || end != dash || v == 0 || v > INT64_MAX)
 		return -1;
 	*before = (int64_t)v;
+	*filters = (uint32_t)strtoul(dash + 1, NULL, 16);
 	return 0;
 }
 
@@ -106,11 +122,17 @@ int api_history_list(struct req *rq, mp_err *e)
 				       "(2026-11-29T10:00:00Z) or integer nanoseconds since the epoch");
 		f.has_until = true;
 	}
-	if ((v = req_query(rq, "cursor")) && cursor_decode(v, &f.before_id) < 0)
-		return mp_fail(e, 400, "request.bad_query", 0, "cursor: not a cursor this daemon gave out");
+	if ((v = req_query(rq, "cursor"))) {
+		uint32_t given;
+		if (cursor_decode(v, &f.before_id, &given) < 0)
+			return mp_fail(e, 400, "request.bad_query", 0, "cursor: not a cursor this daemon gave out");
+		if (given != filter_hash(&f))
+			return mp_fail(e, 400, "request.cursor_mismatch", 0, "cursor: it was given out for other "
+				       "filters; repeat the same kind, status, since and until (limit may change)");
+	}
 	if (history_list(rq->app->store, &f, &ops, &next, e) < 0)
 		return -1;
-	cursor_encode(next, cur, sizeof cur);
+	cursor_encode(next, filter_hash(&f), cur, sizeof cur);
 	return req_reply(rq, 200, json_pack("{s:o, s:o}", "operations", ops, "next_cursor",
 					    next ? json_string(cur) : json_null()));
 }

@@ -5,6 +5,7 @@ import http.server
 import json
 import os
 import re
+import shlex
 import socket
 import socketserver
 import subprocess
@@ -361,14 +362,19 @@ class CliFakeTreeTest(CliTestBase):
         lines = p.stdout.splitlines()
         self.assertEqual(lines[0].split(), ["ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR"])
         self.assertRegex(lines[1], r"^\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+knobs\.set\s+ok\s+root\s+-$")
-        self.assertTrue(lines[2].startswith("more: mempolicyctl history --cursor "), p.stdout)
+        # the next page's command repeats the filters the cursor is bound to, ready to paste
+        self.assertRegex(lines[2], r"^more: mempolicyctl history --kind knobs\.set --status ok --limit 1 "
+                                   r"--cursor c[0-9a-f]+-[0-9a-f]{8}$")
         self.assertAligned("\n".join(lines[:2]), 6)
-        cursor = lines[2].split()[4]
-        p2 = self.d.ctl("--json", "history", "--kind", "knobs.set", "--limit", "1", "--cursor", cursor)
+        cursor = lines[2].split()[-1]
+        p2 = self.d.ctl("--json", *shlex.split(lines[2])[2:])
         self.assertOk(p2)
-        api = self.d.get("/v1/history?kind=knobs.set&limit=1&cursor=" + cursor).json
+        api = self.d.get("/v1/history?kind=knobs.set&status=ok&limit=1&cursor=" + cursor).json
         self.assertEqual(json.loads(p2.stdout), api)
         self.assertLess(api["operations"][0]["id"], int(lines[1].split()[0]))
+        # the same cursor with other filters is refused, not silently paged through something else
+        self.assertExit(self.d.ctl("history", "--kind", "knobs.set", "--cursor", cursor), 1,
+                        "(request.cursor_mismatch)")
         # a filter matching nothing: only the header
         p = self.d.ctl("history", "--kind", "no.such.kind")
         self.assertOk(p)
@@ -418,6 +424,15 @@ class CliWireTest(unittest.TestCase):
         self.assertEqual(r.requests[0][:2], ("GET", "/v1/history?kind=knobs.set&status=ok&since="
                                              "2026-01-02T10%3A00%3A00%2B00%3A00&until=1800000000000000000"
                                              "&limit=7&cursor=c2a"))
+
+    def test_more_line_quotes_what_the_shell_would_split(self):
+        r = self.rec(body={"operations": [], "next_cursor": "c1f-0a0b0c0d"})
+        args = ["--kind", "it's odd", "--status", "ok", "--since", "2026-01-02T10:00:00+00:00", "--until", ""]
+        p = run(["--socket", r.socket, "history"] + args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        more = p.stdout.splitlines()[-1]
+        self.assertTrue(more.startswith("more: mempolicyctl history "), p.stdout)
+        self.assertEqual(shlex.split(more)[3:], args + ["--cursor", "c1f-0a0b0c0d"])
 
     def test_non_json_error_and_malformed_success(self):
         r = self.rec(status=502, raw=b"<html>bad gateway</html>", content_type="text/html")

@@ -1,6 +1,7 @@
 """Knobs on a generated 4-node tree: validation, kernel refusals recorded with errno (read-only
 file, EINVAL from a real kernel file), PATCH rollback, dry run, unavailable knobs, restart."""
 import os
+import time
 
 from faketree import FakeTree
 from lib import DaemonTest
@@ -193,6 +194,20 @@ class KnobsFakeTest(DaemonTest):
                 break
         self.assertEqual(seen, sorted(seen, reverse=True))
         self.assertTrue(set(ids) <= set(seen))
+        # A cursor is bound to its filters (not to limit, nor to how a time was spelt).
+        since_ns = self.d.get("/v1/history/%d" % ids[0]).json["started_ns"] // 10 ** 9 * 10 ** 9
+        since_txt = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since_ns // 10 ** 9))
+        cur = self.d.get("/v1/history?kind=knobs.set&since=%d&limit=1" % since_ns).json["next_cursor"]
+        self.assertRegex(cur, r"^c[0-9a-f]+-[0-9a-f]{8}$")
+        self.assertEqual(self.d.get("/v1/history?kind=knobs.set&since=%s&limit=3&cursor=%s" % (since_txt, cur)).status,
+                         200)
+        db = self.d.db_snapshot()
+        for q in ("kind=knobs.set", "since=%d" % since_ns, "kind=knobs.set&since=%d&status=ok" % since_ns,
+                  "kind=knobs.patch&since=%d" % since_ns):
+            self.assertProblem(self.d.get("/v1/history?%s&cursor=%s" % (q, cur)), 400, "request.cursor_mismatch")
+        for bad in ("c1", "c-00000000", "c0-00000000", "cx-00000000", "c1-0000000", "c1-000000000", "C1-00000000"):
+            self.assertProblem(self.d.get("/v1/history?cursor=" + bad), 400, "request.bad_query")
+        self.assertEqual(self.d.db_snapshot(), db)
         first = self.d.get("/v1/history/%d" % ids[0]).json["started_ns"]
         r = self.d.get("/v1/history?since=%d&limit=1000" % first)
         self.assertEqual({o["id"] for o in r.json["operations"]} & set(ids), set(ids))

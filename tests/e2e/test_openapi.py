@@ -557,7 +557,8 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("GET", "/v1/history/%d" % op["operation_id"])
         page = self.call("GET", "/v1/history?kind=knobs.set&limit=1").json
         self.assertIsNotNone(page["next_cursor"])
-        self.call("GET", "/v1/history?limit=1&cursor=" + page["next_cursor"])
+        self.call("GET", "/v1/history?kind=knobs.set&limit=1&cursor=" + page["next_cursor"])
+        self.call("GET", "/v1/history?limit=1&cursor=" + page["next_cursor"], status=400)   # cursor_mismatch
 
         # A resize: its dry-run plan, the 202 job (with Location), the finished job, its record,
         # the statistics it feeds.
