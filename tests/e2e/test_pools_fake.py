@@ -439,7 +439,7 @@ class BlockedCompaction(unittest.TestCase):
         try:
             running = wait_for(lambda: [j for j in self.d.get("/v1/jobs?status=running").json["jobs"]
                                         if j["progress"].get("batches") == 3])
-            time.sleep(0.5)   # the client polls every 100 ms: several redraws while it is held
+            time.sleep(1.0)   # the client polls every 100 ms: several redraws while it is held
         finally:
             self.release()
             t.join(60)
@@ -447,7 +447,7 @@ class BlockedCompaction(unittest.TestCase):
         self.assertEqual(rc, 1, err)   # partial
         self.assertIn("job %d ended partial" % running[0]["id"], err)
         bars = re.findall(r"\r(job \d+) \[([#.]{30})\]\s+(\d+)%", err)
-        self.assertGreaterEqual(len(bars), 4, err)
+        self.assertGreaterEqual(len(bars), 3, err)   # >= 2 redraws while held + the closing one
         self.assertEqual({b[0] for b in bars}, {"job %d" % running[0]["id"]})
         self.assertEqual(bars[-1][2], "88")
         self.assertNotIn("100%", err)
