@@ -22,6 +22,7 @@
 #define KIND            "hugepages.resize"
 #define ROW_BUF         64
 #define FLUSH_NS        (250LL * 1000 * 1000)
+#define REPORT_NS       (10LL * 1000 * 1000)   /* progress for GET: fresh enough for a 100 ms poll */
 
 static int64_t mono_ns(void)
 {
@@ -42,7 +43,7 @@ struct run {
 	struct resize_args *a;
 	struct batch_row rows[ROW_BUF];
 	int nrows;
-	int64_t seq, t0, last_flush;
+	int64_t seq, t0, last_flush, last_report;
 	uint64_t done, total;
 	bool compacted;
 };
@@ -64,7 +65,7 @@ static void flush(struct run *r)
 
 static void report(struct run *r)
 {
-	int64_t el = mono_ns() - r->t0;
+	int64_t el = (r->last_report = mono_ns()) - r->t0;
 	json_t *eta = json_null();
 
 	if (r->done > 0 && r->done < r->total)
@@ -139,7 +140,8 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 		t->now = after;
 		if (r->nrows == ROW_BUF || mono_ns() - r->last_flush >= FLUSH_NS)
 			flush(r);
-		report(r);
+		if (gained == 0 || mono_ns() - r->last_report >= REPORT_NS)
+			report(r);
 		if (gained == 0) {
 			if (a->compact && !r->compacted) {
 				/* Compact once per job and retry the same batch. Compaction can take long:
