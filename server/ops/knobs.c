@@ -205,6 +205,20 @@ static int apply(struct app *app, struct item *items, size_t n, bool *mismatch, 
 	return fail;
 }
 
+/* Puts every written knob back, in reverse; returns how many could not be restored. */
+static int undo(struct app *app, struct item *items, size_t n)
+{
+	int bad = 0;
+
+	for (size_t j = n; j-- > 0;) {
+		int rc = write_checked(app, items[j].k, items[j].old);
+		items[j].status = rc == 0 ? "restored" : "restore_failed";
+		items[j].err = rc < 0 ? -rc : 0;
+		bad += rc != 0;
+	}
+	return bad;
+}
+
 static int record(struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
 		  int err_no, const char *error, json_t *result, mp_err *e)
 {
@@ -305,10 +319,21 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 	{
 		mp_err se = { 0 };
 		if (record(app, id, items, n, status, e->sys_errno, fail < 0 ? NULL : e->detail, result, &se) < 0) {
-			log_error("knobs: operation %lld applied (%s) but not recorded: %s", (long long)id, status,
-				  se.detail);
-			if (fail < 0)
+			if (fail < 0) {
+				/* A change the daemon cannot record is not made: put the knobs back. The
+				 * operation stays "running" in the table, the evidence of an attempt. */
+				int bad = undo(app, items, n);
+				log_error("knobs: operation %lld could not be recorded (%s); %s", (long long)id, se.detail,
+					  bad ? "undoing it failed" : "undone");
 				*e = se;
+				snprintf(e->detail, sizeof e->detail, "%.400s; the change could not be recorded, so %s",
+					 se.detail, bad ? "it was undone, except where restoring failed" : "it was undone");
+				status = bad ? "failed" : "undone";
+				json_decref(result);
+				result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+			} else {
+				log_error("knobs: operation %lld (%s) not recorded: %s", (long long)id, status, se.detail);
+			}
 		}
 	}
 	*out = json_pack("{s:I, s:s, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,

@@ -1,5 +1,6 @@
 #include "server/store/db.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,21 @@ int64_t store_now_ns(void)
 
 int store_fail(struct store *st, mp_err *e, const char *what)
 {
-	return mp_fail(e, 500, "store.error", 0, "%s: %s", what, sqlite3_errmsg(st->db));
+	/* What a caller can act on: a full disk or a database in use elsewhere is not our bug. */
+	switch (sqlite3_errcode(st->db) & 0xff) {
+	case SQLITE_FULL:
+		return mp_fail(e, 507, "store.full", ENOSPC, "%s: the database's disk is full (%s)", what,
+			       sqlite3_errmsg(st->db));
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return mp_fail(e, 503, "store.busy", 0, "%s: the database is locked by another process (%s)", what,
+			       sqlite3_errmsg(st->db));
+	case SQLITE_READONLY:
+		return mp_fail(e, 503, "store.readonly", 0, "%s: the database cannot be written (%s)", what,
+			       sqlite3_errmsg(st->db));
+	default:
+		return mp_fail(e, 500, "store.error", 0, "%s: %s", what, sqlite3_errmsg(st->db));
+	}
 }
 
 static int exec(struct store *st, const char *sql, mp_err *e)
@@ -39,7 +54,9 @@ static int exec(struct store *st, const char *sql, mp_err *e)
 	char *msg = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		mp_fail(e, 500, "store.error", 0, "%s", msg ? msg : sqlite3_errmsg(st->db));
+		char what[64];
+		snprintf(what, sizeof what, "%.40s", sql);   /* the statement's start: "COMMIT", "BEGIN ..." */
+		store_fail(st, e, what);
 		sqlite3_free(msg);
 		return -1;
 	}
