@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/api/api.h"
 #include "server/api/listen.h"
@@ -373,33 +375,40 @@ fail:
 	return NULL;
 }
 
-static void drain_and_stop(struct MHD_Daemon *d)
+static unsigned connections(struct MHD_Daemon *d)
 {
-	MHD_socket ls;
-	struct timespec ts = { 0, 20 * 1000000 };
-
-	if (!d)
-		return;
-	ls = MHD_quiesce_daemon(d);
-	for (int i = 0; i < 250; i++) {   /* up to 5 s for in-flight requests */
-		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (!di || di->num_connections == 0)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	MHD_stop_daemon(d);
-	if (ls != MHD_INVALID_SOCKET)
-		close(ls);
+	const union MHD_DaemonInfo *di = d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+	return di ? di->num_connections : 0;
 }
 
+/* Stops taking clients at once, lets the requests in flight finish (up to 5 s), then stops. */
 void http_stop(struct http *h)
 {
+	struct MHD_Daemon *d[2];
+	MHD_socket ls[2];
+	struct timespec ts = { 0, 20 * 1000000 };
+
 	if (!h)
 		return;
-	drain_and_stop(h->d_unix);
-	drain_and_stop(h->d_tcp);
+	d[0] = h->d_unix;
+	d[1] = h->d_tcp;
 	if (h->unix_path)
-		unlink(h->unix_path);
+		unlink(h->unix_path);   /* a new client finds no socket */
+	for (int i = 0; i < 2; i++) {
+		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
+		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
+		 * closed only after MHD_stop_daemon (libmicrohttpd's rule). */
+		if (ls[i] != MHD_INVALID_SOCKET)
+			shutdown(ls[i], SHUT_RDWR);
+	}
+	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
+		nanosleep(&ts, NULL);
+	for (int i = 0; i < 2; i++) {
+		if (d[i])
+			MHD_stop_daemon(d[i]);
+		if (ls[i] != MHD_INVALID_SOCKET)
+			close(ls[i]);
+	}
 	free(h->unix_path);
 	free(h);
 }

@@ -3,9 +3,12 @@ import json
 import os
 import signal
 import socket
+import shutil
 import subprocess
+import tempfile
 import time
 
+from faketree import FakeTree
 from lib import DAEMON, Daemon, DaemonTest
 
 
@@ -94,6 +97,46 @@ class LifecycleTest(DaemonTest):
             self.assertFalse(os.path.exists(d.socket))
         finally:
             d.cleanup()
+
+    def test_sigterm_lets_the_request_in_flight_finish(self):
+        """A request half-sent when SIGTERM arrives is still read, applied, recorded and answered;
+        new connections are refused meanwhile; the database is closed (no WAL file left)."""
+        tmp = tempfile.mkdtemp(prefix="mpd-term-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        tree = FakeTree(tmp, nodes=2)
+        with socket.socket() as p:
+            p.bind(("127.0.0.1", 0))
+            port = p.getsockname()[1]
+        d = Daemon(tree, ["--listen-tcp", "127.0.0.1:%d" % port]).start()
+        self.addCleanup(d.cleanup)
+        body = b'{"value": 1234}'
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(d.socket)
+            s.sendall(b"PUT /v1/knobs/thp.khugepaged.pages_to_scan HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:5])
+            time.sleep(0.2)
+            d.proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 5
+            while os.path.exists(d.socket) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with socket.socket(socket.AF_UNIX) as s2:   # no new connections while it drains
+                with self.assertRaises(OSError):
+                    s2.connect(d.socket)
+            with socket.socket() as s3:
+                s3.settimeout(5)
+                with self.assertRaises(ConnectionRefusedError):
+                    s3.connect(("127.0.0.1", port))
+            self.assertIsNone(d.proc.poll(), "the daemon exited with a request in flight")
+            s.sendall(body[5:])
+            status, _, raw = RouterTest.raw_response(self, s)
+        self.assertIn(" 200 ", status, raw)
+        op = json.loads(raw)["operation_id"]
+        self.assertEqual(d.stop(), 0)
+        self.assertEqual(tree.read("sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan"), "1234")
+        self.assertEqual(d.sql("SELECT status FROM operations WHERE id = ?", (op,)), [("ok",)])
+        self.assertFalse(os.path.exists(d.db + "-wal"), "the database was not closed cleanly")
 
     def test_second_daemon_on_same_socket_refuses(self):
         d2 = Daemon(workdir=self.d.dir)
