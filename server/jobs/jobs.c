@@ -122,19 +122,22 @@ again:
 	return 0;
 }
 
-/* An older active job holding the same conflict key (running, or queued ahead) blocks c. */
-static bool blocked(const struct jobs *j, const struct job_ctx *c)
+/* The job right ahead of c with c's conflict key (running, or queued ahead), which c waits for;
+ * NULL when c may run. */
+static const struct job_ctx *blocker(const struct jobs *j, const struct job_ctx *c)
 {
+	const struct job_ctx *ahead = NULL;
+
 	for (const struct job_ctx *o = j->active; c->conflict_key[0] && o != c; o = o->next)
 		if (!strcmp(o->conflict_key, c->conflict_key))
-			return true;
-	return false;
+			ahead = o;
+	return ahead;
 }
 
 static struct job_ctx *next_queued(struct jobs *j)
 {
 	for (struct job_ctx *c = j->active; c; c = c->next)
-		if (!c->running && !blocked(j, c))
+		if (!c->running && !blocker(j, c))
 			return c;
 	return NULL;
 }
@@ -349,13 +352,14 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 		*p = c;
 	}
 	id = c->id;   /* a worker may run and free c as soon as the lock is released */
-	pthread_cond_signal(&j->wake);
-	pthread_mutex_unlock(&j->lock);
+	/* Logged under the lock, so that "queued" never follows the job's "finished" in the log. */
 	if (behind)
 		log_info("job %lld (%s) queued by %s behind job %lld", (long long)id, spec->kind, op.source,
 			 (long long)behind);
 	else
 		log_info("job %lld (%s) queued by %s", (long long)id, spec->kind, op.source);
+	pthread_cond_signal(&j->wake);
+	pthread_mutex_unlock(&j->lock);
 	return id;
 fail:
 	pthread_mutex_unlock(&j->lock);
@@ -369,10 +373,13 @@ static void overlay(struct jobs *j, json_t *job, int64_t id)
 	pthread_mutex_lock(&j->lock);
 	for (struct job_ctx *c = j->active; c; c = c->next)
 		if (c->id == id) {
+			const struct job_ctx *b = c->running ? NULL : blocker(j, c);
 			if (c->progress)
 				json_object_set_new(job, "progress", json_deep_copy(c->progress));
 			if (c->cancel)
 				json_object_set_new(job, "cancel_requested", json_true());
+			if (b)
+				json_object_set_new(job, "waiting_for_job_id", json_integer(b->id));
 			break;
 		}
 	pthread_mutex_unlock(&j->lock);

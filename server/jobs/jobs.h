@@ -1,7 +1,7 @@
 /* The job runner: long operations (pool resizes, probes) run on worker threads, persisted in the
  * jobs table, each one also an operation in history. An operation function from server/ops/ gets a
  * job_ctx: it reports progress and polls for cancellation, and knows nothing of HTTP or of the
- * runner. The scheduler (jobs/sched.c) submits ordinary jobs through jobs_submit().
+ * runner. The scheduler (jobs/scheduler.c) submits ordinary jobs through jobs_submit().
  *
  * Job states: "queued" -> "running" -> one of "ok", "partial", "failed", "cancelled"; a job that
  * was queued or running when the daemon died reads "interrupted" after the next start. */

@@ -1,0 +1,258 @@
+/* The job runner (server/jobs/jobs.c) on a real SQLite file, with a job kind made for the test that
+ * holds its worker at a gate until the test opens it: one job per conflict key at a time, 409 with
+ * the active job's id, queueing behind a job of the same key (wait_behind) and its bound, the order
+ * queued jobs start in, cancelling a queued job, and what GET shows while a job waits. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/app.h"
+#include "server/jobs/jobs.h"
+#include "server/store/db.h"
+#include "tests/unit/check_main.h"
+
+struct gate {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool open, started;
+	int order;                   /* the order this job started in, from 1; 0 = never */
+};
+
+static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nstarted;
+
+static void gated_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
+{
+	struct gate *g = arg;
+
+	(void)ctx;
+	pthread_mutex_lock(&order_lock);
+	g->order = ++nstarted;
+	pthread_mutex_unlock(&order_lock);
+	pthread_mutex_lock(&g->m);
+	g->started = true;
+	pthread_cond_broadcast(&g->c);
+	while (!g->open)
+		pthread_cond_wait(&g->c, &g->m);
+	pthread_mutex_unlock(&g->m);
+	out->status = "ok";
+}
+
+static void gate_init(struct gate *g)
+{
+	memset(g, 0, sizeof *g);
+	pthread_mutex_init(&g->m, NULL);
+	pthread_cond_init(&g->c, NULL);
+}
+
+static void gate_open(struct gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	g->open = true;
+	pthread_cond_broadcast(&g->c);
+	pthread_mutex_unlock(&g->m);
+}
+
+static void wait_started(struct gate *g)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&g->m);
+	while (!g->started)
+		ck_assert_msg(pthread_cond_timedwait(&g->c, &g->m, &until) == 0, "the job never started");
+	pthread_mutex_unlock(&g->m);
+}
+
+static char dir[64];
+static struct app app;
+static struct jobs *runner;
+
+static void setup(void)
+{
+	char path[96];
+	mp_err e = { 0 };
+
+	snprintf(dir, sizeof dir, "/tmp/mpd-jobs-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/j.db", dir);
+	memset(&app, 0, sizeof app);
+	snprintf(app.caps.kernel_release, sizeof app.caps.kernel_release, "test");
+	app.store = store_open(path, &e);
+	ck_assert_msg(app.store != NULL, "%s", e.detail);
+	runner = jobs_open(&app, &e);
+	ck_assert_ptr_nonnull(runner);
+	app.jobs = runner;
+	ck_assert_msg(jobs_start(runner, 2, &e) == 0, "%s", e.detail);
+	nstarted = 0;
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	jobs_close(runner);
+	store_close(app.store);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Submits a gated job; returns its id, or -1 with *e and *conflict set. */
+static int64_t submit(struct gate *g, const char *key, int wait_behind, int64_t *conflict, mp_err *e)
+{
+	struct job_spec spec = { .kind = "test.gated", .conflict_key = key, .source = "api",
+				 .run = gated_run, .arg = g, .wait_behind = wait_behind };
+	return jobs_submit(runner, &spec, conflict, e);
+}
+
+static char *field(int64_t id, const char *name)
+{
+	mp_err e = { 0 };
+	json_t *job = jobs_get(runner, id, &e), *v;
+	char *out;
+
+	ck_assert_msg(job != NULL, "%s", e.detail);
+	v = json_object_get(job, name);
+	out = v ? json_dumps(v, JSON_ENCODE_ANY) : strdup("absent");
+	json_decref(job);
+	return out;
+}
+
+static void assert_field(int64_t id, const char *name, const char *want)
+{
+	char *got = field(id, name);
+	ck_assert_msg(!strcmp(got, want), "job %lld %s: %s, want %s", (long long)id, name, got, want);
+	free(got);
+}
+
+static void wait_status(int64_t id, const char *want)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *got = field(id, "status");
+		bool ok = !strcmp(got, want);
+		free(got);
+		if (ok)
+			return;
+		usleep(10000);
+	}
+	assert_field(id, "status", want);
+}
+
+START_TEST(second_of_a_key_is_409_with_the_active_id)
+{
+	struct gate a, b, c;
+	int64_t ia, ib, ic, conflict = 0;
+	mp_err e = { 0 };
+
+	gate_init(&a);
+	gate_init(&b);
+	gate_init(&c);
+	ia = submit(&a, "k", 0, NULL, &e);
+	ck_assert_msg(ia > 0, "%s", e.detail);
+	wait_started(&a);
+	ck_assert_int_eq(submit(&b, "k", 0, &conflict, &e), -1);
+	ck_assert_int_eq(e.status, 409);
+	ck_assert_str_eq(e.code, "job.conflict");
+	ck_assert_int_eq(conflict, ia);
+	/* another key runs beside it, on the second worker */
+	ic = submit(&c, "other", 0, NULL, &e);
+	ck_assert(ic > 0);
+	wait_started(&c);
+	gate_open(&a);
+	gate_open(&c);
+	wait_status(ia, "\"ok\"");
+	wait_status(ic, "\"ok\"");
+	/* the key is free again */
+	gate_open(&b);
+	ib = submit(&b, "k", 0, NULL, &e);
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	wait_status(ib, "\"ok\"");
+}
+END_TEST
+
+START_TEST(wait_behind_queues_in_order_and_is_bounded)
+{
+	struct gate a, b, c, d;
+	int64_t ia, ib, ic, conflict = 0;
+	mp_err e = { 0 };
+
+	gate_init(&a);
+	gate_init(&b);
+	gate_init(&c);
+	gate_init(&d);
+	ia = submit(&a, "k", 0, NULL, &e);
+	wait_started(&a);
+	ib = submit(&b, "k", 2, NULL, &e);
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	ic = submit(&c, "k", 2, NULL, &e);
+	ck_assert_msg(ic > 0, "%s", e.detail);
+	/* a third waiter would be behind three: refused, naming the job that runs now */
+	ck_assert_int_eq(submit(&d, "k", 2, &conflict, &e), -1);
+	ck_assert_int_eq(e.status, 409);
+	ck_assert_int_eq(conflict, ia);
+	/* the second worker is free, yet b waits: its key is held */
+	usleep(100000);
+	ck_assert(!b.started && !c.started);
+	assert_field(ib, "status", "\"queued\"");
+	char want[32];
+	snprintf(want, sizeof want, "%lld", (long long)ia);
+	assert_field(ib, "waiting_for_job_id", want);
+	snprintf(want, sizeof want, "%lld", (long long)ib);
+	assert_field(ic, "waiting_for_job_id", want);
+	assert_field(ia, "waiting_for_job_id", "absent");
+	/* open all three gates at once: they still run one after the other, in submission order */
+	gate_open(&b);
+	gate_open(&c);
+	gate_open(&a);
+	wait_status(ic, "\"ok\"");
+	ck_assert_int_eq(a.order, 1);
+	ck_assert_int_eq(b.order, 2);
+	ck_assert_int_eq(c.order, 3);
+	assert_field(ib, "waiting_for_job_id", "absent");
+}
+END_TEST
+
+START_TEST(a_queued_job_cancelled_never_runs)
+{
+	struct gate a, b;
+	int64_t ia, ib;
+	mp_err e = { 0 };
+	json_t *job;
+
+	gate_init(&a);
+	gate_init(&b);
+	ia = submit(&a, "k", 0, NULL, &e);
+	wait_started(&a);
+	ib = submit(&b, "k", 1, NULL, &e);
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	job = jobs_cancel(runner, ib, &e);
+	ck_assert_msg(job != NULL, "%s", e.detail);
+	json_decref(job);
+	assert_field(ib, "status", "\"cancelled\"");
+	assert_field(ib, "reason", "\"cancelled before it started\"");
+	gate_open(&a);
+	wait_status(ia, "\"ok\"");
+	usleep(100000);
+	ck_assert(!b.started);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("jobs");
+	TCase *t = tcase_create("runner");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, second_of_a_key_is_409_with_the_active_id);
+	tcase_add_test(t, wait_behind_queues_in_order_and_is_bounded);
+	tcase_add_test(t, a_queued_job_cancelled_never_runs);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+MPD_CHECK_MAIN(suite)
