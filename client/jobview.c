@@ -66,6 +66,11 @@ void jobview_print(const json_t *job)
 		out_scalar(json_object_get(job, keys[k]), a, sizeof a);
 		table_row(t, keys[k], a);
 	}
+	if (json_is_integer(json_object_get(job, "waiting_for_job_id"))) {
+		snprintf(a, sizeof a, "job %lld (same page size, ahead of this one)",
+			 (long long)json_integer_value(json_object_get(job, "waiting_for_job_id")));
+		table_row(t, "waiting for", a);
+	}
 	for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
 		const json_t *v = json_object_get(job, times[k]);
 		char key[32];

@@ -434,6 +434,19 @@ class CliWireTest(unittest.TestCase):
         self.assertTrue(more.startswith("more: mempolicyctl history "), p.stdout)
         self.assertEqual(shlex.split(more)[3:], args + ["--cursor", "c1f-0a0b0c0d"])
 
+    def test_job_show_says_what_a_queued_job_waits_for(self):
+        job = {"id": 9, "kind": "hugepages.resize", "status": "queued", "source": "scheduler", "schedule_id": 2,
+               "op_id": 17, "created_ns": 1795987020043735909, "started_ns": None, "finished_ns": None,
+               "progress": {"pages_done": 0, "pages_total": 5, "batches": 0}, "waiting_for_job_id": 8}
+        r = self.rec(body=job)
+        p = run(["--socket", r.socket, "job", "show", "9"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^waiting for\s+job 8 \(same page size, ahead of this one\)$")
+        del job["waiting_for_job_id"]
+        r = self.rec(body=job)
+        p = run(["--socket", r.socket, "job", "show", "9"])
+        self.assertNotIn("waiting", p.stdout)
+
     def test_non_json_error_and_malformed_success(self):
         r = self.rec(status=502, raw=b"<html>bad gateway</html>", content_type="text/html")
         p = run(["--socket", r.socket, "topology"])
