@@ -18,6 +18,7 @@
 #include "server/log.h"
 #include "server/ops/resize.h"
 #include "server/store/db.h"
+#include "server/store/history.h"
 
 #define DEFAULT_SOCKET "/run/mempolicyd/mempolicyd.sock"
 #define DEFAULT_DB     "/var/lib/mempolicyd/mempolicyd.db"
@@ -199,7 +200,8 @@ int main(int argc, char **argv)
 	struct http *http = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
-	int sig, rc = 1;
+	int sig, n, rc = 1;
+	int64_t started_ns = store_now_ns();   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
 		goto out;
@@ -253,6 +255,10 @@ int main(int argc, char **argv)
 	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
+	if ((n = history_mark_unfinished(app.store, started_ns, store_now_ns(), &e)) < 0)
+		goto fail;
+	if (n > 0)
+		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);
 	/* The scheduler submits jobs: it starts after the job runner, and only once the socket is
 	 * ours (a second daemon refused on the same socket must not run schedules). */
 	if (!(app.scheduler = scheduler_start(&app, &e)))

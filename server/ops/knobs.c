@@ -321,7 +321,8 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 		if (record(app, id, items, n, status, e->sys_errno, fail < 0 ? NULL : e->detail, result, &se) < 0) {
 			if (fail < 0) {
 				/* A change the daemon cannot record is not made: put the knobs back. The
-				 * operation stays "running" in the table, the evidence of an attempt. */
+				 * operation stays "running" in the table, the evidence of an attempt (the
+				 * next start marks it "interrupted"). */
 				int bad = undo(app, items, n);
 				log_error("knobs: operation %lld could not be recorded (%s); %s", (long long)id, se.detail,
 					  bad ? "undoing it failed" : "undone");

@@ -62,6 +62,31 @@ static const char SQL_FINISH[] =
 	"UPDATE operations SET status = ?2, finished_ns = ?3, errno = ?4, error = ?5, "
 	"result = coalesce(?6, result) WHERE id = ?1";
 
+static const char SQL_UNFINISHED[] =
+	"UPDATE operations SET status = 'interrupted', finished_ns = ?1, "
+	"error = 'the daemon stopped, or could not record the outcome, before this operation finished' "
+	"WHERE status = 'running' AND started_ns < ?2";
+
+int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e)
+{
+	sqlite3_stmt *s;
+	int n = -1;
+
+	store_lock(st);
+	if (!(s = store_stmt(st, SQL_UNFINISHED, e)))
+		goto out;
+	sqlite3_bind_int64(s, 1, now_ns);
+	sqlite3_bind_int64(s, 2, daemon_start_ns);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		store_fail(st, e, "mark unfinished operations");
+	else
+		n = sqlite3_changes(store_db(st));
+	sqlite3_reset(s);
+out:
+	store_unlock(st);
+	return n;
+}
+
 int history_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, int err_no,
 		   const char *error, json_t *result, mp_err *e)
 {

@@ -34,6 +34,12 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e);
 int history_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, int err_no,
 		   const char *error, json_t *result, mp_err *e);
 
+/* At start, after the job runner's recovery: marks every operation still "running" that started
+ * before this daemon did (a knob change cut short by a crash, or one whose outcome could not be
+ * recorded) "interrupted", finished now. Changes this daemon is already making are left alone.
+ * Returns how many, or -1. Takes the store lock itself. */
+int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e);
+
 /* One knob write of an operation (the knob_changes table). Call with the store locked. */
 struct knob_change_rec {
 	int seq;                     /* order of the write within the operation */

@@ -140,9 +140,16 @@ class RecordFails(DaemonTest):
                                     (r.json["operation_id"],)), [("running", None)])
         self.assertIn("could not be recorded", self.d.log_text())
         self.ddl("DROP TRIGGER mpd_test_refuse")
-        r = self.d.request("PUT", "/v1/knobs/thp.enabled", body={"value": "never"})
-        self.assertEqual(r.status, 200, r.raw)
+        r2 = self.d.request("PUT", "/v1/knobs/thp.enabled", body={"value": "never"})
+        self.assertEqual(r2.status, 200, r2.raw)
         self.assertEqual(self.tree.read(enabled).split("[")[1].split("]")[0], "never")
+        # the next daemon closes the unfinished attempt, and leaves finished operations as they were
+        self.d.restart()
+        rows = self.d.sql("SELECT id, status, finished_ns IS NOT NULL, error FROM operations ORDER BY id")
+        self.assertIn((r.json["operation_id"], "interrupted", 1,
+                       "the daemon stopped, or could not record the outcome, before this operation finished"), rows)
+        self.assertIn((r2.json["operation_id"], "ok", 1, None), rows)
+        self.assertIn("1 operation(s) left unfinished by the previous daemon: marked interrupted", self.d.log_text())
 
 
 if __name__ == "__main__":
