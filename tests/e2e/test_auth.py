@@ -13,6 +13,7 @@ from faketree import FakeTree
 from lib import Daemon
 from test_openapi import load_routes
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 GROUP = "mpdtest-admins"
 MEMBER = "mpdtest-member"      # in GROUP as a supplementary group
 PRIMARY = "mpdtest-primary"    # GROUP is its primary group
@@ -25,14 +26,14 @@ def run(*cmd):
 
 # Sends each [method, path, body] of a JSON list read from stdin over the socket in argv[1] and
 # prints [[status, code], ...]: run as another user, so the daemon sees that user's credentials.
+# lib.py is importable from argv[2] (the e2e directory is world-readable).
 AS_USER = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from lib import UnixHTTPConnection
 out = []
 for method, path, body in json.load(sys.stdin):
-    c = C("localhost", timeout=30)
+    c = UnixHTTPConnection(sys.argv[1])
     c.request(method, path, body=None if body is None else json.dumps(body),
               headers={} if body is None else {"Content-Type": "application/json"})
     r = c.getresponse(); raw = r.read()
@@ -108,7 +109,7 @@ class AdminGroup(unittest.TestCase):
     def as_user(self, user, reqs):
         gid = str(pwd.getpwnam(user).pw_gid)
         p = subprocess.run(["setpriv", "--reuid", user, "--regid", gid, "--init-groups", "--",
-                            sys.executable, "-c", AS_USER, self.d.socket],
+                            sys.executable, "-c", AS_USER, self.d.socket, HERE],
                            input=json.dumps([r[:3] for r in reqs]), capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)

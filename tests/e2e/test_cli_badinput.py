@@ -6,11 +6,10 @@ code on stderr) and, for the commands that change something, the same command ru
 (exit 1, auth.forbidden). Every case prints nothing on stdout. Afterwards the generated tree and
 every database table are as they were."""
 import re
+import subprocess
 
 from faketree import FakeTree
 from lib import CTL, DaemonTest
-
-import subprocess
 
 # command -> {"usage": [argv...], "refused": [(argv, code)], "nobody": [argv]}; "{job}" and "{sched}"
 # stand for a finished job and a schedule made in setUpClass.

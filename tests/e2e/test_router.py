@@ -12,6 +12,22 @@ from faketree import FakeTree
 from lib import DAEMON, Daemon, DaemonTest
 
 
+def raw_response(sock):
+    """One HTTP/1.1 response read off sock: (status line, headers, body)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise AssertionError("the daemon closed the connection: %r" % buf)
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        body += sock.recv(4096)
+    return lines[0], headers, body
+
+
 class RouterTest(DaemonTest):
     def test_health_reports_version_kernel_and_capabilities(self):
         r = self.d.get("/v1/health")
@@ -36,20 +52,6 @@ class RouterTest(DaemonTest):
         self.assertProblem(r, 405, "request.method_not_allowed")
         self.assertEqual(r.headers.get("Allow"), "GET")
 
-    def raw_response(self, sock):
-        """One HTTP/1.1 response read off sock: (status line, headers, body)."""
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            chunk = sock.recv(4096)
-            self.assertTrue(chunk, "the daemon closed the connection: %r" % buf)
-            buf += chunk
-        head, body = buf.split(b"\r\n\r\n", 1)
-        lines = head.decode().split("\r\n")
-        headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-        while len(body) < int(headers.get("content-length", "0")):
-            body += sock.recv(4096)
-        return lines[0], headers, body
-
     def test_refusal_from_the_headers_waits_for_the_body(self):
         """A 415 decided from the headers is sent once the (small) body is read: a client that writes
         its whole request before reading gets the problem instead of EPIPE, and the connection stays
@@ -64,17 +66,17 @@ class RouterTest(DaemonTest):
             s.sendall(head + b"\r\n")
             time.sleep(0.2)    # an answer sent now, with the connection closed, would make this EPIPE
             s.sendall(body)
-            status, headers, raw = self.raw_response(s)
+            status, headers, raw = raw_response(s)
             self.assertIn(" 415 ", status)
             self.assertTrue(headers["content-type"].startswith("application/problem+json"))
             self.assertEqual(json.loads(raw)["code"], "request.unsupported_media_type")
             s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
-            self.assertIn(" 200 ", self.raw_response(s)[0])
+            self.assertIn(" 200 ", raw_response(s)[0])
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(10)
             s.connect(self.d.socket)
             s.sendall(head + b"Expect: 100-continue\r\n\r\n")
-            status, _, raw = self.raw_response(s)
+            status, _, raw = raw_response(s)
             self.assertIn(" 415 ", status)   # not "100 Continue"
             self.assertEqual(json.loads(raw)["code"], "request.unsupported_media_type")
         self.assertEqual(open("/sys/kernel/mm/transparent_hugepage/enabled").read(), before)
@@ -130,7 +132,7 @@ class LifecycleTest(DaemonTest):
                     s3.connect(("127.0.0.1", port))
             self.assertIsNone(d.proc.poll(), "the daemon exited with a request in flight")
             s.sendall(body[5:])
-            status, _, raw = RouterTest.raw_response(self, s)
+            status, _, raw = raw_response(s)
         self.assertIn(" 200 ", status, raw)
         op = json.loads(raw)["operation_id"]
         self.assertEqual(d.stop(), 0)
