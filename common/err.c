@@ -3,19 +3,41 @@
 #include <stdio.h>
 #include <string.h>
 
-int mp_fail(mp_err *e, int status, const char *code, int sys_errno, const char *fmt, ...)
+static const struct {
+	const char *name;
+	enum mp_kind kind;
+	const char *meaning;
+} registry[MPE__COUNT] = {
+	[MPE_NONE] = { "none", MPK_INTERNAL, "no error" },
+#define MP_CODE_ROW(id, str, k, meaning) [MPE_##id] = { str, MPK_##k, meaning },
+	MP_ERROR_CODES(MP_CODE_ROW)
+#undef MP_CODE_ROW
+};
+
+static const char *const kind_names[MPK__COUNT] = {
+#define MP_KIND_NAME(k, name) [MPK_##k] = name,
+	MP_ERROR_KINDS(MP_KIND_NAME)
+#undef MP_KIND_NAME
+};
+
+int mp_fail(mp_err *e, enum mp_code code, int sys_errno, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!e)
 		return -1;
-	e->status = status;
 	e->code = code;
 	e->sys_errno = sys_errno;
+	e->http_status = 0;
 	va_start(ap, fmt);
 	vsnprintf(e->detail, sizeof e->detail, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+int mp_nomem(mp_err *e)
+{
+	return mp_fail(e, MPE_INTERNAL_NOMEM, 0, "out of memory");
 }
 
 void mp_err_clear(mp_err *e)
@@ -23,17 +45,35 @@ void mp_err_clear(mp_err *e)
 	memset(e, 0, sizeof *e);
 }
 
-const char *mp_status_title(int status)
+static enum mp_code checked(enum mp_code code)
 {
-	static const struct { int status; const char *title; } titles[] = {
-		{ 400, "Bad Request" }, { 401, "Unauthorized" }, { 403, "Forbidden" },
-		{ 404, "Not Found" }, { 405, "Method Not Allowed" }, { 409, "Conflict" },
-		{ 413, "Content Too Large" }, { 414, "URI Too Long" }, { 415, "Unsupported Media Type" },
-		{ 422, "Unprocessable Content" }, { 500, "Internal Server Error" },
-		{ 503, "Service Unavailable" }, { 507, "Insufficient Storage" },
-	};
-	for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
-		if (titles[i].status == status)
-			return titles[i].title;
-	return status >= 500 ? "Server Error" : "Client Error";
+	return code > MPE_NONE && code < MPE__COUNT ? code : MPE_INTERNAL_ERROR;
+}
+
+const char *mp_code_name(enum mp_code code)
+{
+	return registry[checked(code)].name;
+}
+
+enum mp_kind mp_code_kind(enum mp_code code)
+{
+	return registry[checked(code)].kind;
+}
+
+const char *mp_code_meaning(enum mp_code code)
+{
+	return registry[checked(code)].meaning;
+}
+
+const char *mp_kind_name(enum mp_kind kind)
+{
+	return kind >= 0 && kind < MPK__COUNT ? kind_names[kind] : "internal";
+}
+
+enum mp_code mp_code_by_name(const char *s)
+{
+	for (int c = MPE_NONE + 1; c < MPE__COUNT; c++)
+		if (!strcmp(registry[c].name, s))
+			return (enum mp_code)c;
+	return MPE_NONE;
 }

@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 
 	caps_detect(&app.caps, app.sysfs_root, app.procfs_root);
 	if (!(app.knobs = knobs_build(app.sysfs_root, app.procfs_root))) {
-		mp_fail(&e, 500, "oom", 0, "out of memory building the knob catalogue");
+		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
 		goto fail;
 	}
 	make_parent(cfg.db);

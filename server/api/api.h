@@ -68,7 +68,11 @@ int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);
 int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e);
 int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e);
 
-/* The problem+json body for an error (used by the router, and by tests of handlers). */
+/* Problems (api/problem.c): the HTTP status of an error (its http_status when a handler set one,
+ * else its code's kind), the reason phrase of a status, and the problem+json body. */
+int api_kind_status(enum mp_kind kind, int sys_errno);
+int api_status(const mp_err *e);
+const char *api_status_title(int status);
 json_t *problem_json(const mp_err *e, const char *instance);
 
 /* Listeners. */

@@ -92,7 +92,7 @@ static int short_text(struct req *rq, const char *key, const char **out, mp_err 
 	const char *v = req_query(rq, key);
 
 	if (v && (!*v || strlen(v) > 64))
-		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be 1 to 64 characters", key);
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "query parameter '%s' must be 1 to 64 characters", key);
 	*out = v;
 	return 0;
 }
@@ -112,22 +112,22 @@ int api_history_list(struct req *rq, mp_err *e)
 	f.limit = (int)limit;
 	if ((v = req_query(rq, "since"))) {
 		if (api_parse_time_ns(v, &f.since_ns) < 0)
-			return mp_fail(e, 400, "request.bad_query", 0, "since: expected RFC 3339 UTC "
+			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "since: expected RFC 3339 UTC "
 				       "(2026-11-29T10:00:00Z) or integer nanoseconds since the epoch");
 		f.has_since = true;
 	}
 	if ((v = req_query(rq, "until"))) {
 		if (api_parse_time_ns(v, &f.until_ns) < 0)
-			return mp_fail(e, 400, "request.bad_query", 0, "until: expected RFC 3339 UTC "
+			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "until: expected RFC 3339 UTC "
 				       "(2026-11-29T10:00:00Z) or integer nanoseconds since the epoch");
 		f.has_until = true;
 	}
 	if ((v = req_query(rq, "cursor"))) {
 		uint32_t given;
 		if (cursor_decode(v, &f.before_id, &given) < 0)
-			return mp_fail(e, 400, "request.bad_query", 0, "cursor: not a cursor this daemon gave out");
+			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "cursor: not a cursor this daemon gave out");
 		if (given != filter_hash(&f))
-			return mp_fail(e, 400, "request.cursor_mismatch", 0, "cursor: it was given out for other "
+			return mp_fail(e, MPE_REQUEST_CURSOR_MISMATCH, 0, "cursor: it was given out for other "
 				       "filters; repeat the same kind, status, since and until (limit may change)");
 	}
 	if (history_list(rq->app->store, &f, &ops, &next, e) < 0)
@@ -145,7 +145,7 @@ int api_history_get(struct req *rq, mp_err *e)
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
 	if (parse_i64(rq->param[0], &id) < 0 || id <= 0)
-		return mp_fail(e, 404, "history.not_found", 0, "no operation '%.32s'", rq->param[0]);
+		return mp_fail(e, MPE_HISTORY_NOT_FOUND, 0, "no operation '%.32s'", rq->param[0]);
 	if (!(op = history_get(rq->app->store, id, e)))
 		return -1;
 	return req_reply(rq, 200, op);

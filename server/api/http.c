@@ -78,7 +78,7 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e
 				    const char *allow)
 {
 	json_t *p = problem_json(e, url);
-	enum MHD_Result ret = send_json(conn, e->status, p, "application/problem+json", NULL, allow);
+	enum MHD_Result ret = send_json(conn, api_status(e), p, "application/problem+json", NULL, allow);
 	json_decref(p);
 	return ret;
 }
@@ -161,36 +161,36 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 	if (who)
 		s->rq.who = *who;
 	if (strlen(url) > API_MAX_URL) {
-		mp_fail(&s->early, 414, "request.uri_too_long", 0, "the URL is longer than %d bytes", API_MAX_URL);
+		mp_fail(&s->early, MPE_REQUEST_URI_TOO_LONG, 0, "the URL is longer than %d bytes", API_MAX_URL);
 		return;
 	}
 	s->route = route_find(method, url, allow, sizeof allow, &path_known);
 	if (!s->route) {
 		if (path_known)
-			mp_fail(&s->early, 405, "request.method_not_allowed", 0, "%s is not allowed on %s (allowed: %s)",
+			mp_fail(&s->early, MPE_REQUEST_METHOD_NOT_ALLOWED, 0, "%s is not allowed on %s (allowed: %s)",
 				method, url, allow);
 		else
-			mp_fail(&s->early, 404, "request.not_found", 0, "no resource at %s", url);
+			mp_fail(&s->early, MPE_REQUEST_NOT_FOUND, 0, "no resource at %s", url);
 		return;
 	}
 	if (cl && strtoull(cl, NULL, 10) > API_MAX_BODY) {
-		mp_fail(&s->early, 413, "request.too_large", 0, "the body is larger than %d bytes", API_MAX_BODY);
+		mp_fail(&s->early, MPE_REQUEST_TOO_LARGE, 0, "the body is larger than %d bytes", API_MAX_BODY);
 		goto unroute;
 	}
 	if ((s->route->flags & R_ADMIN) && !s->rq.who.admin) {
 		if (s->rq.who.known)
-			mp_fail(&s->early, 403, "auth.forbidden", 0,
+			mp_fail(&s->early, MPE_AUTH_FORBIDDEN, 0,
 				"uid %u may read but not change; changes need root or the admin group",
 				(unsigned)s->rq.who.uid);
 		else
-			mp_fail(&s->early, 403, "auth.forbidden", 0,
+			mp_fail(&s->early, MPE_AUTH_FORBIDDEN, 0,
 				"changes are only accepted on the Unix socket, where the caller is known");
 		goto unroute;
 	}
 	if (s->route->flags & R_BODY) {
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 		if (!is_json_type(ct)) {
-			mp_fail(&s->early, 415, "request.unsupported_media_type", 0,
+			mp_fail(&s->early, MPE_REQUEST_UNSUPPORTED_MEDIA_TYPE, 0,
 				"the body must be application/json (got %.64s)", ct ? ct : "none");
 			goto unroute;
 		}
@@ -209,7 +209,7 @@ static enum MHD_Result send_early(struct MHD_Connection *conn, const struct reqs
 	bool known;
 
 	route_find(method, url, allow, sizeof allow, &known);
-	return send_problem(conn, &s->early, url, s->early.status == 405 ? allow : NULL);
+	return send_problem(conn, &s->early, url, s->early.code == MPE_REQUEST_METHOD_NOT_ALLOWED ? allow : NULL);
 }
 
 /* An early refusal goes out before the body only when reading the body costs more than it is
@@ -222,7 +222,7 @@ static bool answer_before_body(struct MHD_Connection *conn, const mp_err *early)
 	const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
-	return early->status == 413 || early->status == 414 || (expect && !strcasecmp(expect, "100-continue")) ||
+	return early->code == MPE_REQUEST_TOO_LARGE || early->code == MPE_REQUEST_URI_TOO_LONG || (expect && !strcasecmp(expect, "100-continue")) ||
 	       (te && strcasecmp(te, "identity"));
 }
 
@@ -231,14 +231,14 @@ static int parse_body(struct reqstate *s, mp_err *e)
 	json_error_t jerr;
 
 	if (!s->len)
-		return mp_fail(e, 400, "request.empty_body", 0, "this request needs a JSON object body");
+		return mp_fail(e, MPE_REQUEST_EMPTY_BODY, 0, "this request needs a JSON object body");
 	s->rq.body = json_loadb(s->body, s->len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!s->rq.body)
-		return mp_fail(e, 400, json_error_code(&jerr) == json_error_duplicate_key ? "request.duplicate_key"
-											 : "request.malformed_json",
+		return mp_fail(e, json_error_code(&jerr) == json_error_duplicate_key ? MPE_REQUEST_DUPLICATE_KEY
+										       : MPE_REQUEST_MALFORMED_JSON,
 			       0, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(s->rq.body))
-		return mp_fail(e, 400, "request.not_an_object", 0, "the body must be a JSON object");
+		return mp_fail(e, MPE_REQUEST_NOT_AN_OBJECT, 0, "the body must be a JSON object");
 	return 0;
 }
 
@@ -256,12 +256,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		*con_cls = s;
 		decide_early(h, conn, url, method, s);
-		if (s->early.status && answer_before_body(conn, &s->early))
+		if (s->early.code && answer_before_body(conn, &s->early))
 			return send_early(conn, s, method, url);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (s->early.status) {
+		if (s->early.code) {
 			;   /* read and dropped: the answer is already decided */
 		} else if (!s->too_big && s->len + *upload_size <= API_MAX_BODY) {
 			char *nb = realloc(s->body, s->len + *upload_size);
@@ -276,19 +276,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (s->early.status)
+	if (s->early.code)
 		return send_early(conn, s, method, url);
 	mp_err_clear(&e);
 	if (s->too_big) {
-		mp_fail(&e, 413, "request.too_large", 0, "the body is larger than %d bytes", API_MAX_BODY);
+		mp_fail(&e, MPE_REQUEST_TOO_LARGE, 0, "the body is larger than %d bytes", API_MAX_BODY);
 		return send_problem(conn, &e, url, NULL);
 	}
 	if ((s->route->flags & R_BODY) && parse_body(s, &e) < 0)
 		return send_problem(conn, &e, url, NULL);
 	if (s->route->fn(&s->rq, &e) < 0) {
-		if (!e.status)
-			mp_fail(&e, 500, "internal", 0, "the handler failed without saying why");
-		if (e.status >= 500)
+		if (!e.code)
+			mp_fail(&e, MPE_INTERNAL_ERROR, 0, "the handler failed without saying why");
+		if (api_status(&e) >= 500)
 			log_error("%s %s: %s", method, url, e.detail);
 		return send_problem(conn, &e, url, NULL);
 	}
@@ -348,7 +348,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 	int ufd = -1, tfd = -1;
 
 	if (!h) {
-		mp_fail(e, 500, "oom", 0, "out of memory");
+		mp_nomem(e);
 		return NULL;
 	}
 	h->app = app;
@@ -357,7 +357,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 	h->unix_path = strdup(unix_path);
 	if (!(h->d_unix = start_daemon(h, ufd))) {
 		close(ufd);
-		mp_fail(e, 500, "http.start", 0, "libmicrohttpd failed to start on %s", unix_path);
+		mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", unix_path);
 		goto fail;
 	}
 	if (tcp_addr) {
@@ -365,7 +365,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 			goto fail;
 		if (!(h->d_tcp = start_daemon(h, tfd))) {
 			close(tfd);
-			mp_fail(e, 500, "http.start", 0, "libmicrohttpd failed to start on %s", tcp_addr);
+			mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", tcp_addr);
 			goto fail;
 		}
 	}

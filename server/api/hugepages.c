@@ -22,7 +22,7 @@ int api_hugepages_get(struct req *rq, mp_err *e)
 	uint64_t kb;
 	json_t *p;
 
-	if (req_query_only(rq, no_query, e) < 0 || pools_size(rq->app, rq->param[0], 404, &kb, e) < 0 ||
+	if (req_query_only(rq, no_query, e) < 0 || pools_size(rq->app, rq->param[0], &kb, e) < 0 ||
 	    !(p = pools_get(rq->app, kb, e)))
 		return -1;
 	return req_reply(rq, 200, p);
@@ -47,7 +47,7 @@ int api_hugepages_put(struct req *rq, mp_err *e)
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
 	if (resize_submit(rq->app, rq->body, rq->param[0], &who, "api", 0, &id, &conflict_id, &plan, e) < 0)
-		return e->status == 409 && conflict_id > 0 ? conflict(rq, e, conflict_id) : -1;
+		return e->code == MPE_JOB_CONFLICT && conflict_id > 0 ? conflict(rq, e, conflict_id) : -1;
 	if (plan)
 		return req_reply(rq, 200, plan);
 	if (!(job = jobs_get(rq->app->jobs, id, e)))
@@ -62,12 +62,12 @@ int api_hugepages_avail(struct req *rq, mp_err *e)
 	uint64_t kb, node = UINT64_MAX, count = 0;
 	json_t *out;
 
-	if (req_query_only(rq, allowed, e) < 0 || pools_size(rq->app, rq->param[0], 404, &kb, e) < 0 ||
+	if (req_query_only(rq, allowed, e) < 0 || pools_size(rq->app, rq->param[0], &kb, e) < 0 ||
 	    req_query_u64(rq, "node", 0, 4095, &node, e) < 0 ||
 	    req_query_u64(rq, "count", 1, UINT32_MAX, &count, e) < 0)
 		return -1;
 	if (!req_query(rq, "count"))
-		return mp_fail(e, 400, "request.missing_query", 0, "count (pages wanted) is required");
+		return mp_fail(e, MPE_REQUEST_MISSING_QUERY, 0, "count (pages wanted) is required");
 	if (!(out = pools_availability(rq->app, kb, node == UINT64_MAX ? -1 : (int)node, count, e)))
 		return -1;
 	return req_reply(rq, 200, out);

@@ -8,7 +8,7 @@ static int job_id_param(struct req *rq, int64_t *id, mp_err *e)
 	uint64_t v;
 
 	if (parse_u64(rq->param[0], &v) < 0 || v < 1 || v > INT64_MAX)
-		return mp_fail(e, 404, "job.not_found", 0, "no job '%.32s'", rq->param[0]);
+		return mp_fail(e, MPE_JOB_NOT_FOUND, 0, "no job '%.32s'", rq->param[0]);
 	*id = (int64_t)v;
 	return 0;
 }

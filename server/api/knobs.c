@@ -70,11 +70,11 @@ static int body_fail(mp_err *e, const json_error_t *je)
 {
 	switch (json_error_code(je)) {
 	case json_error_end_of_input_expected:
-		return mp_fail(e, 400, "request.unknown_field", 0, "unknown field: %s", je->text);
+		return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %s", je->text);
 	case json_error_item_not_found:
-		return mp_fail(e, 400, "request.missing_field", 0, "%s", je->text);
+		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "%s", je->text);
 	default:
-		return mp_fail(e, 400, "request.wrong_type", 0, "%s", je->text);
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "%s", je->text);
 	}
 }
 
@@ -98,7 +98,7 @@ static int apply(struct req *rq, json_t *knobs, mp_err *e)
 	json_object_set(p, "operation_status", json_object_get(out, "status"));
 	json_object_set(p, "changes", json_object_get(out, "changes"));
 	json_decref(out);
-	return req_reply(rq, e->status, p);
+	return req_reply(rq, api_status(e), p);
 }
 
 int api_knob_put(struct req *rq, mp_err *e)
@@ -112,7 +112,7 @@ int api_knob_put(struct req *rq, mp_err *e)
 	knobs = json_object();
 	/* A name that is not valid UTF-8 cannot be a key, and is no knob either. */
 	if (json_object_set(knobs, rq->param[0], v) < 0)
-		rc = mp_fail(e, 404, "knob.unknown", 0, "no knob by that name");
+		rc = mp_fail(e, MPE_KNOB_UNKNOWN, 0, "no knob by that name");
 	else
 		rc = apply(rq, knobs, e);
 	json_decref(knobs);
@@ -127,8 +127,8 @@ int api_knobs_patch(struct req *rq, mp_err *e)
 	if (json_unpack_ex(rq->body, &je, 0, "{s:o !}", "knobs", &knobs) != 0)
 		return body_fail(e, &je);
 	if (!json_is_object(knobs))
-		return mp_fail(e, 400, "request.wrong_type", 0, "\"knobs\" must be an object of name: value");
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"knobs\" must be an object of name: value");
 	if (json_object_size(knobs) == 0)
-		return mp_fail(e, 400, "request.invalid", 0, "\"knobs\" names no knob");
+		return mp_fail(e, MPE_REQUEST_INVALID, 0, "\"knobs\" names no knob");
 	return apply(rq, knobs, e);
 }

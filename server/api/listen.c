@@ -18,21 +18,21 @@ int listen_unix_socket(const char *path, mp_err *e)
 	int fd;
 
 	if (strlen(path) >= sizeof sa.sun_path)
-		return mp_fail(e, 500, "config.socket", 0, "socket path too long: %s", path);
+		return mp_fail(e, MPE_CONFIG_SOCKET, 0, "socket path too long: %s", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return mp_fail(e, 500, "config.socket", errno, "socket: %s", strerror(errno));
+		return mp_fail(e, MPE_HTTP_LISTEN, errno, "socket: %s", strerror(errno));
 	/* A socket file left by a crashed daemon: remove it only if nobody answers on it. */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
 		close(fd);
-		return mp_fail(e, 500, "config.socket", EADDRINUSE, "another daemon is listening on %s", path);
+		return mp_fail(e, MPE_HTTP_LISTEN, EADDRINUSE, "another daemon is listening on %s", path);
 	}
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 128) < 0) {
 		int err = errno;
 		close(fd);
-		return mp_fail(e, 500, "config.socket", err, "cannot listen on %s: %s", path, strerror(err));
+		return mp_fail(e, MPE_HTTP_LISTEN, err, "cannot listen on %s: %s", path, strerror(err));
 	}
 	return fd;
 }
@@ -49,19 +49,19 @@ int listen_tcp_loopback(const char *spec, mp_err *e)
 	int fd, one = 1;
 
 	if (!colon || (size_t)(colon - spec) >= sizeof host)
-		return mp_fail(e, 400, "config.listen_tcp", 0, "--listen-tcp wants ADDR:PORT, got '%s'", spec);
+		return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "--listen-tcp wants ADDR:PORT, got '%s'", spec);
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = '\0';
 	port = strtoul(colon + 1, &end, 10);
 	if (!colon[1] || *end || port > 65535)
-		return mp_fail(e, 400, "config.listen_tcp", 0, "bad port in '%s'", spec);
+		return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "bad port in '%s'", spec);
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 		host[strlen(host) - 1] = '\0';
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
 		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1 || !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (TLS is not "
 				       "supported yet, so only loopback is allowed)", spec);
 		sl = sizeof *s6;
 	} else {
@@ -71,18 +71,18 @@ int listen_tcp_loopback(const char *spec, mp_err *e)
 		if (!strcmp(host, "localhost"))
 			snprintf(host, sizeof host, "127.0.0.1");
 		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1 || (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
-			return mp_fail(e, 400, "config.listen_tcp", 0, "'%s' is not a loopback address (TLS is not "
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (TLS is not "
 				       "supported yet, so only loopback is allowed)", spec);
 		sl = sizeof *s4;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return mp_fail(e, 500, "config.listen_tcp", errno, "socket: %s", strerror(errno));
+		return mp_fail(e, MPE_HTTP_LISTEN, errno, "socket: %s", strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
 		int err = errno;
 		close(fd);
-		return mp_fail(e, 500, "config.listen_tcp", err, "cannot listen on %s: %s", spec, strerror(err));
+		return mp_fail(e, MPE_HTTP_LISTEN, err, "cannot listen on %s: %s", spec, strerror(err));
 	}
 	return fd;
 }

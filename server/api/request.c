@@ -6,28 +6,6 @@
 
 #include "server/api/api.h"
 
-json_t *problem_json(const mp_err *e, const char *instance)
-{
-	char type[128];
-	json_t *p;
-
-	snprintf(type, sizeof type, "urn:mempolicyd:problem:%s", e->code ? e->code : "internal");
-	p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status), "status",
-		      e->status, "detail", e->detail, "code", e->code ? e->code : "internal");
-	if (!p)   /* the detail quoted client text that is not UTF-8: say so rather than send "{}" */
-		p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", mp_status_title(e->status),
-			      "status", e->status, "detail", "(the detail quoted text that is not valid UTF-8)",
-			      "code", e->code ? e->code : "internal");
-	if (p && instance)
-		json_object_set_new(p, "instance", json_string(instance));
-	if (p && e->sys_errno) {
-		json_object_set_new(p, "errno", json_integer(e->sys_errno));
-		json_object_set_new(p, "errno_name", json_string(strerrorname_np(e->sys_errno)
-								  ? strerrorname_np(e->sys_errno) : "?"));
-	}
-	return p;
-}
-
 int req_reply(struct req *rq, int status, json_t *out)
 {
 	json_decref(rq->out);
@@ -73,7 +51,7 @@ int req_query_only(struct req *rq, const char *const *allowed, mp_err *e)
 
 	MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &qc);
 	if (qc.bad)
-		return mp_fail(e, 400, "request.unknown_query", 0, "unknown query parameter '%.64s'", qc.bad);
+		return mp_fail(e, MPE_REQUEST_UNKNOWN_QUERY, 0, "unknown query parameter '%.64s'", qc.bad);
 	return 0;
 }
 
@@ -88,7 +66,7 @@ int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e)
 	else if (!strcmp(v, "false") || !strcmp(v, "0"))
 		*out = false;
 	else
-		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be true or false", key);
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "query parameter '%s' must be true or false", key);
 	return 0;
 }
 
@@ -103,7 +81,7 @@ int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, u
 	errno = 0;
 	x = strtoull(v, &end, 10);
 	if (!*v || *end || errno || v[0] == '-' || v[0] == '+' || x < min || x > max)
-		return mp_fail(e, 400, "request.bad_query", 0, "query parameter '%s' must be an integer from %llu to %llu",
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "query parameter '%s' must be an integer from %llu to %llu",
 			       key, (unsigned long long)min, (unsigned long long)max);
 	*out = x;
 	return 0;

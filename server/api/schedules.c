@@ -42,7 +42,7 @@ static int schedule_id(struct req *rq, int64_t *id, mp_err *e)
 	uint64_t v;
 
 	if (parse_u64(rq->param[0], &v) < 0 || v == 0 || v > INT64_MAX)
-		return mp_fail(e, 404, "schedule.not_found", 0, "no schedule '%.64s'", rq->param[0]);
+		return mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule '%.64s'", rq->param[0]);
 	*id = (int64_t)v;
 	return 0;
 }
@@ -67,9 +67,15 @@ int api_schedules_create(struct req *rq, mp_err *e)
 	json_t *s;
 	int64_t id;
 
-	if (req_query_only(rq, none, e) < 0 ||
-	    !(s = schedule_create(rq->app, rq->body, &actor, &id, e)))
+	if (req_query_only(rq, none, e) < 0)
 		return -1;
+	if (!(s = schedule_create(rq->app, rq->body, &actor, &id, e))) {
+		/* The resource is the schedule, which does not exist yet: whatever its action names that
+		 * is not there (a page size) is bad content, not a missing resource. */
+		if (mp_code_kind(e->code) == MPK_NOT_FOUND)
+			e->http_status = 422;
+		return -1;
+	}
 	snprintf(rq->location, sizeof rq->location, "/v1/schedules/%lld", (long long)id);
 	return req_reply(rq, 201, present(s));
 }

@@ -23,22 +23,22 @@ int api_history_stats(struct req *rq, mp_err *e)
 	if (req_query_only(rq, allowed, e) < 0)
 		return -1;
 	if ((v = req_query(rq, "kind")) && strcmp(v, "hugepages.resize"))
-		return mp_fail(e, 422, "stats.unknown_kind", 0, "latency statistics exist for kind hugepages.resize only");
+		return mp_fail(e, MPE_STATS_UNKNOWN_KIND, 0, "latency statistics exist for kind hugepages.resize only");
 	if ((v = req_query(rq, "direction"))) {
 		if (strcmp(v, "grow") && strcmp(v, "shrink"))
-			return mp_fail(e, 400, "request.bad_query", 0, "direction must be grow or shrink");
+			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "direction must be grow or shrink");
 		f.grow = !strcmp(v, "grow");
 	}
 	/* A size the kernel no longer offers may still have history: only the syntax is checked. */
 	if ((v = req_query(rq, "size")) && parse_size_kb(v, &f.size_kb) < 0)
-		return mp_fail(e, 400, "request.bad_query", 0, "size: expected a page size such as 2M, 2048kB or 1G");
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "size: expected a page size such as 2M, 2048kB or 1G");
 	if (req_query_u64(rq, "node", 0, 4095, &node, e) < 0)
 		return -1;
 	f.node = node == UINT64_MAX ? -1 : (int)node;
 	if ((v = req_query(rq, "since")) && api_parse_time_ns(v, &f.since_ns) < 0)
-		return mp_fail(e, 400, "request.bad_query", 0, "since: expected RFC 3339 UTC or integer ns since the epoch");
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "since: expected RFC 3339 UTC or integer ns since the epoch");
 	if ((v = req_query(rq, "until")) && api_parse_time_ns(v, &f.until_ns) < 0)
-		return mp_fail(e, 400, "request.bad_query", 0, "until: expected RFC 3339 UTC or integer ns since the epoch");
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "until: expected RFC 3339 UTC or integer ns since the epoch");
 	if (stats_latency(rq->app->store, &f, &s, e) < 0)
 		return -1;
 	filter = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "kind", f.kind, "direction", f.grow ? "grow" : "shrink",

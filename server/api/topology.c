@@ -46,10 +46,10 @@ int api_topology_get(struct req *rq, mp_err *e)
 	if (req_query_only(rq, no_params, e) < 0)
 		return -1;
 	if (!(t = malloc(sizeof *t)))
-		return mp_fail(e, 500, "internal.nomem", ENOMEM, "out of memory");
+		return mp_fail(e, MPE_INTERNAL_NOMEM, ENOMEM, "out of memory");
 	if ((rc = topo_read(rq->app->sysfs_root, t)) < 0) {
 		free(t);
-		return mp_fail(e, 500, "topology.unreadable", -rc,
+		return mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -rc,
 			       "cannot read the NUMA topology under %s/devices/system/node", rq->app->sysfs_root);
 	}
 	nodes = json_array();

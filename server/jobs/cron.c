@@ -49,8 +49,8 @@ static int bad(mp_err *e, int *bad_field, int field, const char *fmt, const char
 		*bad_field = field;
 	snprintf(what, sizeof what, fmt, tok);
 	if (field < 0)
-		return mp_fail(e, 422, "schedule.bad_cron", 0, "cron expression: %s", what);
-	return mp_fail(e, 422, "schedule.bad_cron", 0, "cron %s field: %s (in '%s'; allowed %s)",
+		return mp_fail(e, MPE_SCHEDULE_BAD_CRON, 0, "cron expression: %s", what);
+	return mp_fail(e, MPE_SCHEDULE_BAD_CRON, 0, "cron %s field: %s (in '%s'; allowed %s)",
 		       fields[field].name, what, elem, fields[field].hint);
 }
 
@@ -334,7 +334,7 @@ int cron_tz_parse(const char *tz, int32_t *offset_s, mp_err *e)
 	*offset_s = sign * (hh * 3600 + mm * 60);
 	return 0;
 bad:
-	return mp_fail(e, 422, "schedule.bad_timezone", 0,
+	return mp_fail(e, MPE_SCHEDULE_BAD_TIMEZONE, 0,
 		       "timezone '%.64s' is not supported: use \"UTC\" or a fixed offset like \"+02:00\" "
 		       "(IANA zone names are not supported: see docs)", tz);
 }

@@ -59,7 +59,7 @@ struct jobs *jobs_open(struct app *app, mp_err *e)
 	struct jobs *j = calloc(1, sizeof *j);
 
 	if (!j) {
-		mp_fail(e, 500, "jobs.oom", 0, "out of memory");
+		mp_nomem(e);
 		return NULL;
 	}
 	j->app = app;
@@ -229,7 +229,7 @@ int jobs_start(struct jobs *j, int nworkers, mp_err *e)
 		nworkers = MAX_WORKERS;
 	for (int i = 0; i < nworkers; i++) {
 		if (pthread_create(&j->workers[i], NULL, worker, j) != 0)
-			return mp_fail(e, 500, "jobs.thread", 0, "cannot start a job worker");
+			return mp_fail(e, MPE_JOB_THREAD, 0, "cannot start a job worker");
 		j->nworkers++;
 	}
 	pthread_mutex_lock(&j->lock);
@@ -280,7 +280,7 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	if (!c) {
 		if (spec->free_arg)
 			spec->free_arg(spec->arg);
-		mp_fail(e, 500, "jobs.oom", 0, "out of memory");
+		mp_nomem(e);
 		return -1;
 	}
 	c->runner = j;
@@ -315,7 +315,7 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 
 	pthread_mutex_lock(&j->lock);
 	if (j->stopping || !j->started) {
-		mp_fail(e, 503, j->stopping ? "jobs.stopping" : "jobs.starting", 0, "the daemon is %s",
+		mp_fail(e, j->stopping ? MPE_JOB_STOPPING : MPE_JOB_STARTING, 0, "the daemon is %s",
 			j->stopping ? "stopping" : "starting; retry in a moment");
 		goto fail;
 	}
@@ -326,7 +326,7 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 			if (same > spec->wait_behind) {
 				if (conflict_id)
 					*conflict_id = first;   /* the one that runs now, or runs first */
-				mp_fail(e, 409, "job.conflict", 0, "job %lld (%s) is already %s; cancel it or wait",
+				mp_fail(e, MPE_JOB_CONFLICT, 0, "job %lld (%s) is already %s; cancel it or wait",
 					(long long)o->id, o->kind, o->running ? "running" : "queued");
 				goto fail;
 			}
@@ -444,7 +444,7 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 	if (!(job = jobs_get(j, id, e)))
 		return NULL;
 	if (!c) {
-		mp_fail(e, 409, "job.finished", 0, "job %lld already ended: %s", (long long)id,
+		mp_fail(e, MPE_JOB_FINISHED, 0, "job %lld already ended: %s", (long long)id,
 			json_string_value(json_object_get(job, "status")));
 		json_decref(job);
 		return NULL;

@@ -110,7 +110,7 @@ static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_
 		json_t *hp = json_object_get(d->action, "hugepages");
 		if (!app->jobs) {
 			failed = true;
-			mp_fail(&run_err, 503, "scheduler.no_runner", 0, "the job runner is not running");
+			mp_fail(&run_err, MPE_SCHEDULE_NO_RUNNER, 0, "the job runner is not running");
 		} else if (resize_submit(app, hp, NULL, NULL, "scheduler", d->id, &job_id, &conflict, &plan, &run_err) < 0) {
 			failed = true;
 			log_warn("schedule %lld: run due at %lld not submitted: %s", (long long)d->id, (long long)run_s,
@@ -140,8 +140,8 @@ static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_
 			goto rollback;
 	}
 	if (failed) {
-		json_t *res = json_pack("{s:I, s:s, s:i}", "due_ns", (json_int_t)(run_s * NS), "code",
-					run_err.code ? run_err.code : "internal", "status", run_err.status);
+		json_t *res = json_pack("{s:I, s:s, s:s}", "due_ns", (json_int_t)(run_s * NS), "code",
+					mp_code_name(run_err.code), "kind", mp_kind_name(mp_code_kind(run_err.code)));
 		if (conflict)
 			json_object_set_new(res, "conflict_job_id", json_integer(conflict));
 		fail_op = record_op(app, d, "failed", now_ns, &run_err, res, &e);
@@ -224,7 +224,7 @@ struct scheduler *scheduler_start(struct app *app, mp_err *e)
 	struct scheduler *s = calloc(1, sizeof *s);
 
 	if (!s) {
-		mp_fail(e, 500, "oom", 0, "out of memory");
+		mp_nomem(e);
 		return NULL;
 	}
 	s->app = app;
@@ -232,7 +232,7 @@ struct scheduler *scheduler_start(struct app *app, mp_err *e)
 	pthread_mutex_init(&s->pass_mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (pthread_create(&s->thread, NULL, thread_main, s) != 0) {
-		mp_fail(e, 500, "scheduler.thread", 0, "cannot start the scheduler thread");
+		mp_fail(e, MPE_SCHEDULE_THREAD, 0, "cannot start the scheduler thread");
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->pass_mu);
 		pthread_mutex_destroy(&s->mu);
@@ -272,7 +272,7 @@ static int only_fields(const json_t *obj, const char *const *allowed, const char
 		for (i = 0; allowed[i] && strcmp(allowed[i], k); i++)
 			;
 		if (!allowed[i])
-			return mp_fail(e, 400, "request.unknown_field", 0, "unknown field: %s%.64s", where, k);
+			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %s%.64s", where, k);
 	}
 	return 0;
 }
@@ -285,27 +285,25 @@ static int check_action(struct app *app, const json_t *action, const struct job_
 	int rc;
 
 	if (!json_is_object(action))
-		return mp_fail(e, 400, "request.wrong_type", 0, "\"action\" must be an object");
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"action\" must be an object");
 	if (only_fields(action, (const char *const[]){ "hugepages", NULL }, "action.", e) < 0)
 		return -1;
 	if (!(hp = json_object_get(action, "hugepages")))
-		return mp_fail(e, 400, "request.missing_field", 0, "\"action\" needs \"hugepages\" (the only action so far)");
+		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"action\" needs \"hugepages\" (the only action so far)");
 	if (!json_is_object(hp))
-		return mp_fail(e, 400, "request.wrong_type", 0, "\"action.hugepages\" must be an object");
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"action.hugepages\" must be an object");
 	if (only_fields(hp, hugepages_fields, "action.hugepages.", e) < 0)
 		return -1;
 	if (!json_is_string(json_object_get(hp, "size")))
-		return mp_fail(e, 400, "request.missing_field", 0, "\"action.hugepages.size\" (a string like \"2M\") is required");
+		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"action.hugepages.size\" (a string like \"2M\") is required");
 	if (!(probe = json_deep_copy(hp)))
-		return mp_fail(e, 500, "oom", 0, "out of memory");
+		return mp_nomem(e);
 	json_object_set_new(probe, "dry_run", json_true());
 	rc = resize_submit(app, probe, NULL, actor, "api", 0, &job, &conflict, &plan, e);
 	json_decref(probe);
 	json_decref(plan);
-	if (rc < 0 && e->code && !strcmp(e->code, "job.conflict"))
+	if (rc < 0 && e->code == MPE_JOB_CONFLICT)
 		return 0;   /* a resize running now says nothing about the action at 02:00 */
-	if (rc < 0 && e->status == 404)
-		e->status = 422;   /* the resource is the schedule; an unknown size is bad content */
 	return rc;
 }
 
@@ -323,12 +321,12 @@ json_t *schedule_create(struct app *app, const json_t *body, const struct job_ac
 	if (only_fields(body, body_fields, "", e) < 0)
 		return NULL;
 	if (!jcron || !action) {
-		mp_fail(e, 400, "request.missing_field", 0, "\"%s\" is required", jcron ? "action" : "cron");
+		mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"%s\" is required", jcron ? "action" : "cron");
 		return NULL;
 	}
 	if (!json_is_string(jcron) || (jtz && !json_is_string(jtz)) || (jgrace && !json_is_integer(jgrace)) ||
 	    (jen && !json_is_boolean(jen))) {
-		mp_fail(e, 400, "request.wrong_type", 0, "\"cron\" and \"timezone\" are strings, \"misfire_grace_s\" "
+		mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"cron\" and \"timezone\" are strings, \"misfire_grace_s\" "
 			"an integer, \"enabled\" a boolean");
 		return NULL;
 	}
@@ -336,7 +334,7 @@ json_t *schedule_create(struct app *app, const json_t *body, const struct job_ac
 	    (jtz && cron_tz_parse(json_string_value(jtz), &off, e) < 0))
 		return NULL;
 	if (jgrace && (json_integer_value(jgrace) < 1 || json_integer_value(jgrace) > SCHED_GRACE_MAX_S)) {
-		mp_fail(e, 422, "schedule.bad_grace", 0, "\"misfire_grace_s\" must be from 1 to %d seconds",
+		mp_fail(e, MPE_SCHEDULE_BAD_GRACE, 0, "\"misfire_grace_s\" must be from 1 to %d seconds",
 			SCHED_GRACE_MAX_S);
 		return NULL;
 	}

@@ -28,8 +28,8 @@ struct item {
 int knob_unknown(mp_err *e, const char *name)
 {
 	if (knob_name_quotable(name))
-		return mp_fail(e, 404, "knob.unknown", 0, "no knob named '%s'", name);
-	return mp_fail(e, 404, "knob.unknown", 0, "no knob by that name (names are made of letters, digits, "
+		return mp_fail(e, MPE_KNOB_UNKNOWN, 0, "no knob named '%s'", name);
+	return mp_fail(e, MPE_KNOB_UNKNOWN, 0, "no knob by that name (names are made of letters, digits, "
 		       "'.', '_', '+' and '-')");
 }
 
@@ -44,7 +44,7 @@ json_t *knob_value_json(const struct knob *k, const char *text)
 
 static int out_of_range(const struct knob *k, mp_err *e)
 {
-	return mp_fail(e, 422, "knob.out_of_range", 0, "%s takes an integer from %llu to %llu", k->name,
+	return mp_fail(e, MPE_KNOB_OUT_OF_RANGE, 0, "%s takes an integer from %llu to %llu", k->name,
 		       (unsigned long long)k->min, (unsigned long long)k->max);
 }
 
@@ -58,10 +58,10 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 
 	if (k->type == KNOB_CHOICE) {
 		if (!json_is_string(v))
-			return mp_fail(e, 400, "request.wrong_type", 0, "%s takes a string (one of the kernel's "
+			return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "%s takes a string (one of the kernel's "
 				       "values)", k->name);
 		if (json_string_length(v) >= len || nul)
-			return mp_fail(e, 422, "knob.value_not_allowed", 0, "that value is not allowed for %s", k->name);
+			return mp_fail(e, MPE_KNOB_VALUE_NOT_ALLOWED, 0, "that value is not allowed for %s", k->name);
 		snprintf(buf, len, "%s", json_string_value(v));
 		return 0;
 	}
@@ -85,7 +85,7 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 		if (errno == ERANGE)
 			return out_of_range(k, e);
 	}
-	return mp_fail(e, 400, "request.wrong_type", 0, "%s takes an integer%s", k->name,
+	return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "%s takes an integer%s", k->name,
 		       k->type == KNOB_BOOLEAN ? " (0 or 1) or a boolean" : "");
 }
 
@@ -104,7 +104,7 @@ static int validate(struct app *app, json_t *knobs, struct item *items, mp_err *
 			return knob_unknown(e, name);
 		knob_read(app->knobs, it->k, &st);
 		if (!st.available)
-			return mp_fail(e, 409, "knob.unavailable", -st.read_err, "%s is not available on this kernel (%s)",
+			return mp_fail(e, MPE_KNOB_UNAVAILABLE, -st.read_err, "%s is not available on this kernel (%s)",
 				       name, strerror(-st.read_err));
 		if (knob_value_text(it->k, v, it->new_value, sizeof it->new_value, e) < 0)
 			return -1;
@@ -118,7 +118,7 @@ static int validate(struct app *app, json_t *knobs, struct item *items, mp_err *
 				int w = snprintf(offers + off, sizeof offers - off, "%s%s", j ? ", " : "", st.opts[j]);
 				off += w > 0 ? (size_t)w : 0;
 			}
-			return mp_fail(e, 422, "knob.value_not_allowed", 0, "'%.64s' is not allowed for %s (the kernel "
+			return mp_fail(e, MPE_KNOB_VALUE_NOT_ALLOWED, 0, "'%.64s' is not allowed for %s (the kernel "
 				       "offers: %s)", it->new_value, name, offers);
 		}
 		case KNOB_OUT_OF_RANGE:
@@ -260,9 +260,9 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 
 	*out = NULL;
 	if (n == 0 || n > MAX_KNOBS_PER_CHANGE)
-		return mp_fail(e, 400, "request.invalid", 0, "a change names 1 to %d knobs", MAX_KNOBS_PER_CHANGE);
+		return mp_fail(e, MPE_REQUEST_INVALID, 0, "a change names 1 to %d knobs", MAX_KNOBS_PER_CHANGE);
 	if (!(items = calloc(n, sizeof *items)))
-		return mp_fail(e, 500, "oom", 0, "out of memory");
+		return mp_nomem(e);
 	pthread_mutex_lock(&knob_lock);
 	if (validate(app, knobs, items, e) < 0)
 		goto out;
@@ -298,9 +298,8 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 	} else {
 		const struct item *f = &items[fail];
 		int err = f->err;
-		int http = err == EINVAL || err == ERANGE ? 422 : 409;
-		const char *code = restore_failed ? "knob.rollback_failed"
-				   : mismatch ? "knob.readback_mismatch" : "knob.kernel_refused";
+		enum mp_code code = restore_failed ? MPE_KNOB_ROLLBACK_FAILED
+				    : mismatch ? MPE_KNOB_READBACK_MISMATCH : MPE_KNOB_KERNEL_REFUSED;
 		size_t restored = 0;
 		for (int j = 0; j < fail; j++)
 			restored += !strcmp(items[j].status, "restored");
@@ -309,10 +308,10 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 		if (fail > 0)
 			snprintf(tail, sizeof tail, "; %zu of %d knob(s) already written were restored", restored, fail);
 		if (mismatch)
-			mp_fail(e, http, code, err, "%s = %s was accepted but reads back differently%s", f->k->name,
+			mp_fail(e, code, err, "%s = %s was accepted but reads back differently%s", f->k->name,
 				f->new_value, tail);
 		else
-			mp_fail(e, http, code, err, "the kernel refused %s = %s: %s%s", f->k->name, f->new_value,
+			mp_fail(e, code, err, "the kernel refused %s = %s: %s%s", f->k->name, f->new_value,
 				strerror(err), tail);
 	}
 	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
@@ -339,7 +338,7 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 	}
 	*out = json_pack("{s:I, s:s, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,
 			 "changes", json_object_get(result, "changes"));
-	rc = fail < 0 && !e->status ? 0 : -1;
+	rc = fail < 0 && !e->code ? 0 : -1;
 out:
 	pthread_mutex_unlock(&knob_lock);
 	json_decref(request);

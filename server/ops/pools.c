@@ -8,12 +8,12 @@
 #include "server/kernel/sysfs.h"
 #include "server/kernel/topology.h"
 
-int pools_size(struct app *app, const char *text, int status_unknown, uint64_t *size_kb, mp_err *e)
+int pools_size(struct app *app, const char *text, uint64_t *size_kb, mp_err *e)
 {
 	uint64_t kb;
 
 	if (!text || parse_size_kb(text, &kb) < 0 || !htlb_size_exists(app->sysfs_root, kb))
-		return mp_fail(e, status_unknown, "hugepages.unknown_size", 0,
+		return mp_fail(e, MPE_HUGEPAGES_UNKNOWN_SIZE, 0,
 			       "'%.64s' is not a huge page size this kernel offers", text ? text : "");
 	*size_kb = kb;
 	return 0;
@@ -42,11 +42,11 @@ json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e)
 	int rc;
 
 	if (!p) {
-		mp_fail(e, 500, "hugepages.oom", 0, "out of memory");
+		mp_nomem(e);
 		return NULL;
 	}
 	if ((rc = htlb_read_pool(app->sysfs_root, size_kb, p)) < 0)
-		mp_fail(e, 500, "hugepages.read", -rc, "reading the %llukB pool: %s", (unsigned long long)size_kb,
+		mp_fail(e, MPE_HUGEPAGES_READ, -rc, "reading the %llukB pool: %s", (unsigned long long)size_kb,
 			strerror(-rc));
 	else
 		out = pools_json(p);
@@ -79,17 +79,17 @@ json_t *pools_availability(struct app *app, uint64_t size_kb, int node, uint64_t
 	int rc;
 
 	if (!p || !t) {
-		mp_fail(e, 500, "hugepages.oom", 0, "out of memory");
+		mp_nomem(e);
 		goto out;
 	}
 	if ((rc = topo_read(app->sysfs_root, t)) < 0) {
-		mp_fail(e, 500, "topology.read", -rc, "reading the topology: %s", strerror(-rc));
+		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -rc, "reading the topology: %s", strerror(-rc));
 		goto out;
 	}
 	if (node >= 0) {
 		int ti = topo_index(t, (unsigned)node);
 		if (ti < 0 || !htlb_node_exists(app->sysfs_root, size_kb, (unsigned)node)) {
-			mp_fail(e, 422, "resize.bad_node", 0, ti < 0 ? "node %d is not an online node"
+			mp_fail(e, MPE_RESIZE_BAD_NODE, 0, ti < 0 ? "node %d is not an online node"
 				: "node %d has no memory, so no huge page pool", node);
 			goto out;
 		}
@@ -99,7 +99,7 @@ json_t *pools_availability(struct app *app, uint64_t size_kb, int node, uint64_t
 			mem_free_kb += t->nodes[i].mem_free_kb;
 	}
 	if ((rc = htlb_read_pool(app->sysfs_root, size_kb, p)) < 0) {
-		mp_fail(e, 500, "hugepages.read", -rc, "reading the pool: %s", strerror(-rc));
+		mp_fail(e, MPE_HUGEPAGES_READ, -rc, "reading the pool: %s", strerror(-rc));
 		goto out;
 	}
 	if (node < 0) {

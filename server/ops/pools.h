@@ -10,9 +10,10 @@
 
 struct app;
 
-/* Size text from a client ("2M", "2048kB", "1G") to a size the kernel has. 404
- * "hugepages.unknown_size" (status_unknown lets a body field answer 422 instead). */
-int pools_size(struct app *app, const char *text, int status_unknown, uint64_t *size_kb, mp_err *e);
+/* Size text from a client ("2M", "2048kB", "1G") to a size the kernel has, else
+ * hugepages.unknown_size (kind not_found: the API decides whether that is a missing resource or
+ * bad content in a body). */
+int pools_size(struct app *app, const char *text, uint64_t *size_kb, mp_err *e);
 
 /* One pool as JSON: {"size":"2M","size_kb":2048,"nr","free","resv","surplus","overcommit",
  * "nodes":[{"node":0,"nr","free","surplus"}]}. Owned by the caller. */

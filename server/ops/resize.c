@@ -266,34 +266,34 @@ int resize_submit(struct app *app, const json_t *target, const char *size_text, 
 	if (plan)
 		*plan = NULL;
 	if (!a || !t) {
-		mp_fail(e, 500, "resize.oom", 0, "out of memory");
+		mp_nomem(e);
 		goto out;
 	}
 	a->app = app;
 	if (!json_is_object(target)) {
-		mp_fail(e, 400, "resize.bad_request", 0, "the resize must be a JSON object");
+		mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "the resize must be a JSON object");
 		goto out;
 	}
 	if (size_text) {
-		if (pools_size(app, size_text, 404, &a->size_kb, e) < 0)
+		if (pools_size(app, size_text, &a->size_kb, e) < 0)
 			goto out;
 		/* The URL names the size; a second, possibly different one in the body is refused
 		 * rather than silently ignored. */
 		if (json_object_get(target, "size")) {
-			mp_fail(e, 400, "resize.bad_request", 0, "unknown field 'size': the page size is the one in the URL");
+			mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "unknown field 'size': the page size is the one in the URL");
 			goto out;
 		}
 	} else {
 		const json_t *s = json_object_get(target, "size");
 		if (!json_is_string(s)) {
-			mp_fail(e, 400, "resize.bad_request", 0, "size must be a string such as \"2M\" or \"1G\"");
+			mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "size must be a string such as \"2M\" or \"1G\"");
 			goto out;
 		}
-		if (pools_size(app, json_string_value(s), 422, &a->size_kb, e) < 0)
+		if (pools_size(app, json_string_value(s), &a->size_kb, e) < 0)
 			goto out;
 	}
 	if ((rc = topo_read(app->sysfs_root, t)) < 0) {
-		mp_fail(e, 500, "topology.read", -rc, "reading the topology: %s", strerror(-rc));
+		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -rc, "reading the topology: %s", strerror(-rc));
 		goto out;
 	}
 	if (plan_options(target, a, &dry_run, e) < 0 || plan_targets(target, a, t, e) < 0)
@@ -301,7 +301,7 @@ int resize_submit(struct app *app, const json_t *target, const char *size_text, 
 	request = plan_request_json(a);
 	for (int i = 0; i < a->n; i++) {
 		if ((rc = htlb_read_nr(app->sysfs_root, a->size_kb, a->t[i].node, &a->t[i].from)) < 0) {
-			mp_fail(e, 500, "hugepages.read", -rc, "reading nr_hugepages: %s", strerror(-rc));
+			mp_fail(e, MPE_HUGEPAGES_READ, -rc, "reading nr_hugepages: %s", strerror(-rc));
 			goto out;
 		}
 		a->t[i].now = a->t[i].from;

@@ -14,10 +14,10 @@ static int get_count(const json_t *v, const char *what, uint64_t max, uint64_t *
 	json_int_t n;
 
 	if (!json_is_integer(v))
-		return mp_fail(e, 400, "resize.bad_request", 0, "%s must be an integer", what);
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "%s must be an integer", what);
 	n = json_integer_value(v);
 	if (n < 0 || (uint64_t)n > max)
-		return mp_fail(e, 422, "resize.bad_count", 0, "%s must be from 0 to %llu (the memory there), not %lld",
+		return mp_fail(e, MPE_RESIZE_BAD_COUNT, 0, "%s must be from 0 to %llu (the memory there), not %lld",
 			       what, (unsigned long long)max, (long long)n);
 	*out = (uint64_t)n;
 	return 0;
@@ -35,29 +35,29 @@ int plan_options(const json_t *target, struct resize_args *a, bool *dry_run, mp_
 		for (i = 0; known[i] && strcmp(known[i], key); i++)
 			;
 		if (!known[i])
-			return mp_fail(e, 400, "resize.bad_request", 0, "unknown field '%.64s' (known: size, total, nodes, "
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "unknown field '%.64s' (known: size, total, nodes, "
 				       "batch, deadline_ms, compact, dry_run)", key);
 	}
 	a->batch = a->size_kb >= 1048576 ? 1 : 10;
 	if ((v = json_object_get(target, "batch"))) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_BATCH)
-			return mp_fail(e, 422, "resize.bad_batch", 0, "batch must be an integer from 1 to %d", MAX_BATCH);
+			return mp_fail(e, MPE_RESIZE_BAD_BATCH, 0, "batch must be an integer from 1 to %d", MAX_BATCH);
 		a->batch = (uint64_t)json_integer_value(v);
 	}
 	if ((v = json_object_get(target, "deadline_ms"))) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_DEADLINE_MS)
-			return mp_fail(e, 422, "resize.bad_deadline", 0, "deadline_ms must be an integer from 1 to %lld",
+			return mp_fail(e, MPE_RESIZE_BAD_DEADLINE, 0, "deadline_ms must be an integer from 1 to %lld",
 				       MAX_DEADLINE_MS);
 		a->deadline_ms = json_integer_value(v);
 	}
 	if ((v = json_object_get(target, "compact"))) {
 		if (!json_is_boolean(v))
-			return mp_fail(e, 400, "resize.bad_request", 0, "compact must be true or false");
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "compact must be true or false");
 		a->compact = json_is_true(v);
 	}
 	if ((v = json_object_get(target, "dry_run"))) {
 		if (!json_is_boolean(v))
-			return mp_fail(e, 400, "resize.bad_request", 0, "dry_run must be true or false");
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "dry_run must be true or false");
 		*dry_run = json_is_true(v);
 	}
 	return 0;
@@ -71,7 +71,7 @@ int plan_targets(const json_t *target, struct resize_args *a, const struct topol
 	json_t *v;
 
 	if (!!total == !!nodes)
-		return mp_fail(e, 400, "resize.bad_request", 0, "give exactly one of \"total\" (pages) or \"nodes\" "
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "give exactly one of \"total\" (pages) or \"nodes\" "
 			       "({\"<node>\": pages})");
 	for (int i = 0; i < t->n_nodes; i++)
 		mem_kb += t->nodes[i].mem_total_kb;
@@ -81,7 +81,7 @@ int plan_targets(const json_t *target, struct resize_args *a, const struct topol
 		return get_count(total, "total", mem_kb / a->size_kb, &a->t[0].goal, e);
 	}
 	if (!json_is_object(nodes) || json_object_size(nodes) == 0)
-		return mp_fail(e, 400, "resize.bad_request", 0, "nodes must be a non-empty object {\"<node>\": pages}");
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "nodes must be a non-empty object {\"<node>\": pages}");
 	/* Ascending node order, whatever the order of the keys: the batches then read the same way
 	 * in every run. */
 	for (int i = 0; i < t->n_nodes; i++) {
@@ -90,7 +90,7 @@ int plan_targets(const json_t *target, struct resize_args *a, const struct topol
 		if (!(v = json_object_get(nodes, id)))
 			continue;
 		if (!htlb_node_exists(a->app->sysfs_root, a->size_kb, t->nodes[i].id))
-			return mp_fail(e, 422, "resize.bad_node", 0, "node %u has no memory, so no huge page pool",
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "node %u has no memory, so no huge page pool",
 				       t->nodes[i].id);
 		snprintf(what, sizeof what, "nodes.%u", t->nodes[i].id);
 		a->t[a->n].node = (int)t->nodes[i].id;
@@ -104,10 +104,10 @@ int plan_targets(const json_t *target, struct resize_args *a, const struct topol
 		uint64_t id;
 		char canon[24];
 		if (parse_u64(key, &id) < 0 || id >= IDSET_MAX || topo_index(t, (unsigned)id) < 0)
-			return mp_fail(e, 422, "resize.bad_node", 0, "'%.32s' is not an online node", key);
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not an online node", key);
 		snprintf(canon, sizeof canon, "%llu", (unsigned long long)id);
 		if (strcmp(canon, key))
-			return mp_fail(e, 422, "resize.bad_node", 0, "'%.32s' is not how node %s is written (decimal, no "
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not how node %s is written (decimal, no "
 				       "leading zeros)", key, canon);
 	}
 	return 0;

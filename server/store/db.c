@@ -35,17 +35,17 @@ int store_fail(struct store *st, mp_err *e, const char *what)
 	/* What a caller can act on: a full disk or a database in use elsewhere is not our bug. */
 	switch (sqlite3_errcode(st->db) & 0xff) {
 	case SQLITE_FULL:
-		return mp_fail(e, 507, "store.full", ENOSPC, "%s: the database's disk is full (%s)", what,
+		return mp_fail(e, MPE_STORE_FULL, ENOSPC, "%s: the database's disk is full (%s)", what,
 			       sqlite3_errmsg(st->db));
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
-		return mp_fail(e, 503, "store.busy", 0, "%s: the database is locked by another process (%s)", what,
+		return mp_fail(e, MPE_STORE_BUSY, 0, "%s: the database is locked by another process (%s)", what,
 			       sqlite3_errmsg(st->db));
 	case SQLITE_READONLY:
-		return mp_fail(e, 503, "store.readonly", 0, "%s: the database cannot be written (%s)", what,
+		return mp_fail(e, MPE_STORE_READONLY, 0, "%s: the database cannot be written (%s)", what,
 			       sqlite3_errmsg(st->db));
 	default:
-		return mp_fail(e, 500, "store.error", 0, "%s: %s", what, sqlite3_errmsg(st->db));
+		return mp_fail(e, MPE_STORE_ERROR, 0, "%s: %s", what, sqlite3_errmsg(st->db));
 	}
 }
 
@@ -83,7 +83,7 @@ static int migrate(struct store *st, mp_err *e)
 	if (v < 0)
 		return store_fail(st, e, "read schema version");
 	if ((size_t)v > mpd_schema_count)
-		return mp_fail(e, 500, "store.too_new", 0,
+		return mp_fail(e, MPE_STORE_TOO_NEW, 0,
 			       "database schema version %d is newer than this mempolicyd (%zu); refusing to "
 			       "touch it", v, mpd_schema_count);
 	for (size_t i = (size_t)v; i < mpd_schema_count; i++) {
@@ -93,7 +93,7 @@ static int migrate(struct store *st, mp_err *e)
 			return -1;
 		if (exec(st, mpd_schema_migrations[i], e) < 0 || exec(st, pragma, e) < 0) {
 			exec(st, "ROLLBACK", NULL);
-			return mp_fail(e, 500, "store.migrate", 0, "migration %zu failed: %s", i + 1, e->detail);
+			return mp_fail(e, MPE_STORE_MIGRATE, 0, "migration %zu failed: %s", i + 1, e->detail);
 		}
 		if (exec(st, "COMMIT", e) < 0)
 			return -1;
@@ -107,13 +107,13 @@ struct store *store_open(const char *path, mp_err *e)
 	struct store *st = calloc(1, sizeof *st);
 
 	if (!st) {
-		mp_fail(e, 500, "store.oom", 0, "out of memory");
+		mp_nomem(e);
 		return NULL;
 	}
 	pthread_mutex_init(&st->lock, NULL);
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			    NULL) != SQLITE_OK) {
-		mp_fail(e, 500, "store.open", 0, "cannot open database %s: %s", path,
+		mp_fail(e, MPE_STORE_OPEN, 0, "cannot open database %s: %s", path,
 			st->db ? sqlite3_errmsg(st->db) : "out of memory");
 		goto fail;
 	}

@@ -108,7 +108,7 @@ int history_finish(struct store *st, int64_t id, const char *status, int64_t fin
 	if (rc != SQLITE_DONE)
 		return store_fail(st, e, "finish operation");
 	if (sqlite3_changes(store_db(st)) != 1)
-		return mp_fail(e, 500, "store.error", 0, "finish operation: no operation %lld", (long long)id);
+		return mp_fail(e, MPE_STORE_ERROR, 0, "finish operation: no operation %lld", (long long)id);
 	return 0;
 }
 
@@ -229,7 +229,7 @@ json_t *history_get(struct store *st, int64_t id, mp_err *e)
 	sqlite3_bind_int64(s, 1, id);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE) {
-		mp_fail(e, 404, "history.not_found", 0, "no operation %lld", (long long)id);
+		mp_fail(e, MPE_HISTORY_NOT_FOUND, 0, "no operation %lld", (long long)id);
 		sqlite3_reset(s);
 		goto out;
 	}

@@ -140,12 +140,12 @@ json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e)
 	if (rc == SQLITE_ROW)
 		out = row_json(s);
 	else if (rc == SQLITE_DONE)
-		mp_fail(e, 404, "job.not_found", 0, "no job %lld", (long long)id);
+		mp_fail(e, MPE_JOB_NOT_FOUND, 0, "no job %lld", (long long)id);
 	else
 		store_fail(st, e, "read job");
 	sqlite3_reset(s);
 	if (rc == SQLITE_ROW && !out)
-		mp_fail(e, 500, "job.oom", 0, "out of memory");
+		mp_nomem(e);
 	return out;
 }
 

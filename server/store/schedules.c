@@ -31,7 +31,7 @@ int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_er
 	int64_t id = -1;
 
 	if (!action)
-		return mp_fail(e, 500, "store.oom", 0, "out of memory");
+		return mp_nomem(e);
 	store_lock(st);
 	if (!(s = store_stmt(st, SQL_INSERT, e)))
 		goto out;
@@ -102,7 +102,7 @@ json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
 	if (rc == SQLITE_ROW)
 		out = row_json(s);
 	else if (rc == SQLITE_DONE)
-		mp_fail(e, 404, "schedule.not_found", 0, "no schedule %lld", (long long)id);
+		mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule %lld", (long long)id);
 	else
 		store_fail(st, e, "read schedule");
 	sqlite3_reset(s);
@@ -148,7 +148,7 @@ int sched_store_delete(struct store *st, int64_t id, mp_err *e)
 	if (sqlite3_step(s) != SQLITE_DONE)
 		store_fail(st, e, "delete schedule");
 	else if (sqlite3_changes(store_db(st)) == 0)
-		mp_fail(e, 404, "schedule.not_found", 0, "no schedule %lld", (long long)id);
+		mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule %lld", (long long)id);
 	else
 		rc = 0;
 	sqlite3_reset(s);
@@ -184,7 +184,7 @@ int sched_store_due(struct store *st, int64_t now_ns, struct sched_due **out, si
 		if (cnt == cap) {
 			struct sched_due *nd = realloc(d, (cap = cap ? cap * 2 : 8) * sizeof *d);
 			if (!nd) {
-				mp_fail(e, 500, "store.oom", 0, "out of memory");
+				mp_nomem(e);
 				sqlite3_reset(s);
 				goto fail;
 			}
@@ -200,7 +200,7 @@ int sched_store_due(struct store *st, int64_t now_ns, struct sched_due **out, si
 		};
 		if (!d[cnt].cron || !d[cnt].timezone || !d[cnt].action) {
 			cnt++;
-			mp_fail(e, 500, "store.bad_row", 0, "schedule %lld: unreadable row", (long long)d[cnt - 1].id);
+			mp_fail(e, MPE_STORE_BAD_ROW, 0, "schedule %lld: unreadable row", (long long)d[cnt - 1].id);
 			sqlite3_reset(s);
 			goto fail;
 		}

@@ -56,7 +56,7 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 			size_t ncap = cap ? cap * 2 : 4096;
 			double *nv = realloc(v, ncap * sizeof *v);
 			if (!nv) {
-				mp_fail(e, 500, "stats.oom", 0, "out of memory");
+				mp_nomem(e);
 				goto out;
 			}
 			v = nv;

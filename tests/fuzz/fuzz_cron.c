@@ -13,6 +13,7 @@
 
 #include "common/parse.h"
 #include "server/jobs/cron.h"
+#include "server/api/api.h"
 #include "tests/fuzz/fuzz.h"
 
 #define SCAN_MINUTES 1500
@@ -69,8 +70,8 @@ static void check_tz(const char *tz, int32_t *off)
 	char buf[32];
 
 	if (cron_tz_parse(tz, &o, &e) < 0) {
-		FZ_ASSERT(e.status == 422 && !strcmp(e.code, "schedule.bad_timezone"), "tz error %d %s", e.status,
-			  e.code);
+		FZ_ASSERT(api_status(&e) == 422 && !strcmp(mp_code_name(e.code), "schedule.bad_timezone"), "tz error %d %s", api_status(&e),
+			  mp_code_name(e.code));
 		*off = 0;
 		return;
 	}
@@ -100,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (tz && *tz)
 		check_tz(tz, &off);
 	if (cron_parse(s, &c, &bad_field, &e) < 0) {
-		FZ_ASSERT(e.status == 422 && !strcmp(e.code, "schedule.bad_cron") && e.detail[0],
-			  "'%s' refused with %d %s", s, e.status, e.code);
+		FZ_ASSERT(api_status(&e) == 422 && !strcmp(mp_code_name(e.code), "schedule.bad_cron") && e.detail[0],
+			  "'%s' refused with %d %s", s, api_status(&e), mp_code_name(e.code));
 		FZ_ASSERT(bad_field >= -1 && bad_field < CRON_NFIELDS, "bad_field %d", bad_field);
 		goto out;
 	}

@@ -17,6 +17,7 @@
 
 #include "common/parse.h"
 #include "server/app.h"
+#include "server/api/api.h"
 #include "server/kernel/knobs.h"
 #include "server/ops/knobs.h"
 #include "tests/fuzz/tree.h"
@@ -136,9 +137,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (rc < 0) {
 		FZ_ASSERT(!out, "a refused dry run returned a result");
-		FZ_ASSERT(e.status == want, "refused with %d %s (%s), the reference says %d", e.status, e.code, e.detail,
+		FZ_ASSERT(api_status(&e) == want, "refused with %d %s (%s), the reference says %d", api_status(&e), mp_code_name(e.code), e.detail,
 			  want);
-		FZ_ASSERT(e.code && e.detail[0], "a refusal without code or detail");
+		FZ_ASSERT(e.code != MPE_NONE && e.detail[0], "a refusal without code or detail");
 		goto out;
 	}
 	FZ_ASSERT(want == 0, "accepted, the reference says %d", want);

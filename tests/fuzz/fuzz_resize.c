@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "server/app.h"
+#include "server/api/api.h"
 #include "server/ops/resize.h"
 #include "tests/fuzz/tree.h"
 
@@ -53,9 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!json_is_object(body))
 		goto out;
 	if (!(plan = plan_of(body, &e))) {
-		FZ_ASSERT((e.status == 400 || e.status == 404 || e.status == 422) && e.detail[0] &&
-			  (!strncmp(e.code, "resize.", 7) || !strncmp(e.code, "hugepages.", 10)),
-			  "refused with %d %s", e.status, e.code);
+		FZ_ASSERT((api_status(&e) == 400 || api_status(&e) == 404 || api_status(&e) == 422) && e.detail[0] &&
+			  (!strncmp(mp_code_name(e.code), "resize.", 7) || !strncmp(mp_code_name(e.code), "hugepages.", 10)),
+			  "refused with %d %s", api_status(&e), mp_code_name(e.code));
 		goto out;
 	}
 	json_t *targets = json_object_get(plan, "targets"), *request = json_object_get(plan, "request");
@@ -92,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *norm = json_deep_copy(request);
 	json_object_del(norm, "size_kb");
 	mp_err e2 = { 0 };
-	FZ_ASSERT((again = plan_of(norm, &e2)), "the normalised request is refused: %d %s", e2.status, e2.detail);
+	FZ_ASSERT((again = plan_of(norm, &e2)), "the normalised request is refused: %d %s", api_status(&e2), e2.detail);
 	FZ_ASSERT(json_equal(json_object_get(again, "targets"), targets), "the normalised request plans differently");
 	json_decref(again);
 	json_decref(norm);

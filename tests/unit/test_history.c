@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "server/store/db.h"
+#include "server/api/api.h"
 #include "server/store/history.h"
 #include "tests/unit/check_main.h"
 
@@ -104,8 +105,8 @@ START_TEST(insert_finish_and_get_with_changes)
 	json_decref(got);
 
 	ck_assert_ptr_null(history_get(st, id + 1, &e));
-	ck_assert_int_eq(e.status, 404);
-	ck_assert_str_eq(e.code, "history.not_found");
+	ck_assert_int_eq(api_status(&e), 404);
+	ck_assert_str_eq(mp_code_name(e.code), "history.not_found");
 	json_decref(req);
 	json_decref(res);
 	drop(st);

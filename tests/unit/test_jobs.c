@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/api/api.h"
 #include "server/jobs/jobs.h"
 #include "server/store/db.h"
 #include "tests/unit/check_main.h"
@@ -155,8 +156,8 @@ START_TEST(second_of_a_key_is_409_with_the_active_id)
 	ck_assert_msg(ia > 0, "%s", e.detail);
 	wait_started(&a);
 	ck_assert_int_eq(submit(&b, "k", 0, &conflict, &e), -1);
-	ck_assert_int_eq(e.status, 409);
-	ck_assert_str_eq(e.code, "job.conflict");
+	ck_assert_int_eq(api_status(&e), 409);
+	ck_assert_str_eq(mp_code_name(e.code), "job.conflict");
 	ck_assert_int_eq(conflict, ia);
 	/* another key runs beside it, on the second worker */
 	ic = submit(&c, "other", 0, NULL, &e);
@@ -192,7 +193,7 @@ START_TEST(wait_behind_queues_in_order_and_is_bounded)
 	ck_assert_msg(ic > 0, "%s", e.detail);
 	/* a third waiter would be behind three: refused, naming the job that runs now */
 	ck_assert_int_eq(submit(&d, "k", 2, &conflict, &e), -1);
-	ck_assert_int_eq(e.status, 409);
+	ck_assert_int_eq(api_status(&e), 409);
 	ck_assert_int_eq(conflict, ia);
 	/* the second worker is free, yet b waits: its key is held */
 	usleep(100000);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "server/kernel/knobs.h"
+#include "server/api/api.h"
 #include "server/ops/knobs.h"
 #include "tests/unit/check_main.h"
 
@@ -303,26 +304,26 @@ START_TEST(request_values_are_whole_decimal_or_whole_tokens)
 	v = json_stringn("never\0x", 7);
 	memset(&e, 0, sizeof e);
 	ck_assert_int_eq(knob_value_text(choice, v, buf, sizeof buf, &e), -1);
-	ck_assert_int_eq(e.status, 422);
+	ck_assert_int_eq(api_status(&e), 422);
 	json_decref(v);
 	v = json_stringn("12\0x", 4);
 	memset(&e, 0, sizeof e);
 	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
-	ck_assert_int_eq(e.status, 400);
+	ck_assert_int_eq(api_status(&e), 400);
 	json_decref(v);
 	static const char *const not_numbers[] = { "99999999999999999999999\n", "999999999999999999999'9", "12\n" };
 	for (size_t i = 0; i < sizeof not_numbers / sizeof not_numbers[0]; i++) {
 		v = json_string(not_numbers[i]);
 		memset(&e, 0, sizeof e);
 		ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
-		ck_assert_msg(e.status == 400, "%s: %d", not_numbers[i], e.status);
+		ck_assert_msg(api_status(&e) == 400, "%s: %d", not_numbers[i], api_status(&e));
 		json_decref(v);
 	}
 	/* A number too large is still "out of range", and a plain one still works. */
 	v = json_string("99999999999999999999999");
 	memset(&e, 0, sizeof e);
 	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
-	ck_assert_int_eq(e.status, 422);
+	ck_assert_int_eq(api_status(&e), 422);
 	json_decref(v);
 	v = json_string("0012");
 	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), 0);

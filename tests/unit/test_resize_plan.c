@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "server/app.h"
+#include "server/api/api.h"
 #include "server/ops/resize_plan.h"
 #include "tests/unit/check_main.h"
 
@@ -60,8 +61,8 @@ START_TEST(node_keys_must_be_canonical)
 		setup(&app, t, a);
 		ck_assert_ptr_nonnull(target);
 		ck_assert_msg(plan_targets(target, a, t, &e) == -1, "accepted %s (%d targets)", bad[i], a->n);
-		ck_assert_int_eq(e.status, 422);
-		ck_assert_str_eq(e.code, "resize.bad_node");
+		ck_assert_int_eq(api_status(&e), 422);
+		ck_assert_str_eq(mp_code_name(e.code), "resize.bad_node");
 		json_decref(target);
 		teardown();
 	}

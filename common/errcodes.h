@@ -1,0 +1,110 @@
+/* The registry of problem codes: every code the daemon can answer with, its kind and its meaning,
+ * in one table. Lower layers fail with a code from here (mp_fail(e, MPE_KNOB_UNKNOWN, ...)); the
+ * kind says what went wrong in terms any caller understands, and only server/api/ turns a kind
+ * into an HTTP status (server/api/problem.c). schema/openapi.yaml and docs/reference/errors.md
+ * list the same codes; tests/e2e/test_errors.py fails when they disagree with this table or when
+ * a code string appears anywhere else in server/ or common/.
+ *
+ * To add a code: one X(...) line here, in its resource's block, then the two lists above (the
+ * test prints what is missing). Never rename or reuse a code: clients match on it. */
+#ifndef MPD_ERRCODES_H
+#define MPD_ERRCODES_H
+
+/*   X(ENUM_SUFFIX,                 "code",                        KIND,          "meaning") */
+#define MP_ERROR_CODES(X) \
+	X(REQUEST_NOT_FOUND,            "request.not_found",            NOT_FOUND,     "no route matches the path") \
+	X(REQUEST_METHOD_NOT_ALLOWED,   "request.method_not_allowed",   METHOD,        "the path exists but not with this method (Allow lists the methods)") \
+	X(REQUEST_TOO_LARGE,            "request.too_large",            TOO_LARGE,     "the body is larger than 64 KiB") \
+	X(REQUEST_URI_TOO_LONG,         "request.uri_too_long",         URI_TOO_LONG,  "the URL is longer than 1 KiB") \
+	X(REQUEST_UNSUPPORTED_MEDIA_TYPE, "request.unsupported_media_type", MEDIA_TYPE, "a body that is not application/json") \
+	X(REQUEST_EMPTY_BODY,           "request.empty_body",           INVALID,       "the route needs a JSON body and none was sent") \
+	X(REQUEST_MALFORMED_JSON,       "request.malformed_json",       INVALID,       "the body is not valid JSON") \
+	X(REQUEST_DUPLICATE_KEY,        "request.duplicate_key",        INVALID,       "a JSON object names the same key twice") \
+	X(REQUEST_NOT_AN_OBJECT,        "request.not_an_object",        INVALID,       "the body is JSON but not an object") \
+	X(REQUEST_INVALID,              "request.invalid",              INVALID,       "the body is well-formed but says nothing to do, or too much") \
+	X(REQUEST_UNKNOWN_FIELD,        "request.unknown_field",        INVALID,       "the body has a member the route does not take") \
+	X(REQUEST_MISSING_FIELD,        "request.missing_field",        INVALID,       "the body lacks a required member") \
+	X(REQUEST_WRONG_TYPE,           "request.wrong_type",           INVALID,       "a member has the wrong JSON type") \
+	X(REQUEST_UNKNOWN_QUERY,        "request.unknown_query",        INVALID,       "a query parameter the route does not take") \
+	X(REQUEST_BAD_QUERY,            "request.bad_query",            INVALID,       "a query parameter's value is malformed or out of range") \
+	X(REQUEST_MISSING_QUERY,        "request.missing_query",        INVALID,       "a required query parameter is absent") \
+	X(REQUEST_CURSOR_MISMATCH,      "request.cursor_mismatch",      INVALID,       "a cursor given out for other filters") \
+	X(AUTH_FORBIDDEN,               "auth.forbidden",               FORBIDDEN,     "a change by a caller that is neither root nor in the admin group") \
+	X(KNOB_UNKNOWN,                 "knob.unknown",                 NOT_FOUND,     "no knob has this name") \
+	X(KNOB_UNAVAILABLE,             "knob.unavailable",             CONFLICT,      "this kernel lacks the knob") \
+	X(KNOB_VALUE_NOT_ALLOWED,       "knob.value_not_allowed",       UNPROCESSABLE, "the value is not in the kernel's list for the knob") \
+	X(KNOB_OUT_OF_RANGE,            "knob.out_of_range",            UNPROCESSABLE, "an integer outside the knob's range") \
+	X(KNOB_KERNEL_REFUSED,          "knob.kernel_refused",          KERNEL,        "the kernel refused a write; the knobs written before it were restored") \
+	X(KNOB_READBACK_MISMATCH,       "knob.readback_mismatch",       KERNEL,        "a write was accepted but reads back differently; earlier writes restored") \
+	X(KNOB_ROLLBACK_FAILED,         "knob.rollback_failed",         KERNEL,        "a write failed and restoring an earlier one failed too") \
+	X(HISTORY_NOT_FOUND,            "history.not_found",            NOT_FOUND,     "no operation has this id") \
+	X(STATS_UNKNOWN_KIND,           "stats.unknown_kind",           UNPROCESSABLE, "statistics of a kind that records no batches") \
+	X(HUGEPAGES_UNKNOWN_SIZE,       "hugepages.unknown_size",       NOT_FOUND,     "the kernel has no hugetlb pool of this page size") \
+	X(HUGEPAGES_READ,               "hugepages.read",               INTERNAL,      "a pool's sysfs files could not be read") \
+	X(RESIZE_BAD_REQUEST,           "resize.bad_request",           INVALID,       "a resize target that is malformed (both or neither of total and nodes, bad types)") \
+	X(RESIZE_BAD_NODE,              "resize.bad_node",              UNPROCESSABLE, "a node that does not exist or has no memory") \
+	X(RESIZE_BAD_COUNT,             "resize.bad_count",             UNPROCESSABLE, "a page count beyond what the node's memory could hold") \
+	X(RESIZE_BAD_BATCH,             "resize.bad_batch",             UNPROCESSABLE, "a batch size out of range") \
+	X(RESIZE_BAD_DEADLINE,          "resize.bad_deadline",          UNPROCESSABLE, "a deadline out of range") \
+	X(JOB_NOT_FOUND,                "job.not_found",                NOT_FOUND,     "no job has this id") \
+	X(JOB_CONFLICT,                 "job.conflict",                 CONFLICT,      "a job on the same resource is queued or running (its id in the problem)") \
+	X(JOB_FINISHED,                 "job.finished",                 CONFLICT,      "cancelling a job that has already ended") \
+	X(JOB_STARTING,                 "job.starting",                 UNAVAILABLE,   "the job runner has not started yet") \
+	X(JOB_STOPPING,                 "job.stopping",                 UNAVAILABLE,   "the daemon is stopping and takes no new jobs") \
+	X(JOB_THREAD,                   "job.thread",                   INTERNAL,      "a job-runner thread could not be started") \
+	X(SCHEDULE_NOT_FOUND,           "schedule.not_found",           NOT_FOUND,     "no schedule has this id") \
+	X(SCHEDULE_BAD_CRON,            "schedule.bad_cron",            UNPROCESSABLE, "a cron expression that is not five valid fields or a known @name") \
+	X(SCHEDULE_BAD_TIMEZONE,        "schedule.bad_timezone",        UNPROCESSABLE, "a time zone other than UTC or a fixed offset") \
+	X(SCHEDULE_BAD_GRACE,           "schedule.bad_grace",           UNPROCESSABLE, "a misfire grace period out of range") \
+	X(SCHEDULE_NO_RUNNER,           "schedule.no_runner",           UNAVAILABLE,   "the scheduler cannot start without the job runner") \
+	X(SCHEDULE_THREAD,              "schedule.thread",              INTERNAL,      "the scheduler thread could not be started") \
+	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
+	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
+	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \
+	X(STORE_READONLY,               "store.readonly",               STORE_BUSY,    "the database cannot be written; nothing was changed") \
+	X(STORE_ERROR,                  "store.error",                  INTERNAL,      "the database failed otherwise") \
+	X(STORE_BAD_ROW,                "store.bad_row",                INTERNAL,      "a row the daemon wrote cannot be read back") \
+	X(STORE_OPEN,                   "store.open",                   INTERNAL,      "start-up: the database cannot be opened") \
+	X(STORE_MIGRATE,                "store.migrate",                INTERNAL,      "start-up: a schema migration failed") \
+	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
+	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
+	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \
+	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
+	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \
+	X(INTERNAL_NOMEM,               "internal.nomem",               NOMEM,         "the daemon ran out of memory; nothing was changed") \
+	X(INTERNAL_ERROR,               "internal.error",               INTERNAL,      "a handler failed without saying why (a bug)")
+
+/* What went wrong, in terms every layer shares. server/api/problem.c maps each to a status. */
+#define MP_ERROR_KINDS(X) \
+	X(INVALID, "invalid")                  /* malformed request: 400 */ \
+	X(FORBIDDEN, "forbidden")              /* 403 */ \
+	X(NOT_FOUND, "not_found")              /* 404 */ \
+	X(METHOD, "method")                    /* 405 */ \
+	X(CONFLICT, "conflict")                /* the resource's state forbids it now: 409 */ \
+	X(TOO_LARGE, "too_large")              /* 413 */ \
+	X(URI_TOO_LONG, "uri_too_long")        /* 414 */ \
+	X(MEDIA_TYPE, "media_type")            /* 415 */ \
+	X(UNPROCESSABLE, "unprocessable")      /* well-formed but not acceptable: 422 */ \
+	X(KERNEL, "kernel")                    /* the kernel refused: 422 for EINVAL/ERANGE, else 409 */ \
+	X(NOMEM, "nomem")                      /* 500 */ \
+	X(INTERNAL, "internal")                /* 500 */ \
+	X(UNAVAILABLE, "unavailable")          /* not now (starting, stopping): 503 */ \
+	X(STORE_BUSY, "store_busy")            /* 503 */ \
+	X(STORE_FULL, "store_full")            /* 507 */
+
+enum mp_kind {
+#define MP_KIND_ENUM(k, name) MPK_##k,
+	MP_ERROR_KINDS(MP_KIND_ENUM)
+#undef MP_KIND_ENUM
+	MPK__COUNT
+};
+
+enum mp_code {
+	MPE_NONE = 0,
+#define MP_CODE_ENUM(id, str, kind, meaning) MPE_##id,
+	MP_ERROR_CODES(MP_CODE_ENUM)
+#undef MP_CODE_ENUM
+	MPE__COUNT
+};
+
+#endif
