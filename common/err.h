@@ -26,8 +26,8 @@ int mp_fail(mp_err *e, enum mp_code code, int sys_errno, const char *fmt, ...)
 int mp_nomem(mp_err *e);
 void mp_err_clear(mp_err *e);
 
-/* From the registry: "knob.unknown", its kind, its one-line meaning. Out-of-range codes give
- * "internal.error" / MPK_INTERNAL. */
+/* From the registry: MPE_KNOB_UNKNOWN, its kind, its one-line meaning. Out-of-range codes give
+ * MPE_INTERNAL_ERROR / MPK_INTERNAL. */
 const char *mp_code_name(enum mp_code code);
 enum mp_kind mp_code_kind(enum mp_code code);
 const char *mp_code_meaning(enum mp_code code);

@@ -45,6 +45,7 @@ static const struct option long_opts[] = {
 	{ "log-level",   required_argument, NULL, 'l' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
+	{ "list-errors", no_argument,       NULL, 'E' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -61,6 +62,7 @@ static void usage(FILE *f)
 		"  --listen-tcp A:P     also serve read-only HTTP on a loopback address, e.g. 127.0.0.1:8700\n"
 		"  --admin-group NAME   members of this group may change settings (root always may)\n"
 		"  --log-level LEVEL    error, warn, info (default) or debug\n"
+		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
 		"  --help, --version\n");
 }
 
@@ -165,6 +167,8 @@ static int parse_args(int argc, char **argv, struct config *c)
 		case 'V':
 			printf("mempolicyd %s\n", MPD_VERSION);
 			return 0;
+		case 'E':
+			return api_list_errors(stdout) < 0 ? 1 : 0;
 		case '?':
 			usage(stderr);
 			return 2;

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -61,7 +62,7 @@ extern const size_t api_nroutes;
 int req_reply(struct req *rq, int status, json_t *out);
 
 /* Query arguments. req_query returns NULL when absent. req_query_only fails (400
- * "request.unknown_query") if the request has an argument not in the NULL-terminated list. */
+ * MPE_REQUEST_UNKNOWN_QUERY) if the request has an argument not in the NULL-terminated list. */
 const char *req_query(struct req *rq, const char *key);
 int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);
 /* Typed query arguments; absent leaves *out untouched and returns 0; malformed is a 400. */
@@ -74,6 +75,8 @@ int api_kind_status(enum mp_kind kind, int sys_errno);
 int api_status(const mp_err *e);
 const char *api_status_title(int status);
 json_t *problem_json(const mp_err *e, const char *instance);
+/* The registry as lines "code<TAB>status<TAB>kind<TAB>meaning" (mempolicyd --list-errors). */
+int api_list_errors(FILE *f);
 
 /* Listeners. */
 struct http;

@@ -1,5 +1,6 @@
 /* Problems: the only place where an error's kind becomes an HTTP status (RFC 9457 bodies). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "server/api/api.h"
@@ -65,4 +66,19 @@ json_t *problem_json(const mp_err *e, const char *instance)
 								  ? strerrorname_np(e->sys_errno) : "?"));
 	}
 	return p;
+}
+
+int api_list_errors(FILE *f)
+{
+	for (int c = MPE_NONE + 1; c < MPE__COUNT; c++) {
+		enum mp_kind k = mp_code_kind((enum mp_code)c);
+		char status[16];
+		if (k == MPK_KERNEL)   /* the errno decides: both are possible */
+			snprintf(status, sizeof status, "%d|%d", api_kind_status(k, 0), api_kind_status(k, EINVAL));
+		else
+			snprintf(status, sizeof status, "%d", api_kind_status(k, 0));
+		fprintf(f, "%s\t%s\t%s\t%s\n", mp_code_name((enum mp_code)c), status, mp_kind_name(k),
+			mp_code_meaning((enum mp_code)c));
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }

@@ -36,7 +36,7 @@ enum cron_field { CRON_MINUTE, CRON_HOUR, CRON_DOM, CRON_MONTH, CRON_DOW, CRON_N
 /* The field names used in error messages: "minute", "hour", "day-of-month", "month", "day-of-week". */
 const char *cron_field_name(int field);
 
-/* Parses text into *out. On error fills e with 422 "schedule.bad_cron" and a detail naming the
+/* Parses text into *out. On error fills e with 422 MPE_SCHEDULE_BAD_CRON and a detail naming the
  * field and the bad token, sets *bad_field (if not NULL) to the field index (-1 when the
  * expression as a whole is wrong: field count, unknown macro, never fires) and returns -1. */
 int cron_parse(const char *text, struct cron *out, int *bad_field, mp_err *e);
@@ -46,7 +46,7 @@ int cron_parse(const char *text, struct cron *out, int *bad_field, mp_err *e);
 bool cron_matches(const struct cron *c, int64_t local_s);
 
 /* "UTC", "Z", "+HH:MM", "-HH:MM", "+HHMM", "UTC+HH:MM": the offset east of UTC in seconds (at most
- * 14 hours). 0 or -1 with 422 "schedule.bad_timezone". */
+ * 14 hours). 0 or -1 with 422 MPE_SCHEDULE_BAD_TIMEZONE. */
 int cron_tz_parse(const char *tz, int32_t *offset_s, mp_err *e);
 /* The canonical spelling stored and shown: "UTC" for 0, else "+HH:MM" / "-HH:MM". */
 void cron_tz_format(int32_t offset_s, char *buf, size_t len);

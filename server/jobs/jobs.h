@@ -69,14 +69,14 @@ int jobs_start(struct jobs *j, int nworkers, mp_err *e);
 /* Cancels every job, waits for the workers, frees. NULL is fine. */
 void jobs_close(struct jobs *j);
 
-/* Queues a job. Returns its id (> 0), or -1 with e filled: 409 "job.conflict" when a job with the
+/* Queues a job. Returns its id (> 0), or -1 with e filled: 409 MPE_JOB_CONFLICT when a job with the
  * same conflict key is queued or running (its id in *conflict_id when not NULL), 500 on store
  * errors. The job row and its history operation exist when this returns. */
 int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e);
 
 /* The job as JSON (owned by the caller): id, kind, status, source, schedule_id, actor, op_id,
  * created/started/finished (ns), request, progress, result, reason, errno, error. NULL + 404
- * "job.not_found" when unknown. */
+ * MPE_JOB_NOT_FOUND when unknown. */
 json_t *jobs_get(struct jobs *j, int64_t id, mp_err *e);
 
 struct job_filter {
@@ -90,7 +90,7 @@ struct job_filter {
 json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e);
 
 /* Asks a job to stop: a queued job is cancelled at once, a running one at its next check. Returns
- * the job as JSON. 404 when unknown; 409 "job.finished" when it already ended. */
+ * the job as JSON. 404 when unknown; 409 MPE_JOB_FINISHED when it already ended. */
 json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e);
 
 /* ---- for operation functions ------------------------------------------------------------- */

@@ -18,14 +18,14 @@ int pools_size(struct app *app, const char *text, uint64_t *size_kb, mp_err *e);
 /* One pool as JSON: {"size":"2M","size_kb":2048,"nr","free","resv","surplus","overcommit",
  * "nodes":[{"node":0,"nr","free","surplus"}]}. Owned by the caller. */
 json_t *pools_json(const struct htlb_pool *p);
-/* Reads and formats one pool (500 "hugepages.read" with the errno on failure). */
+/* Reads and formats one pool (500 MPE_HUGEPAGES_READ with the errno on failure). */
 json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e);
 /* Every size the kernel offers, as a JSON array. */
 json_t *pools_list(struct app *app, mp_err *e);
 
 /* Can count pages of this size be had on node (< 0: anywhere) now? Free pages already in the
  * pool, or how many the pool would have to grow, with the node's free memory as a hint.
- * 422 "resize.bad_node" for an unknown or memory-less node. */
+ * 422 MPE_RESIZE_BAD_NODE for an unknown or memory-less node. */
 json_t *pools_availability(struct app *app, uint64_t size_kb, int node, uint64_t count, mp_err *e);
 
 #endif

@@ -16,9 +16,9 @@ struct app;
  *   {"size": "2M", "total": N}  or  {"size": "2M", "nodes": {"0": 4096, "3": 16}}
  *   optional "batch" (pages per write), "deadline_ms", "compact" (bool), "dry_run" (bool).
  * size_text, when not NULL, overrides target's "size" (the API takes it from the path).
- * Errors: 400 "resize.bad_request" (both/neither total and nodes, bad types, unknown fields),
- * 404 "hugepages.unknown_size", 422 "resize.bad_node" (unknown or memory-less node),
- * 422 "resize.bad_count" (absurd counts), 409 "job.conflict" (a resize of this size is running;
+ * Errors: 400 MPE_RESIZE_BAD_REQUEST (both/neither total and nodes, bad types, unknown fields),
+ * 404 MPE_HUGEPAGES_UNKNOWN_SIZE, 422 MPE_RESIZE_BAD_NODE (unknown or memory-less node),
+ * 422 MPE_RESIZE_BAD_COUNT (absurd counts), 409 MPE_JOB_CONFLICT (a resize of this size is running;
  * its id in *conflict_id). On success *job_id is the new job (0 and *plan set for dry_run). */
 int resize_submit(struct app *app, const json_t *target, const char *size_text, const struct job_actor *actor,
 		  const char *source, int64_t schedule_id, int64_t *job_id, int64_t *conflict_id,

@@ -65,7 +65,7 @@ struct history_filter {
  * page (0 when this is the last). Takes the store lock itself. */
 int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
 		 mp_err *e);
-/* One operation in full, with its knob changes; 404 "history.not_found". Takes the lock itself. */
+/* One operation in full, with its knob changes; 404 MPE_HISTORY_NOT_FOUND. Takes the lock itself. */
 json_t *history_get(struct store *st, int64_t id, mp_err *e);
 
 #endif

@@ -28,11 +28,11 @@ struct schedule_new {
 /* Inserts; returns the new id (> 0) or -1. */
 int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e);
 
-/* One schedule as the API shows it (owned by the caller); NULL + 404 "schedule.not_found". */
+/* One schedule as the API shows it (owned by the caller); NULL + 404 MPE_SCHEDULE_NOT_FOUND. */
 json_t *sched_store_get(struct store *st, int64_t id, mp_err *e);
 /* Every schedule, by id, as a JSON array (owned by the caller). */
 json_t *sched_store_list(struct store *st, mp_err *e);
-/* Deletes one; 404 "schedule.not_found" when there is none. */
+/* Deletes one; 404 MPE_SCHEDULE_NOT_FOUND when there is none. */
 int sched_store_delete(struct store *st, int64_t id, mp_err *e);
 
 /* A schedule whose next run is due. Strings are owned by the array (sched_due_free). */

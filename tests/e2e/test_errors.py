@@ -1,0 +1,110 @@
+"""The problem-code registry (common/errcodes.h) is the one list of codes:
+
+* `mempolicyd --list-errors` prints it, and schema/openapi.yaml (`x-problem-codes`) and
+  docs/reference/errors.md list exactly it (tools/gen-errors.py --check);
+* no source file outside the registry spells a code as a string: lower layers name MPE_* constants
+  (mp_fail's type forbids anything else) and only api/problem.c turns kinds into statuses;
+* every dotted name in the spec, the README and docs/ that looks like a code (a registry prefix)
+  is a registry code or a known operation kind, so a renamed code cannot linger in the prose;
+* live problems from a daemon carry a registry code with the status the registry gives it."""
+import glob
+import os
+import re
+import subprocess
+import unittest
+
+from faketree import FakeTree
+from lib import BIN, DaemonTest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DAEMON = os.path.join(BIN, "mempolicyd")
+# Dotted names that share a registry prefix but are operation (history) kinds, not problem codes.
+OPERATION_KINDS = {"hugepages.resize", "schedule.run", "knobs.set"}
+
+
+def registry():
+    out = subprocess.run([DAEMON, "--list-errors"], check=True, capture_output=True, text=True).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    return {code: (status, kind, meaning) for code, status, kind, meaning in rows}
+
+
+class RegistryIsTheOneList(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.reg = registry()
+
+    def test_registry_is_well_formed(self):
+        self.assertGreater(len(self.reg), 40)
+        for code, (status, kind, meaning) in self.reg.items():
+            self.assertRegex(code, r"^[a-z]+\.[a-z_]+$", code)
+            for s in status.split("|"):
+                self.assertTrue(400 <= int(s) <= 599, (code, status))
+            self.assertTrue(kind and meaning, code)
+        self.assertEqual([c for c in self.reg if "oom" in c], [], "one out-of-memory code: internal.nomem")
+        self.assertIn("internal.nomem", self.reg)
+
+    def test_spec_and_doc_list_the_registry(self):
+        p = subprocess.run([os.path.join(ROOT, "tools", "gen-errors.py"), "--check", "--bin", BIN],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_no_code_spelled_outside_the_registry(self):
+        files = [f for pat in ("server/**/*.[ch]", "common/*.[ch]", "client/*.[ch]")
+                 for f in glob.glob(os.path.join(ROOT, pat), recursive=True)
+                 if not f.endswith("common/errcodes.h")]
+        self.assertGreater(len(files), 30)
+        found = []
+        for f in files:
+            text = open(f).read()
+            for code in self.reg:
+                if '"%s"' % code in text:
+                    found.append("%s: \"%s\"" % (os.path.relpath(f, ROOT), code))
+        self.assertEqual(found, [], "write MPE_* constants, not code strings")
+
+    def test_prose_names_only_registry_codes(self):
+        prefixes = sorted({c.split(".")[0] for c in self.reg} | {"jobs", "scheduler"})
+        pat = re.compile(r"(?<![\w./-])(%s)\.[a-z_]+(?![\w.(/-])" % "|".join(prefixes))
+        docs = [os.path.join(ROOT, "schema", "openapi.yaml"), os.path.join(ROOT, "README.md")] + \
+            [f for f in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+             if not f.endswith("bench.md")]   # benchmark row ids (stats.query) are their own namespace
+        stale = []
+        for f in docs:
+            for m in pat.finditer(open(f).read()):
+                name = m.group(0)
+                if name not in self.reg and name not in OPERATION_KINDS and not re.search(r"\.(c|h|md|py)$", name):
+                    stale.append("%s: %s" % (os.path.relpath(f, ROOT), name))
+        self.assertEqual(stale, [], "names that look like problem codes but are not in the registry")
+
+
+class LiveProblemsUseTheRegistry(DaemonTest):
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
+
+    def test_each_problem_has_its_registry_status(self):
+        reg = registry()
+        cases = [
+            ("GET", "/v1/nothing", None, "request.not_found"),
+            ("DELETE", "/v1/knobs", None, "request.method_not_allowed"),
+            ("GET", "/v1/knobs/thp.nothing", None, "knob.unknown"),
+            ("GET", "/v1/history?limit=0", None, "request.bad_query"),
+            ("GET", "/v1/history?colour=red", None, "request.unknown_query"),
+            ("GET", "/v1/jobs/999999", None, "job.not_found"),
+            ("GET", "/v1/hugepages/3M", None, "hugepages.unknown_size"),
+            ("PUT", "/v1/knobs/thp.enabled", {"value": "sometimes"}, "knob.value_not_allowed"),
+            ("PUT", "/v1/knobs/thp.enabled", {"value": "never", "colour": 1}, "request.unknown_field"),
+        ]
+        for method, path, body, code in cases:
+            with self.subTest(path=path, code=code):
+                r = self.d.request(method, path, body=body)
+                self.assertEqual(r.json["code"], code, r.raw)
+                self.assertEqual(str(r.status), reg[code][0], r.raw)
+                self.assertEqual(r.json["type"], "urn:mempolicyd:problem:" + code)
+
+    def test_unknown_size_in_a_schedule_action_is_unprocessable(self):
+        r = self.d.request("POST", "/v1/schedules",
+                           body={"cron": "0 2 * * *", "action": {"hugepages": {"size": "3M", "total": 1}}})
+        self.assertEqual((r.status, r.json["code"]), (422, "hugepages.unknown_size"), r.raw)
+        self.assertEqual(self.d.get("/v1/schedules").json["schedules"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
