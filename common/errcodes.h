@@ -29,6 +29,14 @@
 	X(REQUEST_BAD_QUERY,            "request.bad_query",            INVALID,       "a query parameter's value is malformed or out of range") \
 	X(REQUEST_MISSING_QUERY,        "request.missing_query",        INVALID,       "a required query parameter is absent") \
 	X(REQUEST_CURSOR_MISMATCH,      "request.cursor_mismatch",      INVALID,       "a cursor given out for other filters") \
+	X(REQUEST_BAD_PATH,             "request.bad_path",             INVALID,       "a path with a malformed escape, a NUL or control character, or an escaped '/'") \
+	X(REQUEST_DUPLICATE_QUERY,      "request.duplicate_query",      INVALID,       "a query parameter given more than once") \
+	X(REQUEST_BAD_HEADER,           "request.bad_header",           INVALID,       "a header with a NUL byte, or more than one Host") \
+	X(REQUEST_MISSING_HOST,         "request.missing_host",         INVALID,       "an HTTP/1.1 request without a Host header") \
+	X(REQUEST_BAD_FRAMING,          "request.bad_framing",          INVALID,       "conflicting or malformed Content-Length, or Content-Length with Transfer-Encoding") \
+	X(REQUEST_UNSUPPORTED_TRANSFER_ENCODING, "request.unsupported_transfer_encoding", NOT_IMPLEMENTED, "a transfer coding other than chunked") \
+	X(REQUEST_MISDIRECTED,          "request.misdirected",          MISDIRECTED,   "over TCP, a Host that is not one of the listener's names (DNS rebinding)") \
+	X(AUTH_CROSS_ORIGIN,            "auth.cross_origin",            FORBIDDEN,     "a browser's cross-origin request (Origin or Sec-Fetch-Site)") \
 	X(AUTH_FORBIDDEN,               "auth.forbidden",               FORBIDDEN,     "a change by a caller that is neither root nor in the admin group") \
 	X(KNOB_UNKNOWN,                 "knob.unknown",                 NOT_FOUND,     "no knob has this name") \
 	X(KNOB_UNAVAILABLE,             "knob.unavailable",             CONFLICT,      "this kernel lacks the knob") \
@@ -80,6 +88,7 @@
 	X(FORBIDDEN, "forbidden")              /* 403 */ \
 	X(NOT_FOUND, "not_found")              /* 404 */ \
 	X(METHOD, "method")                    /* 405 */ \
+	X(MISDIRECTED, "misdirected")          /* 421 */ \
 	X(CONFLICT, "conflict")                /* the resource's state forbids it now: 409 */ \
 	X(TOO_LARGE, "too_large")              /* 413 */ \
 	X(URI_TOO_LONG, "uri_too_long")        /* 414 */ \
@@ -88,6 +97,7 @@
 	X(KERNEL, "kernel")                    /* the kernel refused: 422 for EINVAL/ERANGE, else 409 */ \
 	X(NOMEM, "nomem")                      /* 500 */ \
 	X(INTERNAL, "internal")                /* 500 */ \
+	X(NOT_IMPLEMENTED, "not_implemented")  /* 501 */ \
 	X(UNAVAILABLE, "unavailable")          /* not now (starting, stopping): 503 */ \
 	X(STORE_BUSY, "store_busy")            /* 503 */ \
 	X(STORE_FULL, "store_full")            /* 507 */

@@ -17,6 +17,7 @@ struct MHD_Connection;
 #define API_MAX_BODY   (64 * 1024)   /* larger bodies get 413 */
 #define API_MAX_URL    1024          /* longer URLs get 414 */
 #define API_MAX_PARAMS 4
+#define API_MAX_QUERY  16            /* more query arguments get 400 */
 
 /* Who is calling, from SO_PEERCRED on the Unix socket. Over TCP (loopback, until TLS and tokens
  * exist) the caller is unknown: it may read, never change. */
@@ -34,7 +35,9 @@ struct req {
 	struct MHD_Connection *conn; /* borrowed */
 	const char *method;          /* borrowed from MHD */
 	const char *url;             /* borrowed from MHD, path only */
-	char *param[API_MAX_PARAMS]; /* owned: the {...} path segments, in order */
+	char *param[API_MAX_PARAMS]; /* owned: the {...} path segments, in order, decoded */
+	struct { char *key, *value; } query[API_MAX_QUERY]; /* owned: decoded (api/edge.c) */
+	int nquery;
 	json_t *body;                /* owned: the parsed JSON object body, or NULL */
 	struct caller who;
 	/* Set by the handler when it returns 0: */
@@ -61,7 +64,8 @@ extern const size_t api_nroutes;
 /* Replies: the handler sets status and steals out. */
 int req_reply(struct req *rq, int status, json_t *out);
 
-/* Query arguments. req_query returns NULL when absent. req_query_only fails (400
+/* Query arguments (decoded and checked by api/edge.c: no repeats). req_query returns NULL when
+ * absent, "" for "?flag" without a value. req_query_only fails (400
  * MPE_REQUEST_UNKNOWN_QUERY) if the request has an argument not in the NULL-terminated list. */
 const char *req_query(struct req *rq, const char *key);
 int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);

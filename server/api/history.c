@@ -36,7 +36,12 @@ int api_parse_time_ns(const char *s, int64_t *out)
 	}
 	if (strcmp(p, "Z") && strcmp(p, "z") && strcmp(p, "+00:00"))
 		return -1;
+	struct tm want = tm;
 	t = timegm(&tm);
+	/* timegm normalises 2026-02-30 into March 2: a date that does not exist is refused instead. */
+	if (tm.tm_year != want.tm_year || tm.tm_mon != want.tm_mon || tm.tm_mday != want.tm_mday ||
+	    tm.tm_hour != want.tm_hour || tm.tm_min != want.tm_min || tm.tm_sec != want.tm_sec)
+		return -1;
 	/* int64 ns since the epoch end in April 2262; later dates are out of range, not wrapped. */
 	if (t == (time_t)-1 || t < 0 || t > INT64_MAX / 1000000000 - 1)
 		return -1;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "server/api/api.h"
+#include "server/api/edge.h"
 #include "server/api/listen.h"
 #include "server/api/peer.h"
 #include "server/log.h"
@@ -19,12 +20,14 @@ struct http {
 	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
 	char *unix_path;           /* owned; unlinked at stop */
+	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
 };
 
 /* Per-request state between libmicrohttpd's calls. */
 struct reqstate {
 	const struct route *route; /* NULL when the router already decided the answer */
 	mp_err early;              /* an answer decided before the body arrived */
+	char path[API_MAX_URL + 1]; /* the decoded path the router saw */
 	char *body;                /* owned */
 	size_t len;
 	bool too_big;
@@ -135,18 +138,22 @@ static const struct route *route_find(const char *method, const char *url, char 
 	return found;
 }
 
+/* "application/json", any case, optionally followed by parameters ("; charset=utf-8"): nothing
+ * before it and nothing else after it. */
 static bool is_json_type(const char *ct)
 {
 	size_t n = strlen("application/json");
 
 	if (!ct || strncasecmp(ct, "application/json", n))
 		return false;
-	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+	ct += n;
+	ct += strspn(ct, " \t");
+	return *ct == '\0' || *ct == ';';
 }
 
 /* Runs on the first call for a request: everything that can be decided from the headers. */
 static void decide_early(struct http *h, struct MHD_Connection *conn, const char *url, const char *method,
-			 struct reqstate *s)
+			 const char *version, struct reqstate *s)
 {
 	char allow[64];
 	bool path_known;
@@ -154,16 +161,25 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	const struct caller *who = ci ? ci->socket_context : NULL;
 
+	/* Not by comparing daemons: with a thread pool a connection belongs to a worker's daemon. */
+	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	bool tcp = !ai || !ai->client_addr || ai->client_addr->sa_family != AF_UNIX;
+
 	s->rq.app = h->app;
 	s->rq.conn = conn;
 	s->rq.method = method;
-	s->rq.url = url;
+	s->rq.url = s->path;
 	if (who)
 		s->rq.who = *who;
 	if (strlen(url) > API_MAX_URL) {
 		mp_fail(&s->early, MPE_REQUEST_URI_TOO_LONG, 0, "the URL is longer than %d bytes", API_MAX_URL);
 		return;
 	}
+	if (edge_decode_path(url, s->path, sizeof s->path, &s->early) < 0 ||
+	    edge_check_headers(conn, version, tcp, (const char *const *)h->tcp_hosts, &s->early) < 0 ||
+	    edge_decode_query(conn, &s->rq, &s->early) < 0)
+		return;
+	url = s->path;
 	s->route = route_find(method, url, allow, sizeof allow, &path_known);
 	if (!s->route) {
 		if (path_known)
@@ -237,6 +253,8 @@ static int parse_body(struct reqstate *s, mp_err *e)
 		return mp_fail(e, json_error_code(&jerr) == json_error_duplicate_key ? MPE_REQUEST_DUPLICATE_KEY
 										       : MPE_REQUEST_MALFORMED_JSON,
 			       0, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+	if (edge_json_has_negative_zero(s->body, s->len))
+		return mp_fail(e, MPE_REQUEST_MALFORMED_JSON, 0, "the body holds a negative zero; write 0");
 	if (!json_is_object(s->rq.body))
 		return mp_fail(e, MPE_REQUEST_NOT_AN_OBJECT, 0, "the body must be a JSON object");
 	return 0;
@@ -249,13 +267,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct reqstate *s = *con_cls;
 	mp_err e;
 	enum MHD_Result ret;
-	(void)version;
 
 	if (!s) {
 		if (!(s = calloc(1, sizeof *s)))
 			return MHD_NO;
 		*con_cls = s;
-		decide_early(h, conn, url, method, s);
+		decide_early(h, conn, url, method, version, s);
 		if (s->early.code && answer_before_body(conn, &s->early))
 			return send_early(conn, s, method, url);
 		return MHD_YES;
@@ -309,6 +326,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	for (int i = 0; i < API_MAX_PARAMS; i++)
 		free(s->rq.param[i]);
+	for (int i = 0; i < s->rq.nquery; i++) {
+		free(s->rq.query[i].key);
+		free(s->rq.query[i].value);
+	}
 	json_decref(s->rq.body);
 	json_decref(s->rq.out);
 	free(s->body);
@@ -332,6 +353,7 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
 				NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)4,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
@@ -363,6 +385,17 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 	if (tcp_addr) {
 		if ((tfd = listen_tcp_loopback(tcp_addr, e)) < 0)
 			goto fail;
+		/* The names a client on this host uses for the listener: the address as configured
+		 * and, for the loopback addresses, "localhost" with the same port. */
+		const char *port = strrchr(tcp_addr, ':');
+		h->tcp_hosts[0] = strdup(tcp_addr);
+		if (asprintf(&h->tcp_hosts[1], "localhost%s", port) < 0)
+			h->tcp_hosts[1] = NULL;
+		if (!h->tcp_hosts[0] || !h->tcp_hosts[1]) {
+			close(tfd);
+			mp_nomem(e);
+			goto fail;
+		}
 		if (!(h->d_tcp = start_daemon(h, tfd))) {
 			close(tfd);
 			mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", tcp_addr);
@@ -410,5 +443,7 @@ void http_stop(struct http *h)
 			close(ls[i]);
 	}
 	free(h->unix_path);
+	for (int i = 0; i < 3; i++)
+		free(h->tcp_hosts[i]);
 	free(h);
 }
