@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/out.h"
+#include "client/query.h"
 
 /* Answers beyond this are not something our daemon sends; refuse rather than grow forever. */
 #define MAX_RESPONSE (32 * 1024 * 1024)
@@ -41,12 +42,12 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-int http_call(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_call(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
-	CURL *h = NULL;
-	struct curl_slist *hdr = NULL;
+	CURL *h = NULL;                 /* owned */
+	struct curl_slist *hdr = NULL;  /* owned */
 	struct buf b = { 0 };
-	char url[2048], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;
+	char url[QUERY_MAX + 32], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;   /* payload: owned */
 	CURLcode cc;
 	long status = 0;
 	int rc = -1;
@@ -115,7 +116,7 @@ void http_result_free(struct http_result *r)
 	r->body = NULL;
 }
 
-int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_expect(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
 	if (http_call(c, method, path, body, r) < 0) {
 		out_unreachable(c, r->error);
@@ -135,7 +136,7 @@ int http_expect(const struct cli *c, const char *method, const char *path, json_
 	return EXIT_OK;
 }
 
-int http_show(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_show(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
 	int rc = http_expect(c, method, path, body, r);
 
@@ -144,30 +145,4 @@ int http_show(const struct cli *c, const char *method, const char *path, json_t 
 		http_result_free(r);
 	}
 	return rc;
-}
-
-void http_escape(const char *s, char *buf, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-			     ch == '-' || ch == '_' || ch == '.' || ch == '~';
-		if (o + (plain ? 1 : 3) >= len) {
-			if (len)
-				buf[0] = '\0';
-			return;
-		}
-		if (plain) {
-			buf[o++] = (char)ch;
-		} else {
-			buf[o++] = '%';
-			buf[o++] = hex[ch >> 4];
-			buf[o++] = hex[ch & 15];
-		}
-	}
-	if (len)
-		buf[o] = '\0';
 }
