@@ -3,9 +3,11 @@
  *   mempolicyctl [--socket PATH] [--json] COMMAND [ARGS...]
  *
  * Global options, dispatch by the first one or two words through the command table
- * (client/commands.c, where every command and its options are declared), and help for the whole
- * program and for a group. */
+ * (client/commands.c, where every command and its options are declared), help for the whole
+ * program and for a group, and the last word on the exit code: a result that could not be
+ * written to stdout is a failure, however well the daemon answered. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,29 @@ static bool wants_help(int argc, char **argv)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			return true;
 	return false;
+}
+
+/* Every exit goes through here. stdout is fully buffered when it is not a terminal, so a full disk
+ * or a closed pipe shows only when it is flushed: check that, and the error flag of any earlier
+ * write, before saying the command worked. */
+static int finish(int rc)
+{
+	bool failed;
+	int err;
+
+	errno = 0;
+	failed = fflush(stdout) != 0 || ferror(stdout);
+	err = errno;
+	if (fclose(stdout) != 0 && !failed) {
+		failed = true;
+		err = errno;
+	}
+	if (failed) {
+		out_error("cannot write the result to stdout: %s", strerror(err ? err : EIO));
+		if (rc == EXIT_OK)
+			rc = EXIT_REFUSED;
+	}
+	return rc;
 }
 
 /* Global options before the command; *i ends at the command word. -1 to go on, else an exit code. */
@@ -155,7 +180,6 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 		goto out;
 	}
 	rc = k->fn(c, k, &a);
-	fflush(stdout);
 	curl_global_cleanup();
 out:
 	cli_args_free(&a);
@@ -171,10 +195,10 @@ int main(int argc, char **argv)
 
 	c.socket = env && env[0] ? env : CLI_DEFAULT_SOCKET;
 	if ((rc = global_options(&c, argc, argv, &i)) >= 0)
-		return rc;
+		return finish(rc);
 	if (i >= argc)
-		return cli_usage_error(NULL, "no command given");
+		return finish(cli_usage_error(NULL, "no command given"));
 	if (!(k = find_command(argc, argv, i, &rc)))
-		return rc;
-	return run(&c, k, argc - i - (k->name[0] ? 2 : 1), argv + i + (k->name[0] ? 2 : 1));
+		return finish(rc);
+	return finish(run(&c, k, argc - i - (k->name[0] ? 2 : 1), argv + i + (k->name[0] ? 2 : 1)));
 }

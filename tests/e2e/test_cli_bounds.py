@@ -1,5 +1,5 @@
-"""mempolicyctl's bounds (issue 7, item 5): numbers with hundreds of leading zeros and filters too
-long for a request.
+"""mempolicyctl's bounds (issue 7, item 5): numbers with hundreds of leading zeros, filters too long
+for a request, and a stdout that cannot be written.
 
 The overflow cases are run with the client under test, which `tests/run` takes from the sanitized
 build: the client before this change overflowed its stack buffers here (ASan's stack-buffer-overflow
@@ -7,6 +7,7 @@ for `job list --limit 0{500}5 --kind ...` and `pool avail 2M --count 0{230}3 --n
 cut-short value (`--count 0{300}3` went out as count=000...0)."""
 import json
 import os
+import signal
 import socketserver
 import subprocess
 import tempfile
@@ -71,6 +72,41 @@ class CliNumbersAndLengthsTest(DaemonTest):
                 self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr[:300])
                 self.assertIn("longer than 2047 bytes; nothing was sent", p.stderr)
         self.assertEqual(self.d.db_snapshot(), snap)
+
+    def test_unwritable_stdout_is_a_failure(self):
+        with open("/dev/full", "w") as full:
+            for argv in (["knob", "list"], ["--json", "job", "list"], ["pool", "list"]):
+                with self.subTest(argv=argv):
+                    p = subprocess.run([CTL, "--socket", self.d.socket] + argv, stdout=full, stderr=subprocess.PIPE,
+                                       text=True, timeout=60)
+                    self.assertEqual(p.returncode, 1, p.stderr)
+                    self.assertIn("mempolicyctl: cannot write the result to stdout: No space left on device",
+                                  p.stderr)
+        # the same commands with a writable stdout succeed: the failure above is the write's
+        self.assertEqual(self.d.ctl("knob", "list").returncode, 0)
+
+
+class CliStdoutWithoutDaemonTest(unittest.TestCase):
+    def test_help_and_version_to_a_full_disk_fail(self):
+        with open("/dev/full", "w") as full:
+            for argv in (["--help"], ["--version"], ["knob", "--help"], ["pool", "resize", "--help"]):
+                with self.subTest(argv=argv):
+                    p = subprocess.run([CTL] + argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+                    self.assertNotEqual(p.returncode, 0)
+                    self.assertIn("cannot write the result to stdout", p.stderr)
+
+    def test_closed_pipe_fails(self):
+        """A reader that went away (EPIPE, with SIGPIPE ignored as many a supervisor leaves it)."""
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            p = subprocess.run([CTL, "--help"], stdout=w, stderr=subprocess.PIPE, text=True, timeout=60,
+                               preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN))
+        finally:
+            os.close(w)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot write the result to stdout: Broken pipe", p.stderr)
+
 
 class CountingServer:
     """A stand-in daemon that speaks HTTP/1.1 with keep-alive, as mempolicyd does, and counts the
