@@ -24,6 +24,8 @@ enum {
 struct cli {
 	const char *socket;     /* borrowed from argv or the environment */
 	bool json;              /* --json: print the daemon's JSON instead of tables */
+	void *curl;             /* owned: the one libcurl handle (so one connection) every request of
+				 * this command uses; made by the first request, freed by main */
 };
 
 /* A numeric option, checked with parse_u64 before anything is sent: decimal digits only (leading

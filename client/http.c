@@ -44,7 +44,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 int http_call(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
-	CURL *h = NULL;                 /* owned */
+	CURL *h;                        /* borrowed: c->curl, kept for the next request */
 	struct curl_slist *hdr = NULL;  /* owned */
 	struct buf b = { 0 };
 	char url[QUERY_MAX + 32], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;   /* payload: owned */
@@ -57,10 +57,13 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 		snprintf(r->error, sizeof r->error, "request path too long");
 		return -1;
 	}
-	if (!(h = curl_easy_init())) {
+	if (!c->curl && !(c->curl = curl_easy_init())) {
 		snprintf(r->error, sizeof r->error, "cannot initialise libcurl");
 		return -1;
 	}
+	h = c->curl;
+	/* Forgets the previous request's options but keeps its connection open for this one. */
+	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
@@ -103,10 +106,11 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	}
 	rc = 0;
 out:
+	/* The handle outlives this call: drop its pointers to our stack and to what is freed here. */
+	curl_easy_reset(h);
 	free(payload);
 	free(b.data);
 	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
 	return rc;
 }
 

@@ -180,6 +180,8 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 		goto out;
 	}
 	rc = k->fn(c, k, &a);
+	curl_easy_cleanup(c->curl);
+	c->curl = NULL;
 	curl_global_cleanup();
 out:
 	cli_args_free(&a);
@@ -188,7 +190,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct cli c = { .socket = NULL, .json = false };
+	struct cli c = { .socket = NULL, .json = false, .curl = NULL };
 	const struct command *k;
 	const char *env = getenv("MEMPOLICYD_SOCKET");
 	int i = 1, rc;

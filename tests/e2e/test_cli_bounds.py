@@ -1,5 +1,5 @@
 """mempolicyctl's bounds (issue 7, item 5): numbers with hundreds of leading zeros, filters too long
-for a request, and a stdout that cannot be written.
+for a request, a stdout that cannot be written, and one connection per command.
 
 The overflow cases are run with the client under test, which `tests/run` takes from the sanitized
 build: the client before this change overflowed its stack buffers here (ASan's stack-buffer-overflow
@@ -160,6 +160,12 @@ class CountingServer:
         os.rmdir(self.dir)
 
 
+def job(status, done):
+    return {"id": 9, "kind": "hugepages.resize", "status": status, "source": "api", "created_ns": 1,
+            "progress": {"pages_done": done, "pages_total": 4, "batches": done},
+            "result": {"targets": []} if status == "ok" else None}
+
+
 class CliConnectionTest(unittest.TestCase):
     def serve(self, answer):
         s = CountingServer(answer)
@@ -168,6 +174,35 @@ class CliConnectionTest(unittest.TestCase):
 
     def run_ctl(self, s, *argv):
         return subprocess.run([CTL, "--socket", s.socket] + list(argv), capture_output=True, text=True, timeout=60)
+
+    @staticmethod
+    def polling(method, path, n):
+        """PUT starts job 9; GET /v1/jobs/9 says running for five polls, then ok."""
+        if method == "PUT":
+            return 202, {"id": 9, "status": "queued"}
+        return 200, job("running" if n < 5 else "ok", min(n, 4))
+
+    def test_job_show_wait_polls_on_one_connection(self):
+        s = self.serve(self.polling)
+        p = self.run_ctl(s, "job", "show", "9", "--wait")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(s.requests, [("GET", "/v1/jobs/9")] * 6)
+        self.assertEqual(s.connections, 1)
+
+    def test_pool_resize_starts_and_polls_on_one_connection(self):
+        s = self.serve(self.polling)
+        p = self.run_ctl(s, "pool", "resize", "2M", "--total", "4")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(s.requests[0], ("PUT", "/v1/hugepages/2M"))
+        self.assertEqual(s.requests[1:], [("GET", "/v1/jobs/9")] * 5)
+        self.assertEqual(s.connections, 1)
+
+    def test_status_makes_three_requests_on_one_connection(self):
+        s = self.serve(lambda m, path, n: (200, {"status": "ok", "node_count": 1, "value": "madvise"}))
+        p = self.run_ctl(s, "status")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(s.requests), 3)
+        self.assertEqual(s.connections, 1)
 
     def test_filters_are_sent_whole(self):
         """The old client cut --kind to nothing past 127 bytes and a long --status short."""
