@@ -145,26 +145,28 @@ static int take_value(const char *name, int argc, char **argv, int *i, const cha
 	return 1;
 }
 
-/* Stores the value of option o (text in val) into a. EXIT_OK or EXIT_USAGE. */
+/* Stores the value of option o (text in val) into the field of a its declaration names.
+ * EXIT_OK or EXIT_USAGE. */
 static int store(const struct command *cmd, const struct opt *o, const char *val, struct args *a)
 {
-	char *field = (char *)a + o->field;
-	struct num *n = (struct num *)field;
+	char *field = (char *)a + o->field;   /* borrowed: inside a */
+	struct num *n;
 
 	switch (o->kind) {
 	case OPT_TEXT:
 		*(const char **)field = val;
-		return EXIT_OK;
+		break;
 	case OPT_NUM:
+		n = (struct num *)field;
 		if (number(val, o->min, &n->v) < 0)
 			return cli_usage_error(cmd, "%s wants a %s integer, not '%s'", o->name,
 					       o->min ? "positive" : "non-negative", val);
 		n->set = true;
-		return EXIT_OK;
+		break;
 	case OPT_FLAG:
 		*(bool *)field = true;
-		return EXIT_OK;
-	case OPT_NODE_COUNTS:
+		break;
+	case OPT_NODE_COUNTS:   /* taken out of argv before the loop */
 		break;
 	}
 	return EXIT_OK;

@@ -57,22 +57,22 @@ int cmd_knob_list(struct cli *c, const struct command *cmd, struct args *a)
 	return EXIT_OK;
 }
 
-int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *args)
+int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *a)
 {
 	struct http_result r;
 	struct query q;
 	const char *path;
-	char v[256], a[512], s[1024];
+	char v[256], allowed[512], s[1024];
 	struct table *t;
 	const json_t *k;
 	int rc;
 
-	if (args->npos != 1)
+	if (a->npos != 1)
 		return cli_usage_error(cmd, "which knob? give its NAME");
-	if (!kv_name_ok(args->pos[0]))
-		return cli_usage_error(cmd, "'%s' is not a knob name (letters, digits, '.', '_', '-')", args->pos[0]);
+	if (!kv_name_ok(a->pos[0]))
+		return cli_usage_error(cmd, "'%s' is not a knob name (letters, digits, '.', '_', '-')", a->pos[0]);
 	query_init(&q, "/v1/knobs");
-	query_segment(&q, args->pos[0]);
+	query_segment(&q, a->pos[0]);
 	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
 		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
@@ -80,11 +80,11 @@ int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *args)
 	k = r.body;
 	t = table_new(2, NULL);
 	value_text(k, v, sizeof v);
-	allowed_text(k, a, sizeof a);
+	allowed_text(k, allowed, sizeof allowed);
 	table_row(t, "name", json_string_value(json_object_get(k, "name")));
 	table_row(t, "value", v);
 	table_row(t, "type", json_string_value(json_object_get(k, "type")));
-	table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", a);
+	table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", allowed);
 	table_row(t, "path", json_string_value(json_object_get(k, "path")));
 	table_row(t, "available", json_is_true(json_object_get(k, "available")) ? "yes" : "no");
 	table_row(t, "writable", json_is_true(json_object_get(k, "writable")) ? "yes" : "no");
