@@ -1,10 +1,15 @@
 /* What every command handler of mempolicyctl shares: the global options, the exit codes, the
- * command table entry, and the small option parser handlers use for their own flags. */
+ * command table entry with its declared options, and what parsing those options fills in. */
 #ifndef MPD_CLIENT_CLI_H
 #define MPD_CLIENT_CLI_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct query;
 
 /* Exit codes: part of the interface (documented in --help and docs). */
 enum {
@@ -19,40 +24,100 @@ enum {
 struct cli {
 	const char *socket;     /* borrowed from argv or the environment */
 	bool json;              /* --json: print the daemon's JSON instead of tables */
+	void *curl;             /* owned: the one libcurl handle (so one connection) every request of
+				 * this command uses; made by the first request, freed by main */
 };
 
+/* A numeric option, checked with parse_u64 before anything is sent: decimal digits only (leading
+ * zeros allowed: "007" is 7), at least the declared minimum, at most INT64_MAX. The daemon gets
+ * the value re-printed, never the user's text. */
+struct num {
+	bool set;
+	uint64_t v;
+};
+
+/* What parsing fills in: one field per option name some command declares. The command table
+ * says which field each option goes to (struct opt.field), so a handler reads a->limit and never
+ * looks at argv. Fields of options the command does not declare stay NULL/unset. */
+struct args {
+	const char *kind, *status, *since, *until, *cursor;   /* borrowed from argv */
+	const char *size, *node, *direction, *deadline;       /* node: text, for the daemon to judge */
+	const char *cron, *timezone;
+	struct num limit, count, total, batch, grace;
+	struct num node_id;     /* --node N where the client checks the number itself */
+	bool dry_run, wait, no_wait, compact;
+	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
+	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
+	int npos;
+};
+
+enum opt_kind {
+	OPT_TEXT,               /* --name VALUE into a const char * */
+	OPT_NUM,                /* --name N into a struct num */
+	OPT_FLAG,               /* --name into a bool */
+	OPT_NODE_COUNTS,        /* repeatable --node N=COUNT into args.nodes */
+};
+
+/* Only for the usage line: how an option is shown. */
+enum {
+	OPT_REQUIRED = 1,       /* shown bare, not in [brackets] */
+	OPT_EITHER = 2,         /* this one or the next one is required: "(--a A | --b B)" */
+};
+
+/* One declared option: the parser, the usage line and --help all read this and nothing else. */
+struct opt {
+	const char *name;       /* "--limit" */
+	const char *arg;        /* placeholder in usage and help, "N"; NULL for a flag */
+	const char *help;       /* one line for --help; a '\n' continues it under the same column */
+	enum opt_kind kind;
+	size_t field;           /* offsetof(struct args, <field>) */
+	uint64_t min;           /* OPT_NUM: the smallest value accepted */
+	unsigned show;          /* OPT_REQUIRED, OPT_EITHER */
+};
+
+/* offsetof that refuses to compile unless the field has the type the kind writes. */
+#define ARGS_FIELD(f, T) (offsetof(struct args, f) + 0 * sizeof(_Generic(((struct args *)0)->f, T: 1)))
+#define OPT_TEXT_IN(f)       OPT_TEXT, ARGS_FIELD(f, const char *), 0
+#define OPT_NUM_IN(f, min)   OPT_NUM, ARGS_FIELD(f, struct num), (min)
+#define OPT_FLAG_IN(f)       OPT_FLAG, ARGS_FIELD(f, bool), 0
+#define OPT_NODE_COUNTS_IN() OPT_NODE_COUNTS, ARGS_FIELD(nodes, json_t *), 0
+
 struct command;
-/* A handler gets the arguments after its command words (argv[0] is the first of them) and
- * returns an exit code. */
-typedef int (*command_fn)(struct cli *c, const struct command *cmd, int argc, char **argv);
+/* A handler gets its parsed arguments (freed by the caller) and returns an exit code. */
+typedef int (*command_fn)(struct cli *c, const struct command *cmd, struct args *a);
 
 struct command {
 	const char *group;      /* first word: "knob", "status" */
 	const char *name;       /* second word: "set"; "" when the group word alone is the command */
 	command_fn fn;
-	const char *usage;      /* arguments after the command words, "" for none */
+	const char *positional; /* the positional arguments in the usage line: "ID", "" for none */
+	int maxpos;             /* how many positionals are accepted; -1 for any number */
+	const struct opt *opts; /* the declared options, ended by { NULL }, or NULL for none */
 	const char *summary;    /* one line for the command list */
-	const char *help;       /* more lines for `... --help` (options, examples), or NULL */
+	const char *notes;      /* free text after the option list in --help (examples), or NULL */
 };
 
-/* Options of one command. has_arg options store into *val; flags set *flag. */
-struct opt {
-	const char *name;       /* "--limit" */
-	const char **val;
-	bool *flag;
-};
+/* The command table (client/commands.c). */
+extern const struct command cli_commands[];
+extern const size_t cli_ncommands;
 
-/* Parses argv against opts (accepting "--name value" and "--name=value") plus the global
- * --json and --socket, which may also follow the command. Positionals go to pos (at most
- * maxpos; "--" ends options). Returns the number of positionals, or -1 after printing a usage
- * error. */
-int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, const struct opt *opts,
-	     char **pos, int maxpos);
+/* Parses argv (the words after the command) against cmd->opts, accepting "--name value" and
+ * "--name=value", plus the global --json and --socket, which may also follow the command; "--"
+ * ends options. Fills a (free it with cli_args_free). EXIT_OK, or EXIT_USAGE after printing why. */
+int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, struct args *a);
+void cli_args_free(struct args *a);
+
+/* The usage line's arguments after the command words, generated from the declaration. */
+void cli_print_usage_args(FILE *f, const struct command *cmd);
+/* `mempolicyctl GROUP NAME --help`: usage, summary, the declared options, the notes. */
+void cli_command_help(FILE *f, const struct command *cmd);
+extern const char cli_exit_codes[];
 
 /* Prints "mempolicyctl: <message>" and the command's usage line to stderr; returns EXIT_USAGE. */
 int cli_usage_error(const struct command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Takes the repeatable "--node N=COUNT" options out of argv into nodes (kv_take_node_counts),
- * before cli_args sees the rest. EXIT_OK, or EXIT_USAGE after printing why. */
-int cli_take_node_counts(const struct command *cmd, int *argc, char **argv, json_t *nodes);
+/* A positive integer ID given as text, checked like struct num; what: "a job ID". */
+int cli_id(const struct command *cmd, const char *what, const char *text, uint64_t *id);
+/* The finished path of q in *path, or EXIT_USAGE after saying that the arguments are too long. */
+int cli_path(const struct command *cmd, const struct query *q, const char **path);
 
 #endif

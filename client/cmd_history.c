@@ -6,7 +6,7 @@
 #include "client/cli.h"
 #include "client/http.h"
 #include "client/out.h"
-#include "common/parse.h"
+#include "client/query.h"
 
 static void actor_text(const json_t *op, char *buf, size_t len)
 {
@@ -30,20 +30,6 @@ static void time_text(const json_t *op, const char *key, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
-/* Appends "&key=escaped" to the query being built. */
-static int add_query(char *q, size_t len, const char *key, const char *val)
-{
-	char esc[512];
-	size_t o = strlen(q);
-	int n;
-
-	if (!val)
-		return 0;
-	http_escape(val, esc, sizeof esc);
-	n = snprintf(q + o, len - o, "%c%s=%s", o ? '&' : '?', key, esc);
-	return n < 0 || (size_t)n >= len - o ? -1 : 0;
-}
-
 /* " --opt value" for the "more:" line, the value in single quotes unless it is plainly safe. */
 static void print_opt(const char *opt, const char *val)
 {
@@ -59,31 +45,27 @@ static void print_opt(const char *opt, const char *val)
 	putchar('\'');
 }
 
-int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR" };
-	const char *kind = NULL, *status = NULL, *since = NULL, *until = NULL, *limit = NULL, *cursor = NULL;
-	const struct opt opts[] = {
-		{ "--kind", &kind, NULL }, { "--status", &status, NULL }, { "--since", &since, NULL },
-		{ "--until", &until, NULL }, { "--limit", &limit, NULL }, { "--cursor", &cursor, NULL },
-		{ NULL, NULL, NULL },
-	};
-	char q[2048] = "", path[2100];
+	struct query q;
+	const char *path;
+	char limit[24];
 	struct http_result r;
 	const json_t *op, *next;
-	uint64_t n;
 	size_t i;
 	int rc;
 
-	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0)
-		return EXIT_USAGE;
-	if (limit && (parse_u64(limit, &n) < 0 || n == 0))
-		return cli_usage_error(cmd, "--limit wants a positive integer, not '%s'", limit);
-	if (add_query(q, sizeof q, "kind", kind) < 0 || add_query(q, sizeof q, "status", status) < 0 ||
-	    add_query(q, sizeof q, "since", since) < 0 || add_query(q, sizeof q, "until", until) < 0 ||
-	    add_query(q, sizeof q, "limit", limit) < 0 || add_query(q, sizeof q, "cursor", cursor) < 0)
-		return cli_usage_error(cmd, "filters too long");
-	snprintf(path, sizeof path, "/v1/history%s", q);
+	snprintf(limit, sizeof limit, "%llu", (unsigned long long)a->limit.v);
+	query_init(&q, "/v1/history");
+	query_arg(&q, "kind", a->kind);
+	query_arg(&q, "status", a->status);
+	query_arg(&q, "since", a->since);
+	query_arg(&q, "until", a->until);
+	query_arg(&q, "limit", a->limit.set ? limit : NULL);
+	query_arg(&q, "cursor", a->cursor);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	struct table *t = table_new(6, hdr);
@@ -102,21 +84,23 @@ int cmd_history_list(struct cli *c, const struct command *cmd, int argc, char **
 	if (json_is_string(next)) {
 		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
 		printf("more: mempolicyctl history");
-		print_opt("--kind", kind);
-		print_opt("--status", status);
-		print_opt("--since", since);
-		print_opt("--until", until);
-		print_opt("--limit", limit);
+		print_opt("--kind", a->kind);
+		print_opt("--status", a->status);
+		print_opt("--since", a->since);
+		print_opt("--until", a->until);
+		print_opt("--limit", a->limit.set ? limit : NULL);
 		printf(" --cursor %s\n", json_string_value(next));
 	}
 	http_result_free(&r);
 	return EXIT_OK;
 }
 
-int cmd_history_show(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "SEQ", "KNOB", "OLD", "NEW", "STATUS", "ERRNO" };
-	char *pos[1], path[64], a[512];
+	struct query q;
+	const char *path;
+	char cell[512];
 	struct http_result r;
 	struct table *t;
 	const json_t *op, *ch;
@@ -124,31 +108,32 @@ int cmd_history_show(struct cli *c, const struct command *cmd, int argc, char **
 	size_t i;
 	int rc;
 
-	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
-		return EXIT_USAGE;
-	if (rc != 1)
+	if (a->npos != 1)
 		return cli_usage_error(cmd, "which operation? give its ID");
-	if (parse_u64(pos[0], &id) < 0 || id == 0)
-		return cli_usage_error(cmd, "an operation ID is a positive integer, not '%s'", pos[0]);
-	snprintf(path, sizeof path, "/v1/history/%llu", (unsigned long long)id);
+	if ((rc = cli_id(cmd, "an operation ID", a->pos[0], &id)) != EXIT_OK)
+		return rc;
+	query_init(&q, "/v1/history");
+	query_segment_u64(&q, id);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	op = r.body;
 	t = table_new(2, NULL);
 	static const char *const keys[] = { "id", "kind", "status", "source", "kernel_release", "errno", "error" };
 	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-		out_scalar(json_object_get(op, keys[k]), a, sizeof a);
-		table_row(t, keys[k], a);
+		out_scalar(json_object_get(op, keys[k]), cell, sizeof cell);
+		table_row(t, keys[k], cell);
 	}
-	actor_text(op, a, sizeof a);
-	table_row(t, "actor", a);
-	time_text(op, "started_ns", a, sizeof a);
-	table_row(t, "started", a);
-	time_text(op, "finished_ns", a, sizeof a);
-	table_row(t, "finished", a);
+	actor_text(op, cell, sizeof cell);
+	table_row(t, "actor", cell);
+	time_text(op, "started_ns", cell, sizeof cell);
+	table_row(t, "started", cell);
+	time_text(op, "finished_ns", cell, sizeof cell);
+	table_row(t, "finished", cell);
 	if (json_object_get(op, "request")) {
-		out_scalar(json_object_get(op, "request"), a, sizeof a);
-		table_row(t, "request", a);
+		out_scalar(json_object_get(op, "request"), cell, sizeof cell);
+		table_row(t, "request", cell);
 	}
 	table_print(t, stdout);
 	if (json_array_size(json_object_get(op, "knob_changes")) > 0) {

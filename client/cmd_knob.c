@@ -7,6 +7,7 @@
 #include "client/http.h"
 #include "client/kv.h"
 #include "client/out.h"
+#include "client/query.h"
 
 /* "always,madvise,never" for choice knobs, "0..511" for numbers. */
 static void allowed_text(const json_t *k, char *buf, size_t len)
@@ -31,7 +32,7 @@ static void value_text(const json_t *k, char *buf, size_t len)
 		out_scalar(json_object_get(k, "value"), buf, len);
 }
 
-int cmd_knob_list(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_knob_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "NAME", "VALUE", "ALLOWED" };
 	struct http_result r;
@@ -40,47 +41,50 @@ int cmd_knob_list(struct cli *c, const struct command *cmd, int argc, char **arg
 	size_t i;
 	int rc;
 
-	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
-		return EXIT_USAGE;
+	(void)cmd;
+	(void)a;
 	if ((rc = http_show(c, "GET", "/v1/knobs", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	t = table_new(3, hdr);
 	json_array_foreach(json_object_get(r.body, "knobs"), i, k) {
-		char v[256], a[512];
+		char v[256], allowed[512];
 		value_text(k, v, sizeof v);
-		allowed_text(k, a, sizeof a);
-		table_row(t, json_string_value(json_object_get(k, "name")), v, a);
+		allowed_text(k, allowed, sizeof allowed);
+		table_row(t, json_string_value(json_object_get(k, "name")), v, allowed);
 	}
 	table_print(t, stdout);
 	http_result_free(&r);
 	return EXIT_OK;
 }
 
-int cmd_knob_get(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *a)
 {
 	struct http_result r;
-	char *pos[1], path[256], v[256], a[512], s[1024];
+	struct query q;
+	const char *path;
+	char v[256], allowed[512], s[1024];
 	struct table *t;
 	const json_t *k;
 	int rc;
 
-	if ((rc = cli_args(c, cmd, argc, argv, NULL, pos, 1)) < 0)
-		return EXIT_USAGE;
-	if (rc != 1)
+	if (a->npos != 1)
 		return cli_usage_error(cmd, "which knob? give its NAME");
-	if (!kv_name_ok(pos[0]))
-		return cli_usage_error(cmd, "'%s' is not a knob name (letters, digits, '.', '_', '-')", pos[0]);
-	snprintf(path, sizeof path, "/v1/knobs/%s", pos[0]);
+	if (!kv_name_ok(a->pos[0]))
+		return cli_usage_error(cmd, "'%s' is not a knob name (letters, digits, '.', '_', '-')", a->pos[0]);
+	query_init(&q, "/v1/knobs");
+	query_segment(&q, a->pos[0]);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	k = r.body;
 	t = table_new(2, NULL);
 	value_text(k, v, sizeof v);
-	allowed_text(k, a, sizeof a);
+	allowed_text(k, allowed, sizeof allowed);
 	table_row(t, "name", json_string_value(json_object_get(k, "name")));
 	table_row(t, "value", v);
 	table_row(t, "type", json_string_value(json_object_get(k, "type")));
-	table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", a);
+	table_row(t, json_is_array(json_object_get(k, "allowed")) ? "allowed" : "range", allowed);
 	table_row(t, "path", json_string_value(json_object_get(k, "path")));
 	table_row(t, "available", json_is_true(json_object_get(k, "available")) ? "yes" : "no");
 	table_row(t, "writable", json_is_true(json_object_get(k, "writable")) ? "yes" : "no");
@@ -123,49 +127,38 @@ static void print_changes(const json_t *res, bool dry)
 	}
 }
 
-int cmd_knob_set(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_knob_set(struct cli *c, const struct command *cmd, struct args *a)
 {
-	bool dry = false;
-	const struct opt opts[] = { { "--dry-run", NULL, &dry }, { NULL, NULL, NULL } };
-	char **pos = calloc((size_t)argc + 1, sizeof *pos), path[256], err[256];
+	struct query q;
+	const char *path;
+	char err[256];
 	struct http_result r;
-	json_t *pairs = NULL, *body = NULL;
-	int n, rc = EXIT_USAGE;
+	json_t *pairs = NULL, *body = NULL;   /* owned */
+	int rc = EXIT_USAGE;
 
-	if (!pos) {
-		out_error("out of memory");
-		return EXIT_REFUSED;
-	}
-	if ((n = cli_args(c, cmd, argc, argv, opts, pos, argc)) < 0)
-		goto out;
-	if (n == 0) {
-		rc = cli_usage_error(cmd, "give at least one NAME=VALUE");
-		goto out;
-	}
-	if (kv_parse_all(pos, n, &pairs, err, sizeof err) < 0) {
-		rc = cli_usage_error(cmd, "%s", err);
-		goto out;
-	}
-	if (n == 1) {
-		const char *name = json_object_iter_key(json_object_iter(pairs));
-		snprintf(path, sizeof path, "/v1/knobs/%s%s", name, dry ? "?dry_run=true" : "");
+	if (a->npos == 0)
+		return cli_usage_error(cmd, "give at least one NAME=VALUE");
+	if (kv_parse_all(a->pos, a->npos, &pairs, err, sizeof err) < 0)
+		return cli_usage_error(cmd, "%s", err);
+	query_init(&q, "/v1/knobs");
+	if (a->npos == 1) {
+		query_segment(&q, json_object_iter_key(json_object_iter(pairs)));
 		body = json_pack("{s:O}", "value", json_object_iter_value(json_object_iter(pairs)));
-		rc = http_expect(c, "PUT", path, body, &r);
 	} else {
-		snprintf(path, sizeof path, "/v1/knobs%s", dry ? "?dry_run=true" : "");
 		body = json_pack("{s:O}", "knobs", pairs);
-		rc = http_expect(c, "PATCH", path, body, &r);
 	}
-	if (rc != EXIT_OK)
+	query_arg(&q, "dry_run", a->dry_run ? "true" : NULL);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		goto out;
+	if ((rc = http_expect(c, a->npos == 1 ? "PUT" : "PATCH", path, body, &r)) != EXIT_OK)
 		goto out;
 	if (c->json)
 		out_json(r.body);
 	else
-		print_changes(r.body, dry);
+		print_changes(r.body, a->dry_run);
 	http_result_free(&r);
 out:
 	json_decref(body);
 	json_decref(pairs);
-	free(pos);
 	return rc;
 }

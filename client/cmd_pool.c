@@ -9,6 +9,7 @@
 #include "client/http.h"
 #include "client/jobview.h"
 #include "client/out.h"
+#include "client/query.h"
 #include "common/parse.h"
 
 #define MAX_NODE_COLS 64
@@ -38,7 +39,7 @@ static void pool_row(struct table *t, const json_t *p, const unsigned *ids, int 
 	table_rowv(t, cells);
 }
 
-int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_pool_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	const char *hdr[6 + MAX_NODE_COLS] = { "SIZE", "TOTAL", "FREE", "RESV", "SURPLUS", "OVERCOMMIT" };
 	char names[MAX_NODE_COLS][24];
@@ -49,8 +50,8 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **arg
 	struct table *t;
 	size_t i, j;
 
-	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
-		return EXIT_USAGE;
+	(void)cmd;
+	(void)a;
 	if ((rc = http_show(c, "GET", "/v1/hugepages", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	pools = json_object_get(r.body, "pools");
@@ -64,8 +65,8 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **arg
 			if (k == nids && nids < MAX_NODE_COLS)
 				ids[nids++] = id;
 		}
-	for (int a = 1; a < nids; a++)
-		for (int b = a; b > 0 && ids[b - 1] > ids[b]; b--) {
+	for (int x0 = 1; x0 < nids; x0++)
+		for (int b = x0; b > 0 && ids[b - 1] > ids[b]; b--) {
 			unsigned x = ids[b];
 			ids[b] = ids[b - 1];
 			ids[b - 1] = x;
@@ -84,13 +85,16 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, int argc, char **arg
 	return EXIT_OK;
 }
 
-/* "500ms", "30s", "2m", or plain milliseconds. */
+/* "500ms", "30s", "2m", or plain milliseconds. Leading zeros are skipped, as parse_u64 would. */
 static int parse_deadline_ms(const char *s, int64_t *ms)
 {
 	char num[32];
-	size_t n = strspn(s, "0123456789");
+	size_t n;
 	uint64_t v, mult = 1;
 
+	while (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+		s++;
+	n = strspn(s, "0123456789");
 	if (n == 0 || n >= sizeof num)
 		return -1;
 	if (!strcmp(s + n, "s"))
@@ -106,67 +110,50 @@ static int parse_deadline_ms(const char *s, int64_t *ms)
 	return 0;
 }
 
-int cmd_pool_resize(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_pool_resize(struct cli *c, const struct command *cmd, struct args *a)
 {
-	const char *total = NULL, *batch = NULL, *deadline = NULL;
-	bool no_wait = false, compact = false, dry_run = false;
-	const struct opt opts[] = {
-		{ "--total", &total, NULL }, { "--batch", &batch, NULL }, { "--deadline", &deadline, NULL },
-		{ "--no-wait", NULL, &no_wait }, { "--compact", NULL, &compact }, { "--dry-run", NULL, &dry_run },
-		{ NULL, NULL, NULL },
-	};
-	json_t *nodes = json_object(), *body = json_object();
-	char *pos[1], path[128], esc[64];
+	json_t *body = json_object();   /* owned */
+	struct query q;
+	const char *path;
 	struct http_result r;
-	uint64_t v;
 	int64_t ms;
 	int rc = EXIT_USAGE;
 
-	if (cli_take_node_counts(cmd, &argc, argv, nodes) != EXIT_OK)
-		goto out;
-	if (cli_args(c, cmd, argc, argv, opts, pos, 1) != 1) {
+	if (a->npos != 1) {
 		cli_usage_error(cmd, "the page size (e.g. 2M) is required");
 		goto out;
 	}
-	if (!total == !json_object_size(nodes)) {
+	if (!a->total.set == !json_object_size(a->nodes)) {
 		cli_usage_error(cmd, "give either --total N or one or more --node N=COUNT");
 		goto out;
 	}
-	if (total) {
-		if (parse_u64(total, &v) < 0 || v > (uint64_t)INT64_MAX) {
-			cli_usage_error(cmd, "--total wants a non-negative integer, not '%s'", total);
-			goto out;
-		}
-		json_object_set_new(body, "total", json_integer((json_int_t)v));
-	} else {
-		json_object_set(body, "nodes", nodes);
-	}
-	if (batch) {
-		if (parse_u64(batch, &v) < 0 || v == 0 || v > (uint64_t)INT64_MAX) {
-			cli_usage_error(cmd, "--batch wants a positive integer, not '%s'", batch);
-			goto out;
-		}
-		json_object_set_new(body, "batch", json_integer((json_int_t)v));
-	}
-	if (deadline) {
-		if (parse_deadline_ms(deadline, &ms) < 0) {
-			cli_usage_error(cmd, "--deadline wants a duration like 500ms, 30s or 2m, not '%s'", deadline);
+	if (a->total.set)
+		json_object_set_new(body, "total", json_integer((json_int_t)a->total.v));
+	else
+		json_object_set(body, "nodes", a->nodes);
+	if (a->batch.set)
+		json_object_set_new(body, "batch", json_integer((json_int_t)a->batch.v));
+	if (a->deadline) {
+		if (parse_deadline_ms(a->deadline, &ms) < 0) {
+			cli_usage_error(cmd, "--deadline wants a duration like 500ms, 30s or 2m, not '%s'", a->deadline);
 			goto out;
 		}
 		json_object_set_new(body, "deadline_ms", json_integer(ms));
 	}
-	if (compact)
+	if (a->compact)
 		json_object_set_new(body, "compact", json_true());
-	if (dry_run)
+	if (a->dry_run)
 		json_object_set_new(body, "dry_run", json_true());
-	http_escape(pos[0], esc, sizeof esc);
-	snprintf(path, sizeof path, "/v1/hugepages/%s", esc);
+	query_init(&q, "/v1/hugepages");
+	query_segment(&q, a->pos[0]);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		goto out;
 	if ((rc = http_expect(c, "PUT", path, body, &r)) != EXIT_OK)
 		goto out;
-	if (dry_run || no_wait) {
+	if (a->dry_run || a->no_wait) {
 		if (c->json)
 			out_json(r.body);
-		else if (dry_run)
+		else if (a->dry_run)
 			jobview_targets(json_object_get(r.body, "targets"), false);
 		else
 			printf("job %lld queued: mempolicyctl job show %lld\n",
@@ -179,39 +166,39 @@ int cmd_pool_resize(struct cli *c, const struct command *cmd, int argc, char **a
 	rc = jobview_wait(c, (long long)json_integer_value(json_object_get(r.body, "id")));
 	http_result_free(&r);
 out:
-	json_decref(nodes);
 	json_decref(body);
 	return rc;
 }
 
-int cmd_pool_avail(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_pool_avail(struct cli *c, const struct command *cmd, struct args *a)
 {
-	const char *node = NULL, *count = NULL;
-	const struct opt opts[] = { { "--node", &node, NULL }, { "--count", &count, NULL }, { NULL, NULL, NULL } };
 	static const char *const keys[] = { "size", "node", "count", "pool_nr", "free", "from_free", "grow_needed",
 					    "growable_estimate", "verdict" };
-	char *pos[1], path[256], esc[64], a[64];
+	struct query q;
+	const char *path;
+	char cell[64];
 	struct http_result r;
 	struct table *t;
-	uint64_t v;
-	int rc, off;
+	int rc;
 
-	if (cli_args(c, cmd, argc, argv, opts, pos, 1) != 1)
+	if (a->npos != 1)
 		return cli_usage_error(cmd, "the page size (e.g. 2M) is required");
-	if (!count || parse_u64(count, &v) < 0 || v == 0)
+	if (!a->count.set)
 		return cli_usage_error(cmd, "--count K (a positive number of pages) is required");
-	if (node && parse_u64(node, &v) < 0)
-		return cli_usage_error(cmd, "--node wants a node number, not '%s'", node);
-	http_escape(pos[0], esc, sizeof esc);
-	off = snprintf(path, sizeof path, "/v1/hugepages/%s/availability?count=%s", esc, count);
-	if (node)
-		snprintf(path + off, sizeof path - (size_t)off, "&node=%s", node);
+	query_init(&q, "/v1/hugepages");
+	query_segment(&q, a->pos[0]);
+	query_segment(&q, "availability");
+	query_arg_u64(&q, "count", a->count.v);
+	if (a->node_id.set)
+		query_arg_u64(&q, "node", a->node_id.v);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	t = table_new(2, NULL);
 	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-		out_scalar(json_object_get(r.body, keys[k]), a, sizeof a);
-		table_row(t, keys[k], a);
+		out_scalar(json_object_get(r.body, keys[k]), cell, sizeof cell);
+		table_row(t, keys[k], cell);
 	}
 	table_print(t, stdout);
 	http_result_free(&r);

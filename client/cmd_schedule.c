@@ -6,8 +6,7 @@
 #include "client/cli.h"
 #include "client/http.h"
 #include "client/out.h"
-#include "common/parse.h"
-
+#include "client/query.h"
 
 /* "2M total=4096" or "2M node0=4096 node1=16": the action in one cell. */
 static void action_text(const json_t *s, char *buf, size_t len)
@@ -80,79 +79,49 @@ static int print_answer(struct cli *c, struct http_result *r)
 	return EXIT_OK;
 }
 
-static int id_path(const struct command *cmd, const char *arg, char *path, size_t len)
+/* The json integer of a numeric option, when it was given. */
+static void number(json_t *obj, const char *key, const struct num *n)
 {
-	uint64_t id;
-
-	if (parse_u64(arg, &id) < 0 || id == 0)
-		return cli_usage_error(cmd, "a schedule ID is a positive integer, not '%s'", arg);
-	snprintf(path, len, "/v1/schedules/%llu", (unsigned long long)id);
-	return EXIT_OK;
+	if (n->set)
+		json_object_set_new(obj, key, json_integer((json_int_t)n->v));
 }
 
-static int number(const struct command *cmd, json_t *obj, const char *key, const char *opt, const char *text)
+int cmd_schedule_add(struct cli *c, const struct command *cmd, struct args *a)
 {
-	uint64_t v;
-
-	if (!text)
-		return EXIT_OK;
-	if (parse_u64(text, &v) < 0 || v > (uint64_t)INT64_MAX)
-		return cli_usage_error(cmd, "%s wants a non-negative integer, not '%s'", opt, text);
-	json_object_set_new(obj, key, json_integer((json_int_t)v));
-	return EXIT_OK;
-}
-
-int cmd_schedule_add(struct cli *c, const struct command *cmd, int argc, char **argv)
-{
-	const char *cron = NULL, *size = NULL, *total = NULL, *tz = NULL, *grace = NULL, *batch = NULL;
-	const struct opt opts[] = {
-		{ "--cron", &cron, NULL }, { "--size", &size, NULL }, { "--total", &total, NULL },
-		{ "--timezone", &tz, NULL }, { "--grace", &grace, NULL }, { "--batch", &batch, NULL },
-		{ NULL, NULL, NULL },
-	};
-	json_t *nodes = json_object(), *hp = json_object(), *body = NULL;
+	json_t *hp = json_object(), *body = NULL;   /* owned */
 	struct http_result r;
-	int rc;
+	int rc = EXIT_USAGE;
 
-	if ((rc = cli_take_node_counts(cmd, &argc, argv, nodes)) != EXIT_OK)
-		goto out;
-	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	rc = EXIT_USAGE;
-	if (!cron) {
+	if (!a->cron) {
 		cli_usage_error(cmd, "--cron \"MIN HOUR DOM MON DOW\" is required");
 		goto out;
 	}
-	if (!size) {
+	if (!a->size) {
 		cli_usage_error(cmd, "--size (e.g. 2M) is required");
 		goto out;
 	}
-	if (!total == !json_object_size(nodes)) {
+	if (!a->total.set == !json_object_size(a->nodes)) {
 		cli_usage_error(cmd, "give either --total N or one or more --node N=COUNT");
 		goto out;
 	}
-	json_object_set_new(hp, "size", json_string(size));
-	if (number(cmd, hp, "total", "--total", total) != EXIT_OK || number(cmd, hp, "batch", "--batch", batch) != EXIT_OK)
-		goto out;
-	if (json_object_size(nodes))
-		json_object_set(hp, "nodes", nodes);
-	body = json_pack("{s:s, s:{s:O}}", "cron", cron, "action", "hugepages", hp);
-	if (tz)
-		json_object_set_new(body, "timezone", json_string(tz));
-	if (number(cmd, body, "misfire_grace_s", "--grace", grace) != EXIT_OK)
-		goto out;
+	json_object_set_new(hp, "size", json_string(a->size));
+	number(hp, "total", &a->total);
+	number(hp, "batch", &a->batch);
+	if (json_object_size(a->nodes))
+		json_object_set(hp, "nodes", a->nodes);
+	body = json_pack("{s:s, s:{s:O}}", "cron", a->cron, "action", "hugepages", hp);
+	if (a->timezone)
+		json_object_set_new(body, "timezone", json_string(a->timezone));
+	number(body, "misfire_grace_s", &a->grace);
 	if ((rc = http_expect(c, "POST", "/v1/schedules", body, &r)) == EXIT_OK)
 		rc = print_answer(c, &r);
 out:
-	json_decref(nodes);
 	json_decref(hp);
 	json_decref(body);
 	return rc;
 }
 
-int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "ID", "CRON", "TZ", "ACTION", "NEXT RUN", "LAST RUN", "LAST", "JOB" };
 	struct http_result r;
@@ -160,8 +129,8 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char *
 	size_t i;
 	int rc;
 
-	if (cli_args(c, cmd, argc, argv, NULL, NULL, 0) < 0)
-		return EXIT_USAGE;
+	(void)cmd;
+	(void)a;
 	if ((rc = http_show(c, "GET", "/v1/schedules", NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	struct table *t = table_new(8, hdr);
@@ -183,45 +152,51 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, int argc, char *
 }
 
 /* The one positional ID of `schedule show|rm` as its resource path. */
-static int id_arg(struct cli *c, const struct command *cmd, int argc, char **argv, char **id, char *path,
-		  size_t len)
+static int id_path(const struct command *cmd, const struct args *a, struct query *q, const char **path,
+		   uint64_t *id)
 {
-	int rc = cli_args(c, cmd, argc, argv, NULL, id, 1);
-
-	if (rc < 0)
-		return EXIT_USAGE;
-	if (rc != 1)
-		return cli_usage_error(cmd, "which schedule? give its ID");
-	return id_path(cmd, *id, path, len);
-}
-
-int cmd_schedule_show(struct cli *c, const struct command *cmd, int argc, char **argv)
-{
-	char *pos[1], path[64];
-	struct http_result r;
 	int rc;
 
-	if ((rc = id_arg(c, cmd, argc, argv, pos, path, sizeof path)) != EXIT_OK)
+	if (a->npos != 1)
+		return cli_usage_error(cmd, "which schedule? give its ID");
+	if ((rc = cli_id(cmd, "a schedule ID", a->pos[0], id)) != EXIT_OK)
+		return rc;
+	query_init(q, "/v1/schedules");
+	query_segment_u64(q, *id);
+	return cli_path(cmd, q, path);
+}
+
+int cmd_schedule_show(struct cli *c, const struct command *cmd, struct args *a)
+{
+	struct query q;
+	const char *path;
+	struct http_result r;
+	uint64_t id;
+	int rc;
+
+	if ((rc = id_path(cmd, a, &q, &path, &id)) != EXIT_OK)
 		return rc;
 	if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
 		return rc;
 	return print_answer(c, &r);
 }
 
-int cmd_schedule_rm(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_schedule_rm(struct cli *c, const struct command *cmd, struct args *a)
 {
-	char *pos[1], path[64];
+	struct query q;
+	const char *path;
 	struct http_result r;
+	uint64_t id;
 	int rc;
 
-	if ((rc = id_arg(c, cmd, argc, argv, pos, path, sizeof path)) != EXIT_OK)
+	if ((rc = id_path(cmd, a, &q, &path, &id)) != EXIT_OK)
 		return rc;
 	if ((rc = http_expect(c, "DELETE", path, NULL, &r)) != EXIT_OK)
 		return rc;
 	if (c->json)
 		out_json(r.body);
 	else
-		printf("schedule %s deleted\n", pos[0]);
+		printf("schedule %llu deleted\n", (unsigned long long)id);
 	http_result_free(&r);
 	return EXIT_OK;
 }

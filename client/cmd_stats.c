@@ -7,46 +7,33 @@
 #include "client/cli.h"
 #include "client/http.h"
 #include "client/out.h"
+#include "client/query.h"
 #include "common/parse.h"
 
-struct q { const char *key; const char **val; };
-
-int cmd_history_stats(struct cli *c, const struct command *cmd, int argc, char **argv)
+int cmd_history_stats(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const struct { const char *label, *key; } rows[] = {
 		{ "Min", "min" }, { "1st-qrtle", "q1" }, { "2nd-qrtle", "q2" }, { "3rd-qrtle", "q3" },
 		{ "Max-90", "p90" }, { "Max-95", "p95" }, { "Max-99", "p99" }, { "Max", "max" },
 		{ "Amean", "amean" }, { "Stddev", "stddev" },
 	};
-	const char *kind = NULL, *size = NULL, *node = NULL, *since = NULL, *until = NULL, *direction = NULL;
-	const struct opt opts[] = {
-		{ "--kind", &kind, NULL }, { "--size", &size, NULL }, { "--node", &node, NULL },
-		{ "--since", &since, NULL }, { "--until", &until, NULL }, { "--direction", &direction, NULL },
-		{ NULL, NULL, NULL },
-	};
-	const struct q qs[] = {
-		{ "kind", &kind }, { "size", &size }, { "node", &node }, { "since", &since }, { "until", &until },
-		{ "direction", &direction },
-	};
-	char path[1024], esc[256], title[256], val[64];
+	struct query q;
+	const char *path;
+	char title[256], val[64];
 	const json_t *f;
 	struct http_result r;
 	struct table *t;
-	size_t off;
 	int rc;
 
-	if (cli_args(c, cmd, argc, argv, opts, NULL, 0) < 0)
-		return EXIT_USAGE;
-	off = (size_t)snprintf(path, sizeof path, "/v1/history/stats");
-	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
-		if (!*qs[i].val)
-			continue;
-		http_escape(*qs[i].val, esc, sizeof esc);
-		off += (size_t)snprintf(path + off, sizeof path - off, "%c%s=%s", strchr(path, '?') ? '&' : '?',
-					qs[i].key, esc);
-		if (off >= sizeof path)
-			return cli_usage_error(cmd, "arguments too long");
-	}
+	query_init(&q, "/v1/history/stats");
+	query_arg(&q, "kind", a->kind);
+	query_arg(&q, "size", a->size);
+	query_arg(&q, "node", a->node);
+	query_arg(&q, "since", a->since);
+	query_arg(&q, "until", a->until);
+	query_arg(&q, "direction", a->direction);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	f = json_object_get(r.body, "filter");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/out.h"
+#include "client/query.h"
 
 /* Answers beyond this are not something our daemon sends; refuse rather than grow forever. */
 #define MAX_RESPONSE (32 * 1024 * 1024)
@@ -41,12 +42,12 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-int http_call(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_call(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
-	CURL *h = NULL;
-	struct curl_slist *hdr = NULL;
+	CURL *h;                        /* borrowed: c->curl, kept for the next request */
+	struct curl_slist *hdr = NULL;  /* owned */
 	struct buf b = { 0 };
-	char url[2048], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;
+	char url[QUERY_MAX + 32], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;   /* payload: owned */
 	CURLcode cc;
 	long status = 0;
 	int rc = -1;
@@ -56,10 +57,13 @@ int http_call(const struct cli *c, const char *method, const char *path, json_t 
 		snprintf(r->error, sizeof r->error, "request path too long");
 		return -1;
 	}
-	if (!(h = curl_easy_init())) {
+	if (!c->curl && !(c->curl = curl_easy_init())) {
 		snprintf(r->error, sizeof r->error, "cannot initialise libcurl");
 		return -1;
 	}
+	h = c->curl;
+	/* Forgets the previous request's options but keeps its connection open for this one. */
+	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
@@ -102,10 +106,11 @@ int http_call(const struct cli *c, const char *method, const char *path, json_t 
 	}
 	rc = 0;
 out:
+	/* The handle outlives this call: drop its pointers to our stack and to what is freed here. */
+	curl_easy_reset(h);
 	free(payload);
 	free(b.data);
 	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
 	return rc;
 }
 
@@ -115,7 +120,7 @@ void http_result_free(struct http_result *r)
 	r->body = NULL;
 }
 
-int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_expect(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
 	if (http_call(c, method, path, body, r) < 0) {
 		out_unreachable(c, r->error);
@@ -135,7 +140,7 @@ int http_expect(const struct cli *c, const char *method, const char *path, json_
 	return EXIT_OK;
 }
 
-int http_show(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
+int http_show(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
 	int rc = http_expect(c, method, path, body, r);
 
@@ -144,30 +149,4 @@ int http_show(const struct cli *c, const char *method, const char *path, json_t 
 		http_result_free(r);
 	}
 	return rc;
-}
-
-void http_escape(const char *s, char *buf, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-			     ch == '-' || ch == '_' || ch == '.' || ch == '~';
-		if (o + (plain ? 1 : 3) >= len) {
-			if (len)
-				buf[0] = '\0';
-			return;
-		}
-		if (plain) {
-			buf[o++] = (char)ch;
-		} else {
-			buf[o++] = '%';
-			buf[o++] = hex[ch >> 4];
-			buf[o++] = hex[ch & 15];
-		}
-	}
-	if (len)
-		buf[o] = '\0';
 }

@@ -1,5 +1,6 @@
-/* mempolicyctl's only way to talk to the daemon: one HTTP request over the Unix socket with
- * libcurl, the JSON answer parsed. "No daemon there" and "the daemon said no" are different
+/* mempolicyctl's only way to talk to the daemon: HTTP requests over the Unix socket with
+ * libcurl, the JSON answer parsed. All requests of one command share one curl handle (c->curl),
+ * so they share one connection: a job polled ten times a second is not ten connects a second. "No daemon there" and "the daemon said no" are different
  * outcomes (exit 3 and exit 1), so they are told apart here. */
 #ifndef MPD_CLIENT_HTTP_H
 #define MPD_CLIENT_HTTP_H
@@ -14,24 +15,21 @@ struct http_result {
 	char error[512];        /* why no answer came, or why the body did not parse */
 };
 
-/* Sends METHOD path (which may carry a query) with an optional JSON body (borrowed).
+/* Sends METHOD path (built with client/query.h; it may carry a query) with an optional JSON body (borrowed).
  * Returns 0 when the daemon answered (any status; r->body set when it sent JSON), or -1 when it
  * could not be reached (no socket, connection refused or reset, timeout): r->error says why.
  * Always call http_result_free afterwards. */
-int http_call(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
+int http_call(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
 void http_result_free(struct http_result *r);
 
 /* The common path of a command: calls, and on anything but a 2xx prints the error (problem detail
  * and code, or the unreachable message) to stderr. Returns EXIT_OK with r->body a JSON value, or
  * the exit code to return (r is then already freed). */
-int http_expect(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
+int http_expect(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
 
 /* http_expect for a command that prints what it got: under --json the body is printed as it came
  * and freed here, and EXIT_OK returns with r->body NULL, so the caller only renders its table when
  * r->body is set. */
-int http_show(const struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
-
-/* Percent-encodes s for a query value into buf; "" if it does not fit. */
-void http_escape(const char *s, char *buf, size_t len);
+int http_show(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
 
 #endif

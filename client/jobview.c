@@ -6,6 +6,7 @@
 
 #include "client/http.h"
 #include "client/out.h"
+#include "client/query.h"
 
 void jobview_ns(double ns, char *buf, size_t len)
 {
@@ -118,12 +119,18 @@ static double fraction(const json_t *job, double none)
 int jobview_wait(struct cli *c, long long id)
 {
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
-	char path[64], label[64];
+	struct query q;
+	char label[64];
 	struct http_result r;
-	const char *status;
+	const char *status, *path;
 	int rc;
 
-	snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+	query_init(&q, "/v1/jobs");
+	query_segment_u64(&q, (uint64_t)id);
+	if (!(path = query_path(&q))) {
+		out_error("job %lld: request path too long", id);
+		return EXIT_REFUSED;
+	}
 	snprintf(label, sizeof label, "job %lld", id);
 	for (;;) {
 		if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)

@@ -1,5 +1,6 @@
 """Bad input for every mempolicyctl command, from one table that must name every command `--help`
-lists (a new command without its cases fails here).
+lists (a new command without its cases fails here), and the agreement of each command's `--help`
+with the options its declaration makes the parser accept.
 
 Per command: usage errors (exit 2, nothing sent), requests the daemon refuses (exit 1, the problem's
 code on stderr) and, for the commands that change something, the same command run as `nobody`
@@ -7,6 +8,7 @@ code on stderr) and, for the commands that change something, the same command ru
 every database table are as they were."""
 import re
 import subprocess
+import unittest
 
 from faketree import FakeTree
 from lib import CTL, DaemonTest
@@ -121,3 +123,54 @@ class CliBadInput(DaemonTest):
                     self.assertIn("(auth.forbidden)", p.stderr)
         self.assertEqual(self.tree.snapshot(), tree)
         self.assertEqual(self.d.db_snapshot(), db)
+
+
+def run_ctl(*argv):
+    """mempolicyctl against a socket where nothing listens: parsing happens, nothing is sent."""
+    return subprocess.run([CTL, "--socket", "/nonexistent/mpd.sock"] + list(argv), capture_output=True, text=True,
+                          timeout=60)
+
+
+def commands():
+    out = run_ctl("--help").stdout
+    return re.findall(r"(?m)^  ([a-z]+(?: [a-z]+)?)\s{2,}\S", out.split("Commands:")[1].split("Exit codes")[0])
+
+
+def documented_options(words):
+    """{option: takes a value} from the option lines of `words --help`, and the options of its usage line."""
+    out = run_ctl(*words.split(), "--help").stdout
+    if words == "history":   # the group's help; the bare command's options are in its usage line
+        lines = [l for l in out.splitlines() if l.startswith("  mempolicyctl history [")]
+        usage = lines[0]
+        listed = {m: True for m in re.findall(r"(--[a-z-]+) [A-Z]", usage)}
+        return listed, set(re.findall(r"--[a-z-]+", usage))
+    usage = out.splitlines()[0].replace("[--socket PATH] [--json]", "")
+    listed = {m.group(1): bool(m.group(2)) for m in re.finditer(r"(?m)^  (--[a-z-]+)( [A-Z][^ ]*)?\s", out)}
+    return listed, set(re.findall(r"--[a-z-]+", usage))
+
+
+class CliHelpAgreesWithParser(unittest.TestCase):
+    """Options are declared once, in the command table; --help and the usage line are generated from
+    the declaration, and so is the parser. Checked from outside: every option a command's --help
+    lists is in its usage line and accepted, and every option some other command has is refused
+    as unknown. A help line written by hand for an option the parser does not know (or the
+    reverse) fails here."""
+
+    def test_every_command_lists_exactly_the_options_it_accepts(self):
+        cmds = commands()
+        self.assertEqual(set(cmds), set(CASES))
+        docs = {w: documented_options(w) for w in cmds}
+        universe = {}
+        for listed, _ in docs.values():
+            universe.update(listed)
+        universe["--bogus"] = False
+        for words, (listed, in_usage) in docs.items():
+            with self.subTest(command=words):
+                self.assertEqual(set(listed), in_usage, "option lines vs usage line")
+            for opt, takes_value in sorted(universe.items()):
+                arg = opt + "=1" if takes_value else opt
+                with self.subTest(command=words, option=arg):
+                    p = run_ctl(*words.split(), arg)
+                    unknown = "unknown option '%s" % opt in p.stderr
+                    self.assertEqual(unknown, opt not in listed, p.stderr)
+                    self.assertNotIn("AddressSanitizer", p.stderr)

@@ -1,0 +1,147 @@
+/* THE command table of mempolicyctl: every command, its positional arguments and its options,
+ * declared once. The parser (client/args.c), the usage line, `--help` at every level and the
+ * command list are all generated from these lines; docs/DESIGN.md says how to add one. */
+#include "client/cli.h"
+
+/* Handlers, one file per command group (client/cmd_<group>.c). */
+int cmd_status(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_topology(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_knob_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_knob_set(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_history_stats(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_pool_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_pool_resize(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_pool_avail(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_job_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_job_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_job_cancel(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_schedule_add(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_schedule_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_schedule_rm(struct cli *c, const struct command *cmd, struct args *a);
+
+#define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0 }
+
+static const struct opt knob_set_opts[] = {
+	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0 },
+	END,
+};
+
+static const struct opt history_opts[] = {
+	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0 },
+	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0 },
+	{ "--since", "T", "started at or after T (RFC 3339 UTC, e.g. 2026-01-02T10:00:00Z, or ns)",
+	  OPT_TEXT_IN(since), 0 },
+	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0 },
+	{ "--limit", "N", "at most N operations (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0 },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	END,
+};
+
+static const struct opt history_stats_opts[] = {
+	{ "--size", "SIZE", "only batches of this page size (2M, 1G)", OPT_TEXT_IN(size), 0 },
+	{ "--node", "N", "only batches that wrote node N's pool", OPT_TEXT_IN(node), 0 },
+	{ "--since", "T", "batches started at or after T (RFC 3339 UTC or ns)", OPT_TEXT_IN(since), 0 },
+	{ "--until", "T", "batches started before T", OPT_TEXT_IN(until), 0 },
+	{ "--direction", "D", "grow (default: allocation latency) or shrink", OPT_TEXT_IN(direction), 0 },
+	{ "--kind", "K", "hugepages.resize (the only kind with batches)", OPT_TEXT_IN(kind), 0 },
+	END,
+};
+
+static const struct opt pool_resize_opts[] = {
+	{ "--total", "N", "target pages for the whole pool (the global nr_hugepages), or", OPT_NUM_IN(total, 0),
+	  OPT_EITHER },
+	{ "--node", "N=COUNT", "target pages on node N (repeat; nodes not named keep their size)",
+	  OPT_NODE_COUNTS_IN(), 0 },
+	{ "--batch", "B", "pages per write (default 10, 1 for 1G pages)", OPT_NUM_IN(batch, 1), 0 },
+	{ "--deadline", "D", "stop after D (500ms, 30s, 2m; plain numbers are ms): the job ends partial",
+	  OPT_TEXT_IN(deadline), 0 },
+	{ "--compact", NULL, "when a batch gains nothing, compact memory once and retry it", OPT_FLAG_IN(compact), 0 },
+	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0 },
+	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0 },
+	END,
+};
+
+static const struct opt pool_avail_opts[] = {
+	{ "--count", "K", "how many pages are wanted (required)", OPT_NUM_IN(count, 1), OPT_REQUIRED },
+	{ "--node", "N", "on node N (default: the pool as a whole)", OPT_NUM_IN(node_id, 0), 0 },
+	END,
+};
+
+static const struct opt job_list_opts[] = {
+	{ "--kind", "K", "only jobs of this kind (e.g. hugepages.resize)", OPT_TEXT_IN(kind), 0 },
+	{ "--status", "S", "only this status (queued, running, ok, partial, failed, ...)", OPT_TEXT_IN(status), 0 },
+	{ "--limit", "N", "at most N jobs (default 50)", OPT_NUM_IN(limit, 1), 0 },
+	END,
+};
+
+static const struct opt job_show_opts[] = {
+	{ "--wait", NULL, "poll until the job ends, then show it (exit 1 unless it ended ok)", OPT_FLAG_IN(wait), 0 },
+	END,
+};
+
+static const struct opt schedule_add_opts[] = {
+	{ "--cron", "EXPR", "five fields: minute hour day-of-month month day-of-week (or @daily, ...)",
+	  OPT_TEXT_IN(cron), OPT_REQUIRED },
+	{ "--size", "SIZE", "page size: 2M, 1G, 2048kB", OPT_TEXT_IN(size), OPT_REQUIRED },
+	{ "--total", "N", "target pages for the whole pool, or", OPT_NUM_IN(total, 0), OPT_EITHER },
+	{ "--node", "N=COUNT", "target pages on node N (repeat for several nodes)", OPT_NODE_COUNTS_IN(), 0 },
+	{ "--timezone", "TZ", "UTC (default) or a fixed offset like +02:00", OPT_TEXT_IN(timezone), 0 },
+	{ "--grace", "S", "a run missed while the daemon was down still runs if at most S seconds\n"
+	  "late (default 3600); older ones are skipped and recorded", OPT_NUM_IN(grace, 0), 0 },
+	{ "--batch", "B", "pages per write of the resize", OPT_NUM_IN(batch, 0), 0 },
+	END,
+};
+
+const struct command cli_commands[] = {
+	{ "status", "", cmd_status, "", 0, NULL,
+	  "daemon health, kernel, THP mode and node count", NULL },
+	{ "topology", "", cmd_topology, "", 0, NULL,
+	  "NUMA nodes: CPUs, memory, hugepage sizes, distances", NULL },
+	{ "knob", "list", cmd_knob_list, "", 0, NULL,
+	  "every kernel knob the daemon manages, with value and allowed values", NULL },
+	{ "knob", "get", cmd_knob_get, "NAME", 1, NULL,
+	  "one knob in full", NULL },
+	{ "knob", "set", cmd_knob_set, "NAME=VALUE [NAME=VALUE...]", -1, knob_set_opts,
+	  "change knobs; several at once are all-or-nothing",
+	  "One NAME=VALUE is a PUT /v1/knobs/NAME; several are one PATCH /v1/knobs, applied in the\n"
+	  "order given and rolled back together if the kernel refuses one. A VALUE of decimal digits\n"
+	  "(optionally with '-') is sent as a JSON integer, anything else as a string.\n"
+	  "Example: mempolicyctl knob set thp.enabled=madvise thp.khugepaged.pages_to_scan=4096" },
+	{ "history", "", cmd_history_list, "", 0, history_opts,
+	  "recorded operations, newest first", NULL },
+	{ "history", "show", cmd_history_show, "ID", 1, NULL,
+	  "one operation in full, with its knob changes", NULL },
+	{ "history", "stats", cmd_history_stats, "", 0, history_stats_opts,
+	  "per-page resize latency: min, quartiles, max, mean, stddev (mmtests style, ms)",
+	  "Quartiles are floor nearest rank without interpolation, stddev is the sample one (n-1)." },
+	{ "pool", "list", cmd_pool_list, "", 0, NULL,
+	  "hugetlb pools: every page size, with pages and free pages per node", NULL },
+	{ "pool", "resize", cmd_pool_resize, "SIZE", 1, pool_resize_opts,
+	  "grow or shrink a pool in batches, measuring the latency per page",
+	  "Waits for the job (a progress bar on a terminal) and prints per node what was asked, what\n"
+	  "the kernel gave and the latency per page. Exit 1 unless the job ended ok. Ctrl-C stops\n"
+	  "waiting, not the job: use `job cancel ID`.\n"
+	  "Example: mempolicyctl pool resize 2M --node 0=512 --node 1=512 --batch 16" },
+	{ "pool", "avail", cmd_pool_avail, "SIZE", 1, pool_avail_opts,
+	  "can K pages be had now: from free pages, or how much the pool must grow", NULL },
+	{ "job", "list", cmd_job_list, "", 0, job_list_opts,
+	  "jobs (pool resizes), newest first", NULL },
+	{ "job", "show", cmd_job_show, "ID", 1, job_show_opts,
+	  "one job: status, progress, per-node outcome (--wait: until it ends)", NULL },
+	{ "job", "cancel", cmd_job_cancel, "ID", 1, NULL,
+	  "cancel a job; a running resize stops before its next batch", NULL },
+	{ "schedule", "add", cmd_schedule_add, "", 0, schedule_add_opts,
+	  "resize a hugetlb pool on a cron schedule",
+	  "Example: mempolicyctl schedule add --cron \"0 2 * * *\" --size 2M --node 0=4096" },
+	{ "schedule", "list", cmd_schedule_list, "", 0, NULL,
+	  "every schedule with its next and last run", NULL },
+	{ "schedule", "show", cmd_schedule_show, "ID", 1, NULL,
+	  "one schedule in full", NULL },
+	{ "schedule", "rm", cmd_schedule_rm, "ID", 1, NULL,
+	  "delete a schedule (jobs it started stay in history)", NULL },
+};
+const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];
