@@ -98,6 +98,7 @@ struct placement {
 	long uid;                      /* status "Uid:" real uid; -1 when unread */
 	idset mems_allowed;            /* status Mems_allowed_list */
 	bool have_mems_allowed;
+	bool zombie;                   /* status "State: Z" */
 
 	struct pl_mapping *mappings;   /* owned, in address order */
 	size_t n_mappings, cap_mappings;
@@ -137,10 +138,22 @@ int pl_parse_numa_maps(struct placement *p, const char *text, size_t len);
  * changed between the reads); it may list mappings numa_maps did not. 0 or -EINVAL. */
 int pl_parse_smaps(struct placement *p, const char *text, size_t len);
 
+/* The same, a line at a time (no '\n'), for streaming a live process's files. bad_line counts
+ * the lines given to one placement (numa_maps) or one reader (smaps). */
+int pl_parse_numa_maps_line(struct placement *p, const char *line, size_t len);
+struct pl_smaps_reader {
+	struct placement *p;           /* borrowed */
+	size_t next;                   /* first mapping not yet matched */
+	long cur;                      /* the mapping of the last header; -1: not in numa_maps */
+	int line;
+};
+void pl_smaps_begin(struct pl_smaps_reader *r, struct placement *p);
+int pl_parse_smaps_line(struct pl_smaps_reader *r, const char *line, size_t len);
+
 /* "AnonHugePages:" of smaps_rollup. 0 or -EINVAL. */
 int pl_parse_rollup_thp(const char *text, uint64_t *kb);
 
-/* Name, Uid and Mems_allowed_list from status. 0 or -EINVAL. */
+/* Name, State (zombie), Uid and Mems_allowed_list from status. 0 or -EINVAL. */
 int pl_parse_status(struct placement *p, const char *text);
 
 /* Sums the mappings into nodes, THP and locality. -E2BIG for more than PL_MAX_NODES nodes or
