@@ -75,10 +75,11 @@ $(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
-# Unit tests link the whole server library so they can call any module directly.
+# Unit tests link the whole server library so they can call any module directly; MPD_SRCDIR
+# lets them find their fixture files (tests/unit/fixtures/) from any working directory.
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check_main.h $(BUILD)/libmpd.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP $(call PKGCFG,check) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libmpd.a $(SERVER_LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -DMPD_SRCDIR='"$(CURDIR)"' $(call PKGCFG,check) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libmpd.a $(SERVER_LIBS) $(CHECK_LIBS)
 
 # Fuzz harnesses: tests/fuzz/fuzz_<target>.c defines LLVMFuzzerTestOneInput. Linked with the
 # replay driver (FUZZ_MAIN) they replay the committed corpus in `make test` (gcc, sanitized);

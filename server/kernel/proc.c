@@ -1,0 +1,186 @@
+#include "server/kernel/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/parse.h"
+
+int proc_parse_stat_start(const char *text, uint64_t *start_time)
+{
+	const char *p = strrchr(text, ')');
+	char field[32];
+
+	/* After ")" come fields 3 (state) onwards, one space before each; the start time is 22. */
+	if (!p || p == text)
+		return -EINVAL;
+	p++;
+	for (int f = 3; f <= 22; f++) {
+		size_t n;
+		if (*p != ' ')
+			return -EINVAL;
+		p++;
+		n = strcspn(p, " \n");
+		if (n == 0)
+			return -EINVAL;
+		if (f == 22) {
+			if (n >= sizeof field)
+				return -EINVAL;
+			memcpy(field, p, n);
+			field[n] = '\0';
+			return parse_u64(field, start_time) < 0 ? -EINVAL : 0;
+		}
+		p += n;
+	}
+	return -EINVAL;
+}
+
+static int proc_path(char *out, size_t len, const char *root, pid_t pid, const char *name)
+{
+	int n;
+
+	if (pid <= 0 || pid > PROC_PID_MAX)
+		return -ESRCH;
+	n = snprintf(out, len, "%s/%d/%s", root, (int)pid, name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
+		   size_t *len)
+{
+	char path[PATH_MAX];
+	size_t cap = 64 * 1024, off = 0;
+	char *b = NULL; /* owned until handed to *buf */
+	int fd = -1, rc;
+
+	*buf = NULL;
+	*len = 0;
+	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
+		return rc;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = errno == ENOENT ? -ESRCH : -errno;
+		goto out;
+	}
+	if (!(b = malloc(cap))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+		if (cap - off < 4096) {
+			char *nb;
+			if (cap >= max) {
+				rc = -EFBIG;
+				goto out;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			if (!(nb = realloc(b, cap))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			b = nb;
+		}
+		r = read(fd, b + off, cap - 1 - off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		off += (size_t)r;
+	}
+	b[off] = '\0';
+	*buf = b;
+	*len = off;
+	b = NULL;
+	rc = 0;
+out:
+	free(b);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int proc_start_time(const char *procfs_root, pid_t pid, uint64_t *start_time)
+{
+	char *text = NULL; /* owned */
+	size_t len;
+	int rc = proc_read_file(procfs_root, pid, "stat", 64 * 1024, &text, &len);
+
+	if (rc == 0)
+		rc = proc_parse_stat_start(text, start_time);
+	free(text);
+	return rc;
+}
+
+int proc_check_identity(const char *procfs_root, pid_t pid, uint64_t expected)
+{
+	uint64_t now;
+	int rc = proc_start_time(procfs_root, pid, &now);
+
+	if (rc < 0)
+		return rc;
+	return now == expected ? 0 : -ESTALE;
+}
+
+int proc_read_lines(const char *procfs_root, pid_t pid, const char *name, proc_line_fn fn,
+		    void *arg)
+{
+	enum { CHUNK = 256 * 1024, MAX_LINE = 64 * 1024 };
+	char path[PATH_MAX];
+	char *b = NULL; /* owned: CHUNK + MAX_LINE, so a carried partial line always fits */
+	size_t have = 0;
+	int fd = -1, rc;
+
+	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
+		return rc;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = errno == ENOENT ? -ESRCH : -errno;
+		goto out;
+	}
+	if (!(b = malloc(CHUNK + MAX_LINE))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, b + have, CHUNK);
+		char *p, *nl;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out;
+		}
+		have += (size_t)r;
+		p = b;
+		while ((nl = memchr(p, '\n', have - (size_t)(p - b)))) {
+			if ((rc = fn(arg, p, (size_t)(nl - p))) < 0)
+				goto out;
+			p = nl + 1;
+		}
+		have -= (size_t)(p - b);
+		if (r == 0) {
+			/* A last line without '\n'. */
+			rc = have ? fn(arg, p, have) : 0;
+			goto out;
+		}
+		if (have > MAX_LINE) {
+			rc = -EFBIG;
+			goto out;
+		}
+		memmove(b, p, have);
+	}
+out:
+	free(b);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* Processes as procfs shows them: a pid's identity (pid + start time) and whole-file reads of the
+ * per-process files, which can be megabytes (numa_maps of a process with 100 000 mappings).
+ *
+ * A pid alone is not an identity: pids are reused. The start time (field 22 of /proc/PID/stat,
+ * clock ticks after boot) is fixed for a process's life, so (pid, start time) names one process
+ * for as long as the machine is up. Anything that acts on a pid a client saw earlier checks it
+ * with proc_check_identity() first. Every path is built here from a number, never client text. */
+#ifndef MPD_KERNEL_PROC_H
+#define MPD_KERNEL_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The kernel's pid_max limit (PID_MAX_LIMIT on 64-bit): a larger number names no process. */
+#define PROC_PID_MAX 4194304
+
+/* The start time from the text of /proc/PID/stat. comm (field 2) may hold spaces and ')', so
+ * fields are counted after the last ')'. 0, or -EINVAL for text that is not a stat line. */
+int proc_parse_stat_start(const char *text, uint64_t *start_time);
+
+/* The start time of pid under procfs_root. 0; -ESRCH when there is no such process (also a
+ * reaped one); another -errno when stat cannot be read. */
+int proc_start_time(const char *procfs_root, pid_t pid, uint64_t *start_time);
+
+/* 0 when pid still names the process that started at expected; -ESRCH when pid names nothing;
+ * -ESTALE when it names another process (the pid was reused). Callers that act on a pid a client
+ * gave with the start time it saw call this just before acting. */
+int proc_check_identity(const char *procfs_root, pid_t pid, uint64_t expected);
+
+/* Reads /proc/PID/<name> whole into *buf (owned by the caller, NUL-terminated), length in *len.
+ * name comes from the caller's own constants. 0; -ESRCH when the process is gone (ENOENT from
+ * open, ESRCH from read); -ENOMEM; -EFBIG beyond max bytes; another -errno. */
+int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
+		   size_t *len);
+
+/* Streams /proc/PID/<name> line by line (without the '\n'; a line is at most 64 KiB) into fn,
+ * which returns 0 to go on or a -errno to stop with. For files too large to hold (smaps of a
+ * process with 100 000 mappings is over 100 MB). 0, fn's -errno, or the errors of
+ * proc_read_file. */
+typedef int (*proc_line_fn)(void *arg, const char *line, size_t len);
+int proc_read_lines(const char *procfs_root, pid_t pid, const char *name, proc_line_fn fn,
+		    void *arg);
+
+#endif
