@@ -16,7 +16,7 @@
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
-#include "server/ops/resize.h"
+#include "server/ops/kinds.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
 
@@ -252,7 +252,8 @@ int main(int argc, char **argv)
 	make_parent(cfg.socket);
 	if (!(app.jobs = jobs_open(&app, &e)))
 		goto fail;
-	jobs_on_interrupted(app.jobs, "hugepages.resize", resize_interrupted);
+	if (ops_register_kinds(app.jobs, &e) < 0)
+		goto fail;
 	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &e)))
 		goto fail;
 	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is

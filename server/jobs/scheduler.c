@@ -81,6 +81,18 @@ void sched_misfire_plan(const struct cron *c, int32_t offset_s, int64_t due_s, i
 		}
 }
 
+/* Starts a schedule's resize; returns the job (owned) or NULL with e filled. */
+static json_t *start_action(struct app *app, int64_t schedule_id, const json_t *hp, int64_t *conflict, mp_err *e)
+{
+	struct job_origin origin = { .source = "scheduler", .schedule_id = schedule_id };
+	struct resize_req r;
+	struct resize_args *plan;
+
+	if (resize_parse(app, hp, NULL, RESIZE_SCHEDULED, &r, e) < 0 || !(plan = resize_plan(app, &r, e)))
+		return NULL;
+	return resize_start(app, plan, &origin, conflict, e);
+}
+
 /* Acts on one due schedule: run the latest occurrence within the grace period, record the rest
  * as skipped, move next_run past now. */
 static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_ns)
@@ -111,11 +123,12 @@ static void run_due(struct scheduler *s, const struct sched_due *d, int64_t now_
 		if (!app->jobs) {
 			failed = true;
 			mp_fail(&run_err, MPE_SCHEDULE_NO_RUNNER, 0, "the job runner is not running");
-		} else if (resize_submit(app, hp, NULL, NULL, "scheduler", d->id, &job_id, &conflict, &plan, &run_err) < 0) {
+		} else if (!(plan = start_action(app, d->id, hp, &conflict, &run_err))) {
 			failed = true;
 			log_warn("schedule %lld: run due at %lld not submitted: %s", (long long)d->id, (long long)run_s,
 				 run_err.detail);
 		} else {
+			job_id = json_integer_value(json_object_get(plan, "id"));
 			log_info("schedule %lld: submitted job %lld (due %lld, %lld s late)", (long long)d->id,
 				 (long long)job_id, (long long)run_s, (long long)(now_s - run_s));
 		}
@@ -260,7 +273,6 @@ void scheduler_stop(struct scheduler *s)
 /* ---- use cases ------------------------------------------------------------------------------ */
 
 static const char *const body_fields[] = { "cron", "action", "timezone", "misfire_grace_s", "enabled", NULL };
-static const char *const hugepages_fields[] = { "size", "total", "nodes", "batch", "deadline_ms", "compact", NULL };
 
 static int only_fields(const json_t *obj, const char *const *allowed, const char *where, mp_err *e)
 {
@@ -278,11 +290,13 @@ static int only_fields(const json_t *obj, const char *const *allowed, const char
 }
 
 /* The action, validated by a dry run of the resize it will submit. */
-static int check_action(struct app *app, const json_t *action, const struct job_actor *actor, mp_err *e)
+static int check_action(struct app *app, const json_t *action, mp_err *e)
 {
-	json_t *hp, *probe, *plan = NULL;
-	int64_t job = 0, conflict = 0;
-	int rc;
+	struct resize_req r;
+	struct resize_args *plan;
+	json_t *hp;
+	const char *k;
+	json_t *v;
 
 	if (!json_is_object(action))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"action\" must be an object");
@@ -292,19 +306,15 @@ static int check_action(struct app *app, const json_t *action, const struct job_
 		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"action\" needs \"hugepages\" (the only action so far)");
 	if (!json_is_object(hp))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"action.hugepages\" must be an object");
-	if (only_fields(hp, hugepages_fields, "action.hugepages.", e) < 0)
-		return -1;
+	json_object_foreach(hp, k, v)
+		if (!resize_field_ok(k, RESIZE_SCHEDULED))
+			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: action.hugepages.%.64s", k);
 	if (!json_is_string(json_object_get(hp, "size")))
 		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"action.hugepages.size\" (a string like \"2M\") is required");
-	if (!(probe = json_deep_copy(hp)))
-		return mp_nomem(e);
-	json_object_set_new(probe, "dry_run", json_true());
-	rc = resize_submit(app, probe, NULL, actor, "api", 0, &job, &conflict, &plan, e);
-	json_decref(probe);
-	json_decref(plan);
-	if (rc < 0 && e->code == MPE_JOB_CONFLICT)
-		return 0;   /* a resize running now says nothing about the action at 02:00 */
-	return rc;
+	if (resize_parse(app, hp, NULL, RESIZE_SCHEDULED, &r, e) < 0 || !(plan = resize_plan(app, &r, e)))
+		return -1;
+	resize_plan_free(plan);
+	return 0;
 }
 
 json_t *schedule_create(struct app *app, const json_t *body, const struct job_actor *actor, int64_t *id,
@@ -338,7 +348,7 @@ json_t *schedule_create(struct app *app, const json_t *body, const struct job_ac
 			SCHED_GRACE_MAX_S);
 		return NULL;
 	}
-	if (check_action(app, action, actor, e) < 0)
+	if (check_action(app, action, e) < 0)
 		return NULL;
 	cron_tz_format(off, tz, sizeof tz);
 	next = cron_next(&c, off, store_now_ns() / NS);

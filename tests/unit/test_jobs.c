@@ -20,6 +20,7 @@ struct gate {
 	pthread_cond_t c;
 	bool open, started;
 	int order;                   /* the order this job started in, from 1; 0 = never */
+	const char *key;             /* the job's conflict key */
 };
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +42,13 @@ static void gated_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	pthread_mutex_unlock(&g->m);
 	out->status = "ok";
 }
+
+static void gated_key(const void *arg, char *key, size_t len)
+{
+	snprintf(key, len, "%s", ((const struct gate *)arg)->key);
+}
+
+static const struct job_kind gated = { .name = "test.gated", .run = gated_run, .conflict_key = gated_key };
 
 static void gate_init(struct gate *g)
 {
@@ -87,6 +95,7 @@ static void setup(void)
 	ck_assert_msg(app.store != NULL, "%s", e.detail);
 	runner = jobs_open(&app, &e);
 	ck_assert_ptr_nonnull(runner);
+	ck_assert_msg(jobs_register(runner, &gated, &e) == 0, "%s", e.detail);
 	app.jobs = runner;
 	ck_assert_msg(jobs_start(runner, 2, &e) == 0, "%s", e.detail);
 	nstarted = 0;
@@ -105,9 +114,16 @@ static void teardown(void)
 /* Submits a gated job; returns its id, or -1 with *e and *conflict set. */
 static int64_t submit(struct gate *g, const char *key, int wait_behind, int64_t *conflict, mp_err *e)
 {
-	struct job_spec spec = { .kind = "test.gated", .conflict_key = key, .source = "api",
-				 .run = gated_run, .arg = g, .wait_behind = wait_behind };
-	return jobs_submit(runner, &spec, conflict, e);
+	struct job_spec spec = { .kind = &gated, .origin.source = "api", .arg = g, .wait_behind = wait_behind };
+	json_t *job;
+	int64_t id;
+
+	g->key = key;
+	if (!(job = jobs_submit(runner, &spec, conflict, e)))
+		return -1;
+	id = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	return id;
 }
 
 static char *field(int64_t id, const char *name)
