@@ -49,7 +49,7 @@ struct job_kind {
 };
 
 /* Registers a kind (a static table entry, borrowed for the runner's life) before jobs_start();
- * ops register theirs in server/ops/kinds.c. Fails on a second kind of the same name or too many. */
+ * ops/ register theirs in ops/kinds.c. Fails on a second kind of the same name or too many. */
 int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e);
 
 /* Who asked. has_uid false: the daemon itself (the scheduler). */
