@@ -16,7 +16,8 @@
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
-#include "server/ops/resize.h"
+#include "server/ops/kinds.h"
+#include "server/ops/schedules.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
 
@@ -252,7 +253,8 @@ int main(int argc, char **argv)
 	make_parent(cfg.socket);
 	if (!(app.jobs = jobs_open(&app, &e)))
 		goto fail;
-	jobs_on_interrupted(app.jobs, "hugepages.resize", resize_interrupted);
+	if (ops_register_kinds(app.jobs, &e) < 0)
+		goto fail;
 	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &e)))
 		goto fail;
 	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
@@ -265,7 +267,7 @@ int main(int argc, char **argv)
 		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);
 	/* The scheduler submits jobs: it starts after the job runner, and only once the socket is
 	 * ours (a second daemon refused on the same socket must not run schedules). */
-	if (!(app.scheduler = scheduler_start(&app, &e)))
+	if (!(app.scheduler = scheduler_start(&app, schedule_fire, &e)))
 		goto fail;
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,

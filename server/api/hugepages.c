@@ -2,7 +2,6 @@
 #include <stdio.h>
 
 #include "server/api/api.h"
-#include "server/jobs/jobs.h"
 #include "server/ops/pools.h"
 #include "server/ops/resize.h"
 
@@ -41,18 +40,24 @@ static int conflict(struct req *rq, const mp_err *e, int64_t id)
 int api_hugepages_put(struct req *rq, mp_err *e)
 {
 	struct job_actor who = { .has_uid = rq->who.known, .uid = rq->who.uid, .name = rq->who.name };
-	int64_t id = 0, conflict_id = 0;
-	json_t *plan = NULL, *job;
+	struct job_origin origin = { .source = "api", .actor = &who };
+	struct resize_req r;
+	struct resize_args *plan;
+	int64_t conflict_id = 0;
+	json_t *job;
 
-	if (req_query_only(rq, no_query, e) < 0)
+	if (req_query_only(rq, no_query, e) < 0 || resize_parse(rq->app, rq->body, rq->param[0], RESIZE_PUT, &r, e) < 0 ||
+	    !(plan = resize_plan(rq->app, &r, e)))
 		return -1;
-	if (resize_submit(rq->app, rq->body, rq->param[0], &who, "api", 0, &id, &conflict_id, &plan, e) < 0)
+	if (r.dry_run) {
+		job = resize_plan_json(plan);
+		resize_plan_free(plan);
+		return req_reply(rq, 200, job);
+	}
+	if (!(job = resize_start(rq->app, plan, &origin, &conflict_id, e)))
 		return e->code == MPE_JOB_CONFLICT && conflict_id > 0 ? conflict(rq, e, conflict_id) : -1;
-	if (plan)
-		return req_reply(rq, 200, plan);
-	if (!(job = jobs_get(rq->app->jobs, id, e)))
-		return -1;
-	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld", (long long)id);
+	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld",
+		 (long long)json_integer_value(json_object_get(job, "id")));
 	return req_reply(rq, 202, job);
 }
 

@@ -1,11 +1,11 @@
-/* /v1/schedules: cron schedules whose action is a pool target (see server/jobs/scheduler.h). */
+/* /v1/schedules: cron schedules whose action is a pool target (see server/ops/schedules.h). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/parse.h"
 #include "server/api/api.h"
-#include "server/jobs/scheduler.h"
+#include "server/ops/schedules.h"
 #include "server/store/schedules.h"
 
 /* Adds "<key without _ns>": "2024-06-01T02:00:00Z" beside an *_ns member, for people and the CLI. */

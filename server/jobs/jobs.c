@@ -15,20 +15,20 @@
 #include "server/store/jobs.h"
 
 #define MAX_WORKERS 8
-#define MAX_HOOKS   8
+#define MAX_KINDS   32
 
 struct job_ctx {
 	struct jobs *runner;         /* borrowed */
 	struct job_ctx *next;        /* the active list */
 	int64_t id, op_id;
-	char kind[64];
+	const struct job_kind *kind; /* borrowed: registered */
 	char conflict_key[128];      /* "" for none */
 	bool running;                /* false: queued */
 	bool cancel;
 	json_t *progress;            /* owned, under runner->lock */
-	job_run_fn run;
-	void *arg;                   /* owned */
-	job_free_fn free_arg;
+	void *arg;                   /* owned, released with kind->free_arg */
+	int64_t deadline_ms;         /* 0: none */
+	int64_t deadline_mono_ns;    /* set when run() starts; read by the job's own thread only */
 };
 
 struct jobs {
@@ -40,16 +40,16 @@ struct jobs {
 	struct job_ctx *active;      /* queued and running jobs, oldest first */
 	int nworkers;
 	pthread_t workers[MAX_WORKERS];
-	struct { const char *kind; job_interrupted_fn fn; } hooks[MAX_HOOKS];
-	int nhooks;
+	const struct job_kind *kinds[MAX_KINDS]; /* borrowed: registered before jobs_start() */
+	int nkinds;
 };
 
 static void ctx_free(struct job_ctx *c)
 {
 	if (!c)
 		return;
-	if (c->free_arg && c->arg)
-		c->free_arg(c->arg);
+	if (c->kind->free_arg && c->arg)
+		c->kind->free_arg(c->arg);
 	json_decref(c->progress);
 	free(c);
 }
@@ -68,13 +68,31 @@ struct jobs *jobs_open(struct app *app, mp_err *e)
 	return j;
 }
 
-void jobs_on_interrupted(struct jobs *j, const char *kind, job_interrupted_fn fn)
+static const struct job_kind *kind_named(const struct jobs *j, const char *name)
 {
-	if (j->nhooks < MAX_HOOKS) {
-		j->hooks[j->nhooks].kind = kind;
-		j->hooks[j->nhooks].fn = fn;
-		j->nhooks++;
-	}
+	for (int i = 0; name && i < j->nkinds; i++)
+		if (!strcmp(j->kinds[i]->name, name))
+			return j->kinds[i];
+	return NULL;
+}
+
+int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e)
+{
+	/* Start-up wiring, not requests: a failure here is a bug the daemon refuses to start with. */
+	if (j->started || !kind->name || !kind->run || kind_named(j, kind->name) || j->nkinds == MAX_KINDS)
+		return mp_fail(e, MPE_INTERNAL_ERROR, 0, "cannot register job kind '%s' (%s)",
+			       kind->name ? kind->name : "", j->started ? "the runner has started" :
+			       !kind->run ? "no run function" : kind_named(j, kind->name) ? "registered twice" :
+			       j->nkinds == MAX_KINDS ? "too many kinds" : "no name");
+	j->kinds[j->nkinds++] = kind;
+	return 0;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Marks what a previous daemon left queued or running as "interrupted". */
@@ -92,15 +110,16 @@ again:
 		return -1;
 	for (int i = 0; i < n; i++) {
 		json_t *job, *result = NULL;
+		const struct job_kind *k;
 		int64_t now = store_now_ns();
 		mp_err ignore = { 0 };
 
 		store_lock(st);
 		job = jobs_db_get(st, ids[i], &ignore);
 		store_unlock(st);
-		for (int h = 0; job && h < j->nhooks; h++)
-			if (!strcmp(j->hooks[h].kind, json_string_value(json_object_get(job, "kind"))))
-				result = j->hooks[h].fn(j->app, ids[i], json_object_get(job, "request"));
+		k = job ? kind_named(j, json_string_value(json_object_get(job, "kind"))) : NULL;
+		if (k && k->interrupted)
+			result = k->interrupted(j->app, ids[i], json_object_get(job, "request"));
 		store_lock(st);
 		if (jobs_db_finish(st, ids[i], "interrupted", now, "restart", 0, "the daemon stopped while the job ran",
 				   NULL, result, e) < 0 ||
@@ -169,7 +188,7 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
 	store_unlock(st);
 	json_decref(progress);
-	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind, out->status,
+	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind->name, out->status,
 		 out->reason ? ", " : "", out->reason ? out->reason : "");
 }
 
@@ -195,7 +214,9 @@ static void *worker(void *arg)
 			log_error("job %lld: %s", (long long)c->id, e.detail);
 		store_unlock(j->app->store);
 		memset(&out, 0, sizeof out);
-		c->run(c, c->arg, &out);
+		if (c->deadline_ms > 0)
+			c->deadline_mono_ns = mono_ns() + c->deadline_ms * 1000000;
+		c->kind->run(c, c->arg, &out);
 		if (!out.status)
 			out.status = "failed";
 		pthread_mutex_lock(&j->lock);
@@ -268,8 +289,9 @@ void jobs_close(struct jobs *j)
 	free(j);
 }
 
-int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
+json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
 {
+	const struct job_kind *k = spec->kind;
 	struct store *st = j->app->store;
 	struct job_ctx *c = calloc(1, sizeof *c);
 	struct op_record op = { 0 };
@@ -277,35 +299,38 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	int64_t now = store_now_ns(), id, behind = 0, first = 0;
 	int same = 0;
 
-	if (!c) {
-		if (spec->free_arg)
-			spec->free_arg(spec->arg);
-		mp_nomem(e);
-		return -1;
+	if (!c || kind_named(j, k->name) != k) {
+		if (k->free_arg && spec->arg)
+			k->free_arg(spec->arg);
+		if (c)
+			mp_fail(e, MPE_INTERNAL_ERROR, 0, "job kind '%s' is not registered", k->name);
+		else
+			mp_nomem(e);
+		free(c);
+		return NULL;
 	}
 	c->runner = j;
-	c->run = spec->run;
+	c->kind = k;
 	c->arg = spec->arg;
-	c->free_arg = spec->free_arg;
-	c->progress = spec->initial_progress ? json_deep_copy(spec->initial_progress) : NULL;
-	snprintf(c->kind, sizeof c->kind, "%s", spec->kind);
-	if (spec->conflict_key)
-		snprintf(c->conflict_key, sizeof c->conflict_key, "%s", spec->conflict_key);
+	c->deadline_ms = spec->deadline_ms;
+	c->progress = k->initial_progress ? k->initial_progress(spec->arg) : NULL;
+	if (k->conflict_key)
+		k->conflict_key(spec->arg, c->conflict_key, sizeof c->conflict_key);
 
-	op.kind = spec->kind;
-	op.source = spec->source ? spec->source : "api";
-	op.has_actor = spec->actor && spec->actor->has_uid;
-	op.actor_uid = op.has_actor ? spec->actor->uid : 0;
-	op.actor_name = op.has_actor ? spec->actor->name : NULL;
+	op.kind = k->name;
+	op.source = spec->origin.source ? spec->origin.source : "api";
+	op.has_actor = spec->origin.actor && spec->origin.actor->has_uid;
+	op.actor_uid = op.has_actor ? spec->origin.actor->uid : 0;
+	op.actor_name = op.has_actor ? spec->origin.actor->name : NULL;
 	op.started_ns = now;
 	op.status = "running";
 	op.request = spec->request;
 	op.kernel_release = j->app->caps.kernel_release;
-	row.kind = spec->kind;
+	row.kind = k->name;
 	row.status = "queued";
-	row.conflict_key = spec->conflict_key;
+	row.conflict_key = c->conflict_key[0] ? c->conflict_key : NULL;
 	row.source = op.source;
-	row.schedule_id = spec->schedule_id;
+	row.schedule_id = spec->origin.schedule_id;
 	row.has_actor = op.has_actor;
 	row.actor_uid = op.actor_uid;
 	row.actor_name = op.actor_name;
@@ -327,7 +352,7 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 				if (conflict_id)
 					*conflict_id = first;   /* the one that runs now, or runs first */
 				mp_fail(e, MPE_JOB_CONFLICT, 0, "job %lld (%s) is already %s; cancel it or wait",
-					(long long)o->id, o->kind, o->running ? "running" : "queued");
+					(long long)o->id, o->kind->name, o->running ? "running" : "queued");
 				goto fail;
 			}
 			behind = o->id;
@@ -354,17 +379,18 @@ int64_t jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	id = c->id;   /* a worker may run and free c as soon as the lock is released */
 	/* Logged under the lock, so that "queued" never follows the job's "finished" in the log. */
 	if (behind)
-		log_info("job %lld (%s) queued by %s behind job %lld", (long long)id, spec->kind, op.source,
+		log_info("job %lld (%s) queued by %s behind job %lld", (long long)id, k->name, op.source,
 			 (long long)behind);
 	else
-		log_info("job %lld (%s) queued by %s", (long long)id, spec->kind, op.source);
+		log_info("job %lld (%s) queued by %s", (long long)id, k->name, op.source);
 	pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
-	return id;
+	/* Read back as GET shows it, so that callers answer with the job without asking again. */
+	return jobs_get(j, id, e);
 fail:
 	pthread_mutex_unlock(&j->lock);
 	ctx_free(c);
-	return -1;
+	return NULL;
 }
 
 /* Overlays the live progress of an active job. */
@@ -473,6 +499,11 @@ void job_progress(struct job_ctx *ctx, json_t *progress)
 	json_decref(old);
 }
 
+bool job_past_deadline(struct job_ctx *ctx)
+{
+	return ctx->deadline_mono_ns > 0 && mono_ns() >= ctx->deadline_mono_ns;
+}
+
 int64_t job_id(const struct job_ctx *ctx)
 {
 	return ctx->id;
@@ -481,9 +512,4 @@ int64_t job_id(const struct job_ctx *ctx)
 int64_t job_op_id(const struct job_ctx *ctx)
 {
 	return ctx->op_id;
-}
-
-struct app *job_app(const struct job_ctx *ctx)
-{
-	return ctx->runner->app;
 }

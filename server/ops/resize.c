@@ -31,11 +31,6 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void args_free(void *p)
-{
-	free(p);
-}
-
 /* ---- the job --------------------------------------------------------------------------------- */
 
 struct run {
@@ -96,7 +91,7 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 			out->status = "cancelled";
 			return 1;
 		}
-		if (a->deadline_ms && mono_ns() - r->t0 >= a->deadline_ms * 1000000) {
+		if (job_past_deadline(r->ctx)) {
 			t->stop = "deadline";
 			out->status = "partial";
 			out->reason = "deadline";
@@ -248,98 +243,30 @@ done:
 	free(r);
 }
 
-/* ---- submission ------------------------------------------------------------------------------ */
+/* ---- the kind, plan and start ---------------------------------------------------------------- */
 
-int resize_submit(struct app *app, const json_t *target, const char *size_text, const struct job_actor *actor,
-		  const char *source, int64_t schedule_id, int64_t *job_id_out, int64_t *conflict_id, json_t **plan,
-		  mp_err *e)
+static void resize_free(void *arg)
 {
-	struct resize_args *a = calloc(1, sizeof *a);
-	struct topology *t = malloc(sizeof *t);
-	char key[64];
-	bool dry_run = false;
-	json_t *request = NULL, *progress = NULL;
-	int64_t id;
-	int rc, ret = -1;
-
-	*job_id_out = 0;
-	if (plan)
-		*plan = NULL;
-	if (!a || !t) {
-		mp_nomem(e);
-		goto out;
-	}
-	a->app = app;
-	if (!json_is_object(target)) {
-		mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "the resize must be a JSON object");
-		goto out;
-	}
-	if (size_text) {
-		if (pools_size(app, size_text, &a->size_kb, e) < 0)
-			goto out;
-		/* The URL names the size; a second, possibly different one in the body is refused
-		 * rather than silently ignored. */
-		if (json_object_get(target, "size")) {
-			mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "unknown field 'size': the page size is the one in the URL");
-			goto out;
-		}
-	} else {
-		const json_t *s = json_object_get(target, "size");
-		if (!json_is_string(s)) {
-			mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "size must be a string such as \"2M\" or \"1G\"");
-			goto out;
-		}
-		if (pools_size(app, json_string_value(s), &a->size_kb, e) < 0)
-			goto out;
-	}
-	if ((rc = topo_read(app->sysfs_root, t)) < 0) {
-		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -rc, "reading the topology: %s", strerror(-rc));
-		goto out;
-	}
-	if (plan_options(target, a, &dry_run, e) < 0 || plan_targets(target, a, t, e) < 0)
-		goto out;
-	request = plan_request_json(a);
-	for (int i = 0; i < a->n; i++) {
-		if ((rc = htlb_read_nr(app->sysfs_root, a->size_kb, a->t[i].node, &a->t[i].from)) < 0) {
-			mp_fail(e, MPE_HUGEPAGES_READ, -rc, "reading nr_hugepages: %s", strerror(-rc));
-			goto out;
-		}
-		a->t[i].now = a->t[i].from;
-	}
-	progress = json_pack("{s:o, s:I, s:I}", "targets", plan_targets_json(a, false), "pages_done", (json_int_t)0,
-			     "batches", (json_int_t)0);
-	if (dry_run) {
-		if (plan)
-			*plan = json_pack("{s:b, s:O, s:O}", "dry_run", 1, "request", request, "targets",
-					  json_object_get(progress, "targets"));
-		ret = 0;
-		goto out;
-	}
-	snprintf(key, sizeof key, "hugepages:%llukB", (unsigned long long)a->size_kb);
-	{
-		struct job_spec spec = {
-			.kind = KIND, .conflict_key = key, .source = source ? source : "api", .actor = actor,
-			.schedule_id = schedule_id, .request = request, .initial_progress = progress,
-			.run = resize_run, .arg = a, .free_arg = args_free,
-			/* A schedule's run waits for a resize of its size that is under way (resize_run
-			 * starts from the counts it reads then); a caller of the API gets 409 and decides. */
-			.wait_behind = schedule_id ? SCHEDULED_WAIT_BEHIND : 0,
-		};
-		a = NULL;   /* the runner owns it now, even on failure */
-		if ((id = jobs_submit(app->jobs, &spec, conflict_id, e)) < 0)
-			goto out;
-	}
-	*job_id_out = id;
-	ret = 0;
-out:
-	free(a);
-	free(t);
-	json_decref(request);
-	json_decref(progress);
-	return ret;
+	free(arg);
 }
 
-json_t *resize_interrupted(struct app *app, int64_t job_id_, const json_t *request)
+/* One resize per page size at a time: the counts it starts from would be stale otherwise. */
+static void resize_key(const void *arg, char *key, size_t len)
+{
+	const struct resize_args *a = arg;
+
+	snprintf(key, len, "hugepages:%llukB", (unsigned long long)a->size_kb);
+}
+
+static json_t *resize_progress0(const void *arg)
+{
+	return json_pack("{s:o, s:I, s:I}", "targets", plan_targets_json(arg, false), "pages_done", (json_int_t)0,
+			 "batches", (json_int_t)0);
+}
+
+/* A resize found running at start is "interrupted"; its result is the pool of that size as
+ * re-read from the kernel now. */
+static json_t *resize_interrupted(struct app *app, int64_t job_id_, const json_t *request)
 {
 	json_t *size = json_object_get(request, "size_kb"), *pool;
 	mp_err e = { 0 };
@@ -350,4 +277,77 @@ json_t *resize_interrupted(struct app *app, int64_t job_id_, const json_t *reque
 	pool = pools_get(app, (uint64_t)json_integer_value(size), &e);
 	return json_pack("{s:s, s:o}", "note", "the daemon stopped during this resize; the pool as read at the next start",
 			 "pool", pool ? pool : json_null());
+}
+
+const struct job_kind resize_job = {
+	.name = KIND,
+	.run = resize_run,
+	.free_arg = resize_free,
+	.conflict_key = resize_key,
+	.initial_progress = resize_progress0,
+	.interrupted = resize_interrupted,
+};
+
+struct resize_args *resize_plan(struct app *app, const struct resize_req *r, mp_err *e)
+{
+	struct resize_args *a = calloc(1, sizeof *a);
+	struct topology *t = malloc(sizeof *t);
+	int rc;
+
+	if (!a || !t) {
+		mp_nomem(e);
+		goto fail;
+	}
+	a->app = app;
+	a->size_kb = r->size_kb;
+	a->batch = r->batch ? r->batch : a->size_kb >= 1048576 ? 1 : 10;
+	a->deadline_ms = r->deadline_ms;
+	a->compact = r->compact;
+	if ((rc = topo_read(app->sysfs_root, t)) < 0) {
+		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -rc, "reading the topology: %s", strerror(-rc));
+		goto fail;
+	}
+	if (plan_targets(r, a, t, e) < 0)
+		goto fail;
+	for (int i = 0; i < a->n; i++) {
+		if ((rc = htlb_read_nr(app->sysfs_root, a->size_kb, a->t[i].node, &a->t[i].from)) < 0) {
+			mp_fail(e, MPE_HUGEPAGES_READ, -rc, "reading nr_hugepages: %s", strerror(-rc));
+			goto fail;
+		}
+		a->t[i].now = a->t[i].from;
+	}
+	free(t);
+	return a;
+fail:
+	free(a);
+	free(t);
+	return NULL;
+}
+
+void resize_plan_free(struct resize_args *p)
+{
+	free(p);
+}
+
+json_t *resize_plan_json(const struct resize_args *p)
+{
+	return json_pack("{s:b, s:o, s:o}", "dry_run", 1, "request", plan_request_json(p), "targets",
+			 plan_targets_json(p, false));
+}
+
+json_t *resize_start(struct app *app, struct resize_args *p, const struct job_origin *origin,
+		     int64_t *conflict_id, mp_err *e)
+{
+	json_t *request = plan_request_json(p), *job;
+	struct job_spec spec = {
+		.kind = &resize_job, .arg = p, .request = request, .origin = *origin,
+		.deadline_ms = p->deadline_ms,
+		/* A schedule's run waits for a resize of its size that is under way (resize_run starts
+		 * from the counts it reads then); a caller of the API gets 409 and decides. */
+		.wait_behind = origin->schedule_id ? SCHEDULED_WAIT_BEHIND : 0,
+	};
+
+	job = jobs_submit(app->jobs, &spec, conflict_id, e);   /* owns p from here, even on failure */
+	json_decref(request);
+	return job;
 }

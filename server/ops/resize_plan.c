@@ -5,17 +5,12 @@
 #include "common/parse.h"
 #include "server/app.h"
 #include "server/kernel/hugetlb.h"
+#include "server/ops/pools.h"
+#include "server/ops/resize.h"
 
-#define MAX_BATCH       1000000
-#define MAX_DEADLINE_MS (7LL * 86400 * 1000)
-
-static int get_count(const json_t *v, const char *what, uint64_t max, uint64_t *out, mp_err *e)
+/* A count from the request against what the memory could hold. */
+static int check_count(json_int_t n, const char *what, uint64_t max, uint64_t *out, mp_err *e)
 {
-	json_int_t n;
-
-	if (!json_is_integer(v))
-		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "%s must be an integer", what);
-	n = json_integer_value(v);
 	if (n < 0 || (uint64_t)n > max)
 		return mp_fail(e, MPE_RESIZE_BAD_COUNT, 0, "%s must be from 0 to %llu (the memory there), not %lld",
 			       what, (unsigned long long)max, (long long)n);
@@ -23,93 +18,191 @@ static int get_count(const json_t *v, const char *what, uint64_t max, uint64_t *
 	return 0;
 }
 
-int plan_options(const json_t *target, struct resize_args *a, bool *dry_run, mp_err *e)
-{
-	static const char *const known[] = { "size", "total", "nodes", "batch", "deadline_ms", "compact", "dry_run",
-					     NULL };
-	const char *key;
-	json_t *v;
+/* ---- parse ----------------------------------------------------------------------------------- */
 
-	json_object_foreach((json_t *)target, key, v) {
-		int i;
-		for (i = 0; known[i] && strcmp(known[i], key); i++)
-			;
-		if (!known[i])
-			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "unknown field '%.64s' (known: size, total, nodes, "
-				       "batch, deadline_ms, compact, dry_run)", key);
-	}
-	a->batch = a->size_kb >= 1048576 ? 1 : 10;
-	if ((v = json_object_get(target, "batch"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_BATCH)
-			return mp_fail(e, MPE_RESIZE_BAD_BATCH, 0, "batch must be an integer from 1 to %d", MAX_BATCH);
-		a->batch = (uint64_t)json_integer_value(v);
-	}
-	if ((v = json_object_get(target, "deadline_ms"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_DEADLINE_MS)
-			return mp_fail(e, MPE_RESIZE_BAD_DEADLINE, 0, "deadline_ms must be an integer from 1 to %lld",
-				       MAX_DEADLINE_MS);
-		a->deadline_ms = json_integer_value(v);
-	}
-	if ((v = json_object_get(target, "compact"))) {
-		if (!json_is_boolean(v))
-			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "compact must be true or false");
-		a->compact = json_is_true(v);
-	}
-	if ((v = json_object_get(target, "dry_run"))) {
-		if (!json_is_boolean(v))
-			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "dry_run must be true or false");
-		*dry_run = json_is_true(v);
+static int parse_total(const json_t *v, struct resize_req *r, mp_err *e)
+{
+	if (!json_is_integer(v))
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "total must be an integer");
+	r->has_total = true;
+	r->total = json_integer_value(v);
+	return 0;
+}
+
+static int parse_nodes(const json_t *v, struct resize_req *r, mp_err *e)
+{
+	const char *key;
+	json_t *n;
+
+	if (!json_is_object(v) || json_object_size(v) == 0)
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "nodes must be a non-empty object {\"<node>\": pages}");
+	json_object_foreach((json_t *)v, key, n) {
+		uint64_t id;
+		char canon[24];
+		if (parse_u64(key, &id) < 0 || id >= IDSET_MAX || r->nnodes == TOPO_MAX_NODES)
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not an online node", key);
+		/* Keys are matched to nodes by their canonical spelling, so "00" or "0\n" would name
+		 * node 0 yet never be planned: refused here rather than silently dropped. */
+		snprintf(canon, sizeof canon, "%llu", (unsigned long long)id);
+		if (strcmp(canon, key))
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not how node %s is written (decimal, no "
+				       "leading zeros)", key, canon);
+		if (!json_is_integer(n))
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "nodes.%s must be an integer", canon);
+		r->nodes[r->nnodes].node = (unsigned)id;
+		r->nodes[r->nnodes].pages = json_integer_value(n);
+		r->nnodes++;
 	}
 	return 0;
 }
 
-int plan_targets(const json_t *target, struct resize_args *a, const struct topology *t, mp_err *e)
+#define MAX_BATCH       1000000
+#define MAX_DEADLINE_MS (7LL * 86400 * 1000)
+
+static int parse_batch(const json_t *v, struct resize_req *r, mp_err *e)
 {
-	const json_t *total = json_object_get(target, "total"), *nodes = json_object_get(target, "nodes");
-	uint64_t mem_kb = 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_BATCH)
+		return mp_fail(e, MPE_RESIZE_BAD_BATCH, 0, "batch must be an integer from 1 to %d", MAX_BATCH);
+	r->batch = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int parse_deadline(const json_t *v, struct resize_req *r, mp_err *e)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_DEADLINE_MS)
+		return mp_fail(e, MPE_RESIZE_BAD_DEADLINE, 0, "deadline_ms must be an integer from 1 to %lld",
+			       MAX_DEADLINE_MS);
+	r->deadline_ms = json_integer_value(v);
+	return 0;
+}
+
+static int parse_compact(const json_t *v, struct resize_req *r, mp_err *e)
+{
+	if (!json_is_boolean(v))
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "compact must be true or false");
+	r->compact = json_is_true(v);
+	return 0;
+}
+
+static int parse_dry_run(const json_t *v, struct resize_req *r, mp_err *e)
+{
+	if (!json_is_boolean(v))
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "dry_run must be true or false");
+	r->dry_run = json_is_true(v);
+	return 0;
+}
+
+#define AT_PUT   (1u << RESIZE_PUT)
+#define AT_SCHED (1u << RESIZE_SCHEDULED)
+
+/* Every member a resize takes, where it may appear, and its parser (NULL: handled before the
+ * table, as "size" needs the kernel's list of sizes). The one table for PUT /v1/hugepages/{size}
+ * and a schedule's action.hugepages: a new option is one line here. */
+static const struct field {
+	const char *name;
+	unsigned at;
+	int (*parse)(const json_t *v, struct resize_req *r, mp_err *e);
+} fields[] = {
+	{ "size",        AT_SCHED,          NULL },          /* PUT: the URL names it */
+	{ "total",       AT_PUT | AT_SCHED, parse_total },
+	{ "nodes",       AT_PUT | AT_SCHED, parse_nodes },
+	{ "batch",       AT_PUT | AT_SCHED, parse_batch },
+	{ "deadline_ms", AT_PUT | AT_SCHED, parse_deadline },
+	{ "compact",     AT_PUT | AT_SCHED, parse_compact },
+	{ "dry_run",     AT_PUT,            parse_dry_run }, /* about this request, not a stored action */
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static const struct field *field_named(const char *name, enum resize_edge edge)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (!strcmp(fields[i].name, name))
+			return fields[i].at & (1u << edge) ? &fields[i] : NULL;
+	return NULL;
+}
+
+bool resize_field_ok(const char *name, enum resize_edge edge)
+{
+	return field_named(name, edge) != NULL;
+}
+
+int resize_parse(struct app *app, const json_t *body, const char *size_text, enum resize_edge edge,
+		 struct resize_req *r, mp_err *e)
+{
+	const json_t *size = json_object_get(body, "size");
 	const char *key;
 	json_t *v;
 
-	if (!!total == !!nodes)
+	memset(r, 0, sizeof *r);
+	if (!json_is_object(body))
+		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "the resize must be a JSON object");
+	if (edge == RESIZE_PUT) {
+		if (pools_size(app, size_text, &r->size_kb, e) < 0)
+			return -1;
+		/* The URL names the size; a second, possibly different one in the body is refused
+		 * rather than silently ignored. */
+		if (size)
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0,
+				       "unknown field 'size': the page size is the one in the URL");
+	} else {
+		if (!json_is_string(size))
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "size must be a string such as \"2M\" or \"1G\"");
+		if (pools_size(app, json_string_value(size), &r->size_kb, e) < 0)
+			return -1;
+	}
+	json_object_foreach((json_t *)body, key, v)
+		if (!field_named(key, edge)) {
+			char known[160] = "";
+			for (size_t i = 0; i < NFIELDS; i++)
+				if (fields[i].at & (1u << edge) && fields[i].parse)
+					snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+						 known[0] ? ", " : "", fields[i].name);
+			return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "unknown field '%.64s' (known: %s%s)", key,
+				       edge == RESIZE_SCHEDULED ? "size, " : "", known);
+		}
+	if (!json_object_get(body, "total") == !json_object_get(body, "nodes"))
 		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "give exactly one of \"total\" (pages) or \"nodes\" "
 			       "({\"<node>\": pages})");
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (fields[i].parse && (v = json_object_get(body, fields[i].name)) && fields[i].parse(v, r, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* ---- plan ------------------------------------------------------------------------------------ */
+
+int plan_targets(const struct resize_req *r, struct resize_args *a, const struct topology *t, mp_err *e)
+{
+	uint64_t mem_kb = 0;
+
 	for (int i = 0; i < t->n_nodes; i++)
 		mem_kb += t->nodes[i].mem_total_kb;
-	if (total) {
+	if (r->has_total) {
 		a->n = 1;
 		a->t[0].node = -1;
-		return get_count(total, "total", mem_kb / a->size_kb, &a->t[0].goal, e);
+		return check_count(r->total, "total", mem_kb / a->size_kb, &a->t[0].goal, e);
 	}
-	if (!json_is_object(nodes) || json_object_size(nodes) == 0)
-		return mp_fail(e, MPE_RESIZE_BAD_REQUEST, 0, "nodes must be a non-empty object {\"<node>\": pages}");
 	/* Ascending node order, whatever the order of the keys: the batches then read the same way
 	 * in every run. */
 	for (int i = 0; i < t->n_nodes; i++) {
-		char id[16], what[32];
-		snprintf(id, sizeof id, "%u", t->nodes[i].id);
-		if (!(v = json_object_get(nodes, id)))
+		char what[32];
+		int k;
+		for (k = 0; k < r->nnodes && r->nodes[k].node != t->nodes[i].id; k++)
+			;
+		if (k == r->nnodes)
 			continue;
 		if (!htlb_node_exists(a->app->sysfs_root, a->size_kb, t->nodes[i].id))
 			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "node %u has no memory, so no huge page pool",
 				       t->nodes[i].id);
 		snprintf(what, sizeof what, "nodes.%u", t->nodes[i].id);
 		a->t[a->n].node = (int)t->nodes[i].id;
-		if (get_count(v, what, t->nodes[i].mem_total_kb / a->size_kb, &a->t[a->n].goal, e) < 0)
+		if (check_count(r->nodes[k].pages, what, t->nodes[i].mem_total_kb / a->size_kb, &a->t[a->n].goal, e) < 0)
 			return -1;
 		a->n++;
 	}
-	/* Keys are looked up above by their canonical spelling, so "00" or "0\n" would name node 0
-	 * yet never be planned: refused here rather than silently dropped. */
-	json_object_foreach((json_t *)nodes, key, v) {
-		uint64_t id;
-		char canon[24];
-		if (parse_u64(key, &id) < 0 || id >= IDSET_MAX || topo_index(t, (unsigned)id) < 0)
-			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not an online node", key);
-		snprintf(canon, sizeof canon, "%llu", (unsigned long long)id);
-		if (strcmp(canon, key))
-			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%.32s' is not how node %s is written (decimal, no "
-				       "leading zeros)", key, canon);
-	}
+	for (int k = 0; k < r->nnodes; k++)
+		if (topo_index(t, r->nodes[k].node) < 0)
+			return mp_fail(e, MPE_RESIZE_BAD_NODE, 0, "'%u' is not an online node", r->nodes[k].node);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
-/* The plan of a resize: the targets (global or per node) and options, validated from the API's
- * JSON and turned back into JSON for the job, its progress and its result. Internal to
- * ops/resize.c and ops/resize_plan.c. */
+/* The plan of a resize: the targets (global or per node) and options, parsed from the client's
+ * JSON (resize_parse), checked against the machine (plan_targets) and turned back into JSON for the
+ * job, its progress and its result. Internal to ops/resize.c and ops/resize_plan.c. */
 #ifndef MPD_OPS_RESIZE_PLAN_H
 #define MPD_OPS_RESIZE_PLAN_H
 
@@ -33,10 +33,10 @@ struct resize_args {
 	struct resize_target t[TOPO_MAX_NODES];
 };
 
-/* Options (batch, deadline_ms, compact, dry_run) and unknown fields; a->size_kb must be set. */
-int plan_options(const json_t *target, struct resize_args *a, bool *dry_run, mp_err *e);
-/* "total" or "nodes" against the topology: counts, nodes online and with a pool. */
-int plan_targets(const json_t *target, struct resize_args *a, const struct topology *t, mp_err *e);
+struct resize_req;
+/* "total" or "nodes" of r against the topology: counts within memory, nodes online and with a
+ * pool; fills a->t in ascending node order. a->app and a->size_kb must be set. */
+int plan_targets(const struct resize_req *r, struct resize_args *a, const struct topology *t, mp_err *e);
 /* The normalised request stored with the job and in history. */
 json_t *plan_request_json(const struct resize_args *a);
 /* Per target: node, from, target, current, achieved; with done also asked, got, batches,

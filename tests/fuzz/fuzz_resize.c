@@ -1,5 +1,5 @@
-/* The hugetlb resize request (PUT /v1/hugepages/{size}, POST /v1/hugepages/resize, a schedule's
- * target), decoded and planned by resize_submit() with dry_run forced on, against the generated
+/* The hugetlb resize request (PUT /v1/hugepages/{size}, a schedule's target), parsed and planned
+ * by resize_parse() and resize_plan() (what a dry run does), against the generated
  * topology of tests/fuzz/tree.h (online nodes 0, 1, 3; pools on 0 and 3). Input: a JSON body.
  * Properties:
  *   - a refusal is 400/404/422 with a resize.* or hugepages.* code and a detail;
@@ -34,15 +34,15 @@ static uint64_t mem_kb(long node)
 
 static json_t *plan_of(json_t *body, mp_err *e)
 {
-	json_t *plan = NULL;
-	int64_t job = -1, conflict = 0;
+	struct resize_req r;
+	struct resize_args *p;
+	json_t *plan;
 
-	json_object_set_new(body, "dry_run", json_true());
-	if (resize_submit(&app, body, NULL, NULL, "fuzz", 0, &job, &conflict, &plan, e) < 0) {
-		FZ_ASSERT(!plan, "a refusal came with a plan");
+	if (resize_parse(&app, body, NULL, RESIZE_SCHEDULED, &r, e) < 0 || !(p = resize_plan(&app, &r, e)))
 		return NULL;
-	}
-	FZ_ASSERT(job == 0 && plan, "dry run: job %lld, plan %p", (long long)job, (void *)plan);
+	plan = resize_plan_json(p);
+	resize_plan_free(p);
+	FZ_ASSERT(plan, "an accepted plan without JSON");
 	return plan;
 }
 

@@ -1,7 +1,10 @@
 /* The job runner (server/jobs/jobs.c) on a real SQLite file, with a job kind made for the test that
  * holds its worker at a gate until the test opens it: one job per conflict key at a time, 409 with
  * the active job's id, queueing behind a job of the same key (wait_behind) and its bound, the order
- * queued jobs start in, cancelling a queued job, and what GET shows while a job waits. */
+ * queued jobs start in, cancelling a queued job, and what GET shows while a job waits. And the
+ * seam itself (job_ctx.h): a kind is known to the runner only by registering it; its
+ * interrupted() runs at start for its jobs a previous daemon left; its initial progress shows
+ * while it waits; a submission's deadline reaches run() through job_past_deadline(). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,8 @@
 #include "server/api/api.h"
 #include "server/jobs/jobs.h"
 #include "server/store/db.h"
+#include "server/store/history.h"
+#include "server/store/jobs.h"
 #include "tests/unit/check_main.h"
 
 struct gate {
@@ -20,6 +25,7 @@ struct gate {
 	pthread_cond_t c;
 	bool open, started;
 	int order;                   /* the order this job started in, from 1; 0 = never */
+	const char *key;             /* the job's conflict key */
 };
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +47,13 @@ static void gated_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	pthread_mutex_unlock(&g->m);
 	out->status = "ok";
 }
+
+static void gated_key(const void *arg, char *key, size_t len)
+{
+	snprintf(key, len, "%s", ((const struct gate *)arg)->key);
+}
+
+static const struct job_kind gated = { .name = "test.gated", .run = gated_run, .conflict_key = gated_key };
 
 static void gate_init(struct gate *g)
 {
@@ -87,6 +100,7 @@ static void setup(void)
 	ck_assert_msg(app.store != NULL, "%s", e.detail);
 	runner = jobs_open(&app, &e);
 	ck_assert_ptr_nonnull(runner);
+	ck_assert_msg(jobs_register(runner, &gated, &e) == 0, "%s", e.detail);
 	app.jobs = runner;
 	ck_assert_msg(jobs_start(runner, 2, &e) == 0, "%s", e.detail);
 	nstarted = 0;
@@ -105,9 +119,16 @@ static void teardown(void)
 /* Submits a gated job; returns its id, or -1 with *e and *conflict set. */
 static int64_t submit(struct gate *g, const char *key, int wait_behind, int64_t *conflict, mp_err *e)
 {
-	struct job_spec spec = { .kind = "test.gated", .conflict_key = key, .source = "api",
-				 .run = gated_run, .arg = g, .wait_behind = wait_behind };
-	return jobs_submit(runner, &spec, conflict, e);
+	struct job_spec spec = { .kind = &gated, .origin.source = "api", .arg = g, .wait_behind = wait_behind };
+	json_t *job;
+	int64_t id;
+
+	g->key = key;
+	if (!(job = jobs_submit(runner, &spec, conflict, e)))
+		return -1;
+	id = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	return id;
 }
 
 static char *field(int64_t id, const char *name)
@@ -242,6 +263,196 @@ START_TEST(a_queued_job_cancelled_never_runs)
 }
 END_TEST
 
+/* ---- the kind interface ------------------------------------------------------------------- */
+
+static int nhook, nfreed;
+static int64_t hook_job;
+static char hook_request[128];
+
+static json_t *noted_interrupted(struct app *a, int64_t id, const json_t *request)
+{
+	char *r = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
+
+	ck_assert_ptr_eq(a, &app);
+	nhook++;
+	hook_job = id;
+	snprintf(hook_request, sizeof hook_request, "%s", r ? r : "");
+	free(r);
+	return json_pack("{s:s}", "seen_by", "test.noted");
+}
+
+static void noted_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
+{
+	(void)ctx, (void)arg;
+	out->status = "ok";
+}
+
+static void count_free(void *arg)
+{
+	(void)arg;
+	nfreed++;
+}
+
+static const struct job_kind noted = { .name = "test.noted", .run = noted_run, .free_arg = count_free,
+				       .interrupted = noted_interrupted };
+
+/* A job row as a dead daemon leaves it: "running", its history operation "running". */
+static int64_t leave_running(const char *kind, json_t *request)
+{
+	struct op_record op = { .kind = kind, .source = "api", .started_ns = store_now_ns(), .status = "running",
+				.request = request, .kernel_release = "test" };
+	struct job_row row = { .kind = kind, .status = "running", .source = "api", .created_ns = op.started_ns,
+			       .request = request };
+	mp_err e = { 0 };
+	int64_t id;
+
+	store_lock(app.store);
+	row.op_id = history_insert(app.store, &op, &e);
+	ck_assert_msg(row.op_id > 0, "%s", e.detail);
+	id = jobs_db_insert(app.store, &row, &e);
+	ck_assert_msg(id > 0, "%s", e.detail);
+	store_unlock(app.store);
+	return id;
+}
+
+/* The next daemon's runner: the registered kind's interrupted() gives the result of its job; a job
+ * of a kind nobody registered is still marked interrupted, without a result. */
+START_TEST(interrupted_hook_of_a_registered_kind_runs_at_start)
+{
+	json_t *req = json_pack("{s:i}", "n", 7);
+	int64_t mine = leave_running("test.noted", req), other = leave_running("test.gone", req);
+	struct jobs *next;
+	mp_err e = { 0 };
+	json_t *job;
+
+	nhook = 0;
+	next = jobs_open(&app, &e);
+	ck_assert_ptr_nonnull(next);
+	ck_assert_msg(jobs_register(next, &noted, &e) == 0, "%s", e.detail);
+	ck_assert_int_eq(nhook, 0);
+	ck_assert_msg(jobs_start(next, 1, &e) == 0, "%s", e.detail);
+	ck_assert_int_eq(nhook, 1);
+	ck_assert_int_eq(hook_job, mine);
+	ck_assert_str_eq(hook_request, "{\"n\":7}");
+	job = jobs_get(next, mine, &e);
+	ck_assert_ptr_nonnull(job);
+	ck_assert_str_eq(json_string_value(json_object_get(job, "status")), "interrupted");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(job, "result"), "seen_by")), "test.noted");
+	json_decref(job);
+	job = jobs_get(next, other, &e);
+	ck_assert_ptr_nonnull(job);
+	ck_assert_str_eq(json_string_value(json_object_get(job, "status")), "interrupted");
+	ck_assert(json_is_null(json_object_get(job, "result")) || !json_object_get(job, "result"));
+	json_decref(job);
+	jobs_close(next);
+	json_decref(req);
+}
+END_TEST
+
+/* The runner runs only kinds it was given: an unregistered one is refused (and its arg still
+ * released), a name twice or a registration after start is a start-up bug. */
+START_TEST(only_registered_kinds_run)
+{
+	struct job_spec spec = { .kind = &noted, .origin.source = "api", .arg = &nfreed };
+	static const struct job_kind twin = { .name = "test.gated", .run = noted_run };
+	mp_err e = { 0 };
+
+	nfreed = 0;
+	ck_assert_ptr_null(jobs_submit(runner, &spec, NULL, &e));
+	ck_assert_str_eq(mp_code_name(e.code), "internal.error");
+	ck_assert_int_eq(nfreed, 1);
+	ck_assert_int_eq(jobs_register(runner, &noted, &e), -1);   /* started already */
+	struct jobs *fresh = jobs_open(&app, &e);
+	ck_assert_int_eq(jobs_register(fresh, &gated, &e), 0);
+	ck_assert_int_eq(jobs_register(fresh, &twin, &e), -1);
+	ck_assert_int_eq(jobs_register(fresh, &noted, &e), 0);
+	jobs_close(fresh);
+}
+END_TEST
+
+static json_t *waiting_progress(const void *arg)
+{
+	(void)arg;
+	return json_pack("{s:s}", "phase", "waiting");
+}
+
+static const struct job_kind shown = { .name = "test.shown", .run = gated_run, .conflict_key = gated_key,
+				       .initial_progress = waiting_progress };
+
+/* A kind's initial progress is what GET shows until run() reports; the key is the kind's, from its
+ * arg, shared across kinds. */
+START_TEST(initial_progress_and_conflict_key_come_from_the_kind)
+{
+	struct gate a, b;
+	struct jobs *own;
+	mp_err e = { 0 };
+	int64_t ia, conflict = 0;
+	json_t *job;
+
+	/* a runner of its own, with both kinds */
+	jobs_close(runner);
+	runner = own = jobs_open(&app, &e);
+	ck_assert_int_eq(jobs_register(own, &gated, &e), 0);
+	ck_assert_int_eq(jobs_register(own, &shown, &e), 0);
+	ck_assert_int_eq(jobs_start(own, 2, &e), 0);
+	gate_init(&a);
+	gate_init(&b);
+	ia = submit(&a, "k", 0, NULL, &e);
+	wait_started(&a);
+	b.key = "k";
+	struct job_spec spec = { .kind = &shown, .origin.source = "api", .arg = &b };
+	ck_assert_ptr_null(jobs_submit(own, &spec, &conflict, &e));
+	ck_assert_int_eq(conflict, ia);
+	spec.wait_behind = 1;
+	job = jobs_submit(own, &spec, NULL, &e);
+	ck_assert_msg(job != NULL, "%s", e.detail);
+	ck_assert_str_eq(json_string_value(json_object_get(job, "status")), "queued");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(job, "progress"), "phase")), "waiting");
+	ck_assert_str_eq(json_string_value(json_object_get(job, "kind")), "test.shown");
+	int64_t ib = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	gate_open(&a);
+	gate_open(&b);
+	wait_status(ib, "\"ok\"");
+}
+END_TEST
+
+static void until_deadline(struct job_ctx *ctx, void *arg, struct job_outcome *out)
+{
+	int *polls = arg;
+
+	while (!job_past_deadline(ctx) && !job_cancelled(ctx) && ++*polls < 10000)
+		usleep(1000);
+	out->status = "partial";
+	out->reason = "deadline";
+}
+
+static const struct job_kind timed = { .name = "test.timed", .run = until_deadline };
+
+/* deadline_ms reaches run() as job_past_deadline(): true 50 ms after it started, not before. */
+START_TEST(the_deadline_is_the_submissions)
+{
+	struct jobs *own;
+	mp_err e = { 0 };
+	int polls = 0;
+	json_t *job;
+
+	jobs_close(runner);
+	runner = own = jobs_open(&app, &e);
+	ck_assert_int_eq(jobs_register(own, &timed, &e), 0);
+	ck_assert_int_eq(jobs_start(own, 1, &e), 0);
+	struct job_spec spec = { .kind = &timed, .origin.source = "api", .arg = &polls, .deadline_ms = 50 };
+	job = jobs_submit(own, &spec, NULL, &e);
+	ck_assert_msg(job != NULL, "%s", e.detail);
+	int64_t id = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	wait_status(id, "\"partial\"");
+	assert_field(id, "reason", "\"deadline\"");
+	/* about 50 polls of 1 ms; far fewer than the 10000 it would take without a deadline */
+	ck_assert_msg(polls >= 20 && polls < 5000, "%d polls", polls);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("jobs");
@@ -252,6 +463,10 @@ static Suite *suite(void)
 	tcase_add_test(t, second_of_a_key_is_409_with_the_active_id);
 	tcase_add_test(t, wait_behind_queues_in_order_and_is_bounded);
 	tcase_add_test(t, a_queued_job_cancelled_never_runs);
+	tcase_add_test(t, interrupted_hook_of_a_registered_kind_runs_at_start);
+	tcase_add_test(t, only_registered_kinds_run);
+	tcase_add_test(t, initial_progress_and_conflict_key_come_from_the_kind);
+	tcase_add_test(t, the_deadline_is_the_submissions);
 	suite_add_tcase(s, t);
 	return s;
 }

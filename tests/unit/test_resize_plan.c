@@ -7,12 +7,13 @@
 
 #include "server/app.h"
 #include "server/api/api.h"
+#include "server/ops/resize.h"
 #include "server/ops/resize_plan.h"
 #include "tests/unit/check_main.h"
 
 static char root[64];
 
-/* Node 0 online with 4 GiB and a 2M pool directory; nothing else. */
+/* Node 0 online with 4 GiB and a 2M pool directory, the 2M size; nothing else. */
 static void setup(struct app *app, struct topology *t, struct resize_args *a)
 {
 	char path[PATH_MAX];
@@ -21,6 +22,9 @@ static void setup(struct app *app, struct topology *t, struct resize_args *a)
 	snprintf(root, sizeof root, "/tmp/mpd-plan-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	snprintf(path, sizeof path, "mkdir -p '%s/devices/system/node/node0/hugepages/hugepages-2048kB'", root);
+	ck_assert_int_eq(system(path), 0);
+	snprintf(path, sizeof path, "mkdir -p '%s/kernel/mm/hugepages/hugepages-2048kB' && echo 0 > "
+		 "'%s/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages'", root, root);
 	ck_assert_int_eq(system(path), 0);
 	snprintf(path, sizeof path, "%s/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages", root);
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
@@ -55,12 +59,15 @@ START_TEST(node_keys_must_be_canonical)
 	struct topology *t = malloc(sizeof *t);
 	struct resize_args *a = malloc(sizeof *a);
 
+	struct resize_req r;
+
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		json_t *target = json_loads(bad[i], 0, NULL);
 		mp_err e = { 0 };
 		setup(&app, t, a);
 		ck_assert_ptr_nonnull(target);
-		ck_assert_msg(plan_targets(target, a, t, &e) == -1, "accepted %s (%d targets)", bad[i], a->n);
+		ck_assert_msg(resize_parse(&app, target, "2M", RESIZE_PUT, &r, &e) == -1 ||
+			      plan_targets(&r, a, t, &e) == -1, "accepted %s (%d targets)", bad[i], a->n);
 		ck_assert_int_eq(api_status(&e), 422);
 		ck_assert_str_eq(mp_code_name(e.code), "resize.bad_node");
 		json_decref(target);
@@ -70,7 +77,8 @@ START_TEST(node_keys_must_be_canonical)
 	json_t *good = json_loads("{\"nodes\": {\"0\": 4}}", 0, NULL);
 	mp_err e = { 0 };
 	setup(&app, t, a);
-	ck_assert_int_eq(plan_targets(good, a, t, &e), 0);
+	ck_assert_msg(resize_parse(&app, good, "2M", RESIZE_PUT, &r, &e) == 0, "%s", e.detail);
+	ck_assert_int_eq(plan_targets(&r, a, t, &e), 0);
 	ck_assert_int_eq(a->n, 1);
 	ck_assert_int_eq(a->t[0].node, 0);
 	ck_assert_uint_eq(a->t[0].goal, 4);

@@ -1,10 +1,28 @@
 /* The missed-run policy (sched_misfire_plan): which occurrence runs after downtime, how many are
- * skipped. The e2e test checks one missed run for real; these check the arithmetic of many. */
+ * skipped. The e2e test checks one missed run for real; these check the arithmetic of many.
+ * And the scheduler thread on its own, on a real SQLite file: it fires a due schedule through the
+ * callback it was started with (this program links no ops/ code: schedules.c's use cases and the
+ * resize are not in it), and fires nothing while held. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "server/app.h"
 #include "server/jobs/cron.h"
+#include "server/jobs/job_ctx.h"
 #include "server/jobs/scheduler.h"
+#include "server/store/db.h"
+#include "server/store/schedules.h"
 #include "tests/unit/check_main.h"
+
+/* Weak: resolved only if an object defining them was linked in, i.e. the scheduler pulled in ops/
+ * (the old scheduler called resize_submit, which pulled in resize.o and pools.o). */
+extern json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e) __attribute__((weak));
+extern const struct job_kind resize_job __attribute__((weak));
+extern void schedule_fire(struct app *app, const struct sched_firing *f) __attribute__((weak));
 
 static int64_t utc(int y, int mo, int d, int h, int mi)
 {
@@ -98,6 +116,145 @@ START_TEST(count_is_capped)
 }
 END_TEST
 
+#define NS 1000000000LL
+
+static char dir[64];
+static struct app app;
+static pthread_mutex_t fired_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fired_cond = PTHREAD_COND_INITIALIZER;
+static int nfired;
+static struct sched_firing last;
+static int64_t last_id;
+
+/* What ops/schedules.c does, minus the action: note the firing, move next_run. */
+static void test_fire(struct app *a, const struct sched_firing *f)
+{
+	struct sched_ran r = { .run_ns = f->now_ns, .due_ns = f->run_s * NS, .status = "submitted",
+			       .next_run_ns = f->next_run_ns };
+	mp_err e = { 0 };
+
+	ck_assert_ptr_eq(a, &app);
+	store_lock(a->store);
+	ck_assert_msg(sched_store_ran(a->store, f->schedule->id, &r, &e) == 0, "%s", e.detail);
+	store_unlock(a->store);
+	pthread_mutex_lock(&fired_lock);
+	nfired++;
+	last = *f;
+	last_id = f->schedule->id;
+	last.schedule = NULL;        /* borrowed for the call only */
+	pthread_cond_broadcast(&fired_cond);
+	pthread_mutex_unlock(&fired_lock);
+}
+
+static void store_setup(void)
+{
+	char path[96];
+	mp_err e = { 0 };
+
+	snprintf(dir, sizeof dir, "/tmp/mpd-sched-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/s.db", dir);
+	memset(&app, 0, sizeof app);
+	app.store = store_open(path, &e);
+	ck_assert_msg(app.store != NULL, "%s", e.detail);
+	nfired = 0;
+	last_id = 0;
+}
+
+static void store_teardown(void)
+{
+	char cmd[128];
+
+	store_close(app.store);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A minutely schedule whose next run was due_ns. */
+static int64_t add_due(int64_t due_ns)
+{
+	json_t *action = json_pack("{s:{s:s, s:i}}", "test", "size", "2M", "total", 1);
+	struct schedule_new n = { .cron = "* * * * *", .timezone = "UTC", .action = action, .enabled = true,
+				  .misfire_grace_s = 3600, .created_ns = store_now_ns(), .next_run_ns = due_ns };
+	mp_err e = { 0 };
+	int64_t id = sched_store_insert(app.store, &n, &e);
+
+	ck_assert_msg(id > 0, "%s", e.detail);
+	json_decref(action);
+	return id;
+}
+
+/* Waits up to 10 s for n firings in all. */
+static bool wait_fired(int n)
+{
+	struct timespec until;
+	bool ok = true;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&fired_lock);
+	while (nfired < n && ok)
+		ok = pthread_cond_timedwait(&fired_cond, &fired_lock, &until) == 0;
+	ok = nfired >= n;
+	pthread_mutex_unlock(&fired_lock);
+	return ok;
+}
+
+START_TEST(no_ops_code_is_linked)
+{
+	ck_assert_msg(pools_get == NULL, "ops/pools.c is linked into a program using only the scheduler");
+	ck_assert_msg(&resize_job == NULL, "ops/resize.c is linked into a program using only the scheduler");
+	ck_assert_msg(schedule_fire == NULL, "ops/schedules.c is linked into a program using only the scheduler");
+}
+END_TEST
+
+/* Due a minute and a half ago, within the grace: it fires once, through the callback, naming the
+ * latest due minute; next_run moves past now and it does not fire again. */
+START_TEST(a_due_schedule_fires_the_callback)
+{
+	int64_t now = store_now_ns(), due = (now / NS / 60 - 1) * 60 * NS, id = add_due(due);
+	mp_err e = { 0 };
+	struct scheduler *s = scheduler_start(&app, test_fire, &e);
+
+	ck_assert_msg(s != NULL, "%s", e.detail);
+	ck_assert_msg(wait_fired(1), "the due schedule never fired");
+	pthread_mutex_lock(&fired_lock);
+	ck_assert_int_eq(last_id, id);
+	ck_assert_int_eq(last.due_s, due / NS);
+	ck_assert(last.run_s >= due / NS && last.run_s <= last.now_ns / NS && last.run_s % 60 == 0);
+	ck_assert(last.next_run_ns > last.now_ns && last.next_run_ns - last.now_ns <= 60 * NS);
+	ck_assert_int_eq(last.missed, last.run_s == due / NS ? 0 : 1);
+	pthread_mutex_unlock(&fired_lock);
+	scheduler_kick(s);
+	usleep(200000);
+	pthread_mutex_lock(&fired_lock);
+	ck_assert_int_eq(nfired, 1);
+	pthread_mutex_unlock(&fired_lock);
+	scheduler_stop(s);
+}
+END_TEST
+
+/* While held (as schedule_delete holds it), a due schedule does not fire; released, it does. */
+START_TEST(nothing_fires_while_held)
+{
+	mp_err e = { 0 };
+	struct scheduler *s = scheduler_start(&app, test_fire, &e);
+
+	ck_assert_msg(s != NULL, "%s", e.detail);
+	usleep(100000);              /* the first pass has found nothing */
+	scheduler_hold(s);
+	add_due(store_now_ns() - NS);
+	scheduler_kick(s);
+	usleep(300000);
+	pthread_mutex_lock(&fired_lock);
+	ck_assert_int_eq(nfired, 0);
+	pthread_mutex_unlock(&fired_lock);
+	scheduler_release(s);
+	ck_assert_msg(wait_fired(1), "the schedule never fired after the release");
+	scheduler_stop(s);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("scheduler");
@@ -108,6 +265,13 @@ static Suite *sched_suite(void)
 	tcase_add_test(t, many_missed_coalesce_into_one_run);
 	tcase_add_test(t, days_down);
 	tcase_add_test(t, count_is_capped);
+	suite_add_tcase(s, t);
+	t = tcase_create("thread");
+	tcase_add_checked_fixture(t, store_setup, store_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, no_ops_code_is_linked);
+	tcase_add_test(t, a_due_schedule_fires_the_callback);
+	tcase_add_test(t, nothing_fires_while_held);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -1,0 +1,97 @@
+/* What ops/ see of the job runner, and all they include of it: a job kind (one table entry per
+ * kind), the context its run function gets while it runs (progress, cancellation, deadline), and
+ * submitting a job. The runner (jobs.c) implements this and knows no kind by name; main() owns the
+ * runner itself (jobs.h). How to add a kind: docs/DESIGN.md, "How to add a job kind". */
+#ifndef MPD_JOBS_JOB_CTX_H
+#define MPD_JOBS_JOB_CTX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct app;
+struct jobs;
+struct job_ctx;                  /* opaque: the runner's, valid while run() runs */
+
+/* What run() reports when it returns. The runner owns result afterwards. */
+struct job_outcome {
+	const char *status;          /* static: "ok", "partial", "failed" or "cancelled"; NULL reads "failed" */
+	const char *reason;          /* static or NULL: why it stopped short ("no_progress", "deadline") */
+	int err_no;                  /* 0 when none */
+	char error[512];             /* "" when none */
+	json_t *result;              /* owned: the outcome as JSON, or NULL */
+};
+
+/* A kind of job, registered once at start (jobs_register) and named by every submission. arg is
+ * the submission's argument (the kind's own plan struct), owned by the runner from submission on. */
+struct job_kind {
+	const char *name;            /* MPE_HUGEPAGES_RESIZE: the job's kind and its history operation's */
+	/* Runs on a worker thread: polls job_cancelled() (and job_past_deadline() when the submission
+	 * set a deadline) between steps, calls job_progress() as it goes, fills out. */
+	void (*run)(struct job_ctx *ctx, void *arg, struct job_outcome *out);
+	/* Releases arg; NULL when it needs no freeing. */
+	void (*free_arg)(void *arg);
+	/* Writes the resource arg acts on, e.g. "hugepages:2048kB": one job per key runs at a time, a
+	 * second one gets 409 job.conflict (or queues, see wait_behind). NULL, or "" written: never
+	 * conflicts. */
+	void (*conflict_key)(const void *arg, char *key, size_t len);
+	/* What GET /v1/jobs/{id} shows as "progress" before run() first reports: a new JSON value
+	 * (owned by the runner), or NULL for none. The same shape run() reports keeps clients simple. */
+	json_t *(*initial_progress)(const void *arg);
+	/* A job of this kind that a previous daemon left queued or running is marked "interrupted" at
+	 * start; this returns its result (a new JSON object, e.g. the resource as re-read now), or
+	 * NULL. request is the one stored at submission. NULL: no result. */
+	json_t *(*interrupted)(struct app *app, int64_t job_id, const json_t *request);
+};
+
+/* Registers a kind (a static table entry, borrowed for the runner's life) before jobs_start();
+ * ops/ register theirs in ops/kinds.c. Fails on a second kind of the same name or too many. */
+int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e);
+
+/* Who asked. has_uid false: the daemon itself (the scheduler). */
+struct job_actor {
+	bool has_uid;
+	uid_t uid;
+	const char *name;            /* borrowed; NULL or "" when the uid has no name */
+};
+
+/* Who started a job: stored with it and with its history operation. */
+struct job_origin {
+	const char *source;          /* "api" or "scheduler" */
+	const struct job_actor *actor; /* borrowed; NULL for the daemon itself */
+	int64_t schedule_id;         /* 0 when not started by a schedule */
+};
+
+/* One submission. */
+struct job_spec {
+	const struct job_kind *kind; /* registered */
+	void *arg;                   /* ownership passes to the runner at jobs_submit(), even when it
+	                              * fails: it is released with kind->free_arg */
+	json_t *request;             /* borrowed: stored with the job and in history */
+	struct job_origin origin;
+	int wait_behind;             /* 0: a conflict is 409. > 0: queue behind up to this many active
+	                              * jobs of the same key and run after them, in order */
+	int64_t deadline_ms;         /* 0: none; else job_past_deadline() turns true this long after
+	                              * run() starts */
+};
+
+/* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller), or NULL with e
+ * filled: 409 MPE_JOB_CONFLICT when a job with the same conflict key is queued or running (its id in
+ * *conflict_id when not NULL), 503 while the runner starts or stops, store errors. The job row and
+ * its history operation exist when this returns. */
+json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e);
+
+/* ---- for run() ------------------------------------------------------------------------------ */
+bool job_cancelled(struct job_ctx *ctx);
+/* True once the submission's deadline_ms has passed since run() started; false without one. */
+bool job_past_deadline(struct job_ctx *ctx);
+/* Replaces the progress shown by GET /v1/jobs/{id}. progress is stolen. */
+void job_progress(struct job_ctx *ctx, json_t *progress);
+int64_t job_id(const struct job_ctx *ctx);
+int64_t job_op_id(const struct job_ctx *ctx);  /* the history operation of this job */
+
+#endif
