@@ -40,8 +40,17 @@ static void print_opt(const char *opt, const char *val)
 		return;
 	}
 	printf(" %s '", opt);
-	for (const char *p = val; *p; p++)
-		fputs(*p == '\'' ? "'\\''" : (char[]){ *p, 0 }, stdout);
+	for (const char *p = val; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\'')
+			fputs("'\\''", stdout);
+		else if (c < 0x20 || c == 0x7f)   /* never raw to the terminal: bash's $'\xNN' instead */
+			printf("'$'\\x%02x''", c);
+		else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] < 0xa0)   /* C1 */
+			printf("'$'\\xc2\\x%02x''", (unsigned char)*++p);
+		else
+			putchar(c);
+	}
 	putchar('\'');
 }
 
@@ -89,7 +98,8 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 		print_opt("--since", a->since);
 		print_opt("--until", a->until);
 		print_opt("--limit", a->limit.set ? limit : NULL);
-		printf(" --cursor %s\n", json_string_value(next));
+		print_opt("--cursor", json_string_value(next));   /* the daemon's text: quoted like the rest */
+		putchar('\n');
 	}
 	http_result_free(&r);
 	return EXIT_OK;

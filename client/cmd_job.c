@@ -98,7 +98,7 @@ int cmd_job_cancel(struct cli *c, const struct command *cmd, struct args *a)
 	if (c->json)
 		out_json(r.body);
 	else
-		printf("job %llu: cancel requested (status now %s; a running job stops before its next batch)\n",
+		out_line(stdout, "job %llu: cancel requested (status now %s; a running job stops before its next batch)",
 		       (unsigned long long)id,
 		       json_string_value(json_object_get(r.body, "status")));
 	http_result_free(&r);

@@ -123,7 +123,7 @@ static void print_changes(const json_t *res, bool dry)
 		char id[32], st[64];
 		out_scalar(json_object_get(res, "operation_id"), id, sizeof id);
 		out_scalar(json_object_get(res, "status"), st, sizeof st);
-		printf("operation %s: %s\n", id, st);
+		out_line(stdout, "operation %s: %s", id, st);
 	}
 }
 

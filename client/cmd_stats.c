@@ -47,7 +47,7 @@ int cmd_history_stats(struct cli *c, const struct command *cmd, struct args *a)
 			 json_string_value(json_object_get(f, "kind")), json_string_value(json_object_get(f, "direction")),
 			 sz, nd, (long long)json_integer_value(json_object_get(r.body, "count")));
 	}
-	printf("%s\n", title);
+	out_line(stdout, "%s", title);
 	t = table_new(3, NULL);
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const json_t *v = json_object_get(r.body, rows[i].key);

@@ -17,9 +17,47 @@ struct table {
 	char **cells;           /* owned: nrows * ncols strings, row 0 the header when there is one */
 };
 
+/* The escaped form of s (owned by the caller), for a terminal: C0 controls and DEL become \t, \n,
+ * \r, \e or \xNN, the C1 controls U+0080..U+009F (which some terminals obey like ESC) \u00NN,
+ * and a byte that is not part of valid UTF-8 \xNN. Text that others chose (knob values, error
+ * details, actor names, process argv, cgroup paths) then cannot move the cursor, retitle the
+ * window or write to the administrator's terminal. NULL on out of memory. */
+char *out_escape(const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	char *d = malloc(n * 6 + 1);   /* the worst case: every byte as \u00NN */
+
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		bool valid = len > 0 && i + len <= n && (len == 1 || c >= 0xc2) && !(c > 0xf4);
+		for (size_t k = 1; valid && k < len; k++)
+			valid = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+		if (!valid) {
+			o += (size_t)sprintf(d + o, "\\x%02x", c);
+			i++;
+		} else if (len == 1 && (c < 0x20 || c == 0x7f)) {
+			const char *named = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == 0x1b ? "\\e" : NULL;
+			o += named ? (size_t)sprintf(d + o, "%s", named) : (size_t)sprintf(d + o, "\\x%02x", c);
+			i++;
+		} else if (len == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0) {
+			o += (size_t)sprintf(d + o, "\\u%04x", (unsigned char)s[i + 1]);
+			i += 2;
+		} else {
+			memcpy(d + o, s + i, len);
+			o += len;
+			i += len;
+		}
+	}
+	d[o] = '\0';
+	return d;
+}
+
 static char *dup_cell(const char *s)
 {
-	char *d = strdup(s ? s : "-");
+	char *d = out_escape(s ? s : "-");
 	if (!d) {
 		fputs("mempolicyctl: out of memory\n", stderr);
 		exit(EXIT_REFUSED);
@@ -130,19 +168,43 @@ void table_print(struct table *t, FILE *f)
 
 void out_json(json_t *v)
 {
-	json_dumpf(v, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	/* ENSURE_ASCII: the same JSON value, but a C1 control (U+009B is a CSI to some terminals)
+	 * leaves as \u009b rather than raw; jansson escapes C0 controls itself. */
+	json_dumpf(v, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
 	fputc('\n', stdout);
 }
 
 void out_error(const char *fmt, ...)
 {
 	va_list ap;
+	char *msg = NULL, *safe = NULL;
+	int n;
 
-	fputs("mempolicyctl: ", stderr);
+	/* Messages quote what the daemon said: escaped as table cells are. */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n >= 0)
+		safe = out_escape(msg);
+	fprintf(stderr, "mempolicyctl: %s\n", safe ? safe : "out of memory");
+	free(safe);
+	free(msg);
+}
+
+void out_line(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL, *safe = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		safe = out_escape(msg);
+	fprintf(f, "%s\n", safe ? safe : "(out of memory)");
+	free(safe);
+	free(msg);
 }
 
 void out_problem(const struct http_result *r)

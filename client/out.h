@@ -25,7 +25,14 @@ void table_print(struct table *t, FILE *f);
 /* The daemon's JSON, as --json prints it: indented by 2, keys sorted, one trailing newline. */
 void out_json(json_t *v);
 
-/* "mempolicyctl: <message>" on stderr. */
+/* s escaped for a terminal (control characters, C1 controls and invalid UTF-8 as \e, \xNN,
+ * \u00NN); owned by the caller, NULL on out of memory. Tables, errors and out_line() use it;
+ * --json output is the daemon's JSON, exact. */
+char *out_escape(const char *s);
+/* One line on f, formatted and then escaped as a whole (for lines that quote the daemon). */
+void out_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "mempolicyctl: <message>" on stderr, escaped. */
 void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A problem+json answer: "mempolicyctl: <detail> (<code>)" on stderr, and the per-knob changes
  * when the problem carries them (a rolled-back PATCH). */
