@@ -79,10 +79,11 @@ struct job_spec {
 	                              * run() starts */
 };
 
-/* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller), or NULL with e
- * filled: 409 MPE_JOB_CONFLICT when a job with the same conflict key is queued or running (its id in
- * *conflict_id when not NULL), 503 while the runner starts or stops, store errors. The job row and
- * its history operation exist when this returns. */
+/* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller; only its id, kind
+ * and status if reading it back fails), or NULL with e filled: 409 MPE_JOB_CONFLICT when a job with
+ * the same conflict key is queued or running (its id in *conflict_id when not NULL), 503 while the
+ * runner starts or stops, store errors, MPE_INTERNAL_ERROR for a kind never registered. The job
+ * row and its history operation exist when this returns a job. */
 json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e);
 
 /* ---- for run() ------------------------------------------------------------------------------ */

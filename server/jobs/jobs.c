@@ -385,8 +385,19 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 		log_info("job %lld (%s) queued by %s", (long long)id, k->name, op.source);
 	pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
-	/* Read back as GET shows it, so that callers answer with the job without asking again. */
-	return jobs_get(j, id, e);
+	/* Read back as GET shows it, so that callers answer with the job without asking again. The job
+	 * is queued whatever the read says: a failed read must not look like a refused submission. */
+	{
+		mp_err ignore = { 0 };
+		json_t *job = jobs_get(j, id, &ignore);
+		if (!job) {
+			log_warn("job %lld: queued, but reading it back failed: %s", (long long)id, ignore.detail);
+			job = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "kind", k->name, "status", "queued");
+		}
+		if (!job)
+			mp_nomem(e);
+		return job;
+	}
 fail:
 	pthread_mutex_unlock(&j->lock);
 	ctx_free(c);
