@@ -99,21 +99,39 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Reads key=value lines; '#' starts a comment. Unknown keys are an error, not a silent no-op. */
+#define CONFIG_LINE_MAX 1023
+
+/* Reads key=value lines; '#' starts a comment. Unknown keys are an error, not a silent no-op.
+ * Lines are read whole: a line longer than CONFIG_LINE_MAX (comments too) or holding a NUL is
+ * refused, never split, because the tail of a split line would be read as a setting. */
 static int config_file(struct config *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
-	char line[1024];
+	char *line = NULL;     /* owned, grown by getline */
+	size_t cap = 0;
+	ssize_t n;
 	int lineno = 0, rc = 0;
 
 	if (!f) {
 		fprintf(stderr, "mempolicyd: cannot read config %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof line, f)) {
-		char *p = trim(line), *eq, *key, *val;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char *p, *eq, *key, *val;
 		const struct option *o;
 		lineno++;
+		if (memchr(line, '\0', (size_t)n)) {
+			fprintf(stderr, "mempolicyd: %s:%d: the line holds a NUL byte\n", path, lineno);
+			rc = -1;
+			continue;
+		}
+		if (n - (line[n - 1] == '\n') > CONFIG_LINE_MAX) {
+			fprintf(stderr, "mempolicyd: %s:%d: the line is longer than %d bytes\n", path, lineno,
+				CONFIG_LINE_MAX);
+			rc = -1;
+			continue;
+		}
+		p = trim(line);
 		if (!*p || *p == '#')
 			continue;
 		if (!(eq = strchr(p, '='))) {
@@ -134,6 +152,7 @@ static int config_file(struct config *c, const char *path)
 		}
 		config_set(c, o->val, val);
 	}
+	free(line);
 	fclose(f);
 	return rc;
 }
