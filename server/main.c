@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "server/api/api.h"
+#include "server/api/conn.h"
 #include "server/app.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/scheduler.h"
@@ -33,6 +35,13 @@ struct config {
 	char *listen_tcp;     /* NULL: no TCP listener */
 	char *admin_group;    /* NULL: only root may change things */
 	char *log_level;
+	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
+};
+
+/* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
+#define OPT_LIMIT 256
+static const char *const limit_names[5] = {
+	"max-connections", "max-connections-per-uid", "admin-reserve", "idle-timeout", "request-timeout",
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +53,11 @@ static const struct option long_opts[] = {
 	{ "listen-tcp",  required_argument, NULL, 't' },
 	{ "admin-group", required_argument, NULL, 'g' },
 	{ "log-level",   required_argument, NULL, 'l' },
+	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
+	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
+	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
+	{ "idle-timeout",            required_argument, NULL, OPT_LIMIT + 3 },
+	{ "request-timeout",         required_argument, NULL, OPT_LIMIT + 4 },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -63,8 +77,15 @@ static void usage(FILE *f)
 		"  --listen-tcp A:P     also serve read-only HTTP on a loopback address, e.g. 127.0.0.1:8700\n"
 		"  --admin-group NAME   members of this group may change settings (root always may)\n"
 		"  --log-level LEVEL    error, warn, info (default) or debug\n"
+		"  --max-connections N  connections per listener (default %d)\n"
+		"  --max-connections-per-uid N\n"
+		"                       Unix socket connections one user may hold, unless root or admin (default %d)\n"
+		"  --admin-reserve N    of max-connections, kept for root and the admin group (default %d)\n"
+		"  --idle-timeout S     close a connection silent for S seconds (default %d)\n"
+		"  --request-timeout S  close a connection whose request (headers and body) takes longer (default %d)\n"
 		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
-		"  --help, --version\n");
+		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
+		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT);
 }
 
 static char **config_slot(struct config *c, int opt)
@@ -77,6 +98,8 @@ static char **config_slot(struct config *c, int opt)
 	case 't': return &c->listen_tcp;
 	case 'g': return &c->admin_group;
 	case 'l': return &c->log_level;
+	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
+		return &c->limit[opt - OPT_LIMIT];
 	default:  return NULL;
 	}
 }
@@ -157,6 +180,33 @@ static int config_file(struct config *c, const char *path)
 	return rc;
 }
 
+/* The limits as numbers: defaults, then what the options and the file said. 0, or -1 with the
+ * reason on stderr. */
+static int config_limits(const struct config *c, struct conn_limits *l)
+{
+	unsigned *field[5] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
+			       &l->request_timeout_s };
+	mp_err e = { 0 };
+
+	conn_limits_default(l);
+	for (int i = 0; i < 5; i++) {
+		uint64_t v;
+		if (!c->limit[i])
+			continue;
+		if (parse_u64(c->limit[i], &v) < 0 || v > 1000000) {
+			fprintf(stderr, "mempolicyd: %s wants a number up to 1000000, not '%s'\n", limit_names[i],
+				c->limit[i]);
+			return -1;
+		}
+		*field[i] = (unsigned)v;
+	}
+	if (conn_limits_check(l, &e) < 0) {
+		fprintf(stderr, "mempolicyd: %s\n", e.detail);
+		return -1;
+	}
+	return 0;
+}
+
 static void config_free(struct config *c)
 {
 	for (const struct option *o = long_opts; o->name; o++) {
@@ -221,6 +271,7 @@ int main(int argc, char **argv)
 {
 	struct config cfg = { 0 };
 	struct app app = { 0 };
+	struct conn_limits lim;
 	struct http *http = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
@@ -236,6 +287,10 @@ int main(int argc, char **argv)
 	if (!cfg.procfs_root) cfg.procfs_root = strdup("/proc");
 	if (cfg.log_level && log_set_level(cfg.log_level) < 0) {
 		fprintf(stderr, "mempolicyd: unknown log level '%s' (error, warn, info, debug)\n", cfg.log_level);
+		rc = 2;
+		goto out;
+	}
+	if (config_limits(&cfg, &lim) < 0) {
 		rc = 2;
 		goto out;
 	}
@@ -261,6 +316,9 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Before anything opens a file: limits the daemon cannot keep are a refusal to start. */
+	if (conn_raise_nofile(&lim, cfg.listen_tcp ? 2 : 1, &e) < 0)
+		goto fail;
 	caps_detect(&app.caps, app.sysfs_root, app.procfs_root);
 	if (!(app.knobs = knobs_build(app.sysfs_root, app.procfs_root))) {
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
@@ -274,7 +332,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)
 		goto fail;
-	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &e)))
+	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &lim, &e)))
 		goto fail;
 	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
 	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
