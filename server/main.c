@@ -14,6 +14,7 @@
 #include "server/api/api.h"
 #include "server/api/conn.h"
 #include "server/app.h"
+#include "server/instance.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
@@ -275,7 +276,7 @@ int main(int argc, char **argv)
 	struct http *http = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
-	int sig, n, rc = 1;
+	int sig, n, rc = 1, lock_fd = -1;
 	int64_t started_ns = store_now_ns();   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
@@ -324,7 +325,13 @@ int main(int argc, char **argv)
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
 		goto fail;
 	}
+	if (!strcmp(cfg.socket, cfg.db)) {   /* other spellings of one path: the socket finds a file */
+		mp_fail(&e, MPE_CONFIG_SOCKET, 0, "--socket and --db are the same path %s", cfg.db);
+		goto fail;
+	}
 	make_parent(cfg.db);
+	if ((lock_fd = instance_lock(cfg.db, &e)) < 0)
+		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
 	make_parent(cfg.socket);
@@ -369,6 +376,8 @@ out:
 	scheduler_stop(app.scheduler);
 	jobs_close(app.jobs);
 	store_close(app.store);
+	if (lock_fd >= 0)
+		close(lock_fd);   /* after the database is closed: the next daemon may have it */
 	knobs_free(app.knobs);
 	config_free(&cfg);
 	return rc;

@@ -19,7 +19,8 @@ struct http {
 	struct app *app;           /* borrowed */
 	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
-	char *unix_path;           /* owned; unlinked at stop */
+	char *unix_path;           /* owned; unlinked at stop if still our socket */
+	struct unix_socket_id unix_id;
 	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
@@ -390,7 +391,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 	h->lim = *lim;
 	if (!(h->conns = conn_table_new(lim, app->have_admin_gid, app->admin_gid, e)))
 		goto fail;
-	if ((ufd = listen_unix_socket(unix_path, e)) < 0)
+	if ((ufd = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
 		goto fail;
 	h->unix_path = strdup(unix_path);
 	if (!(h->d_unix = start_daemon(h, ufd))) {
@@ -442,7 +443,7 @@ void http_stop(struct http *h)
 	d[0] = h->d_unix;
 	d[1] = h->d_tcp;
 	if (h->unix_path)
-		unlink(h->unix_path);   /* a new client finds no socket */
+		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
