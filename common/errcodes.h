@@ -77,8 +77,11 @@
 	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
 	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
 	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \
+	X(CONFIG_LIMITS,                "config.limits",                INVALID,       "start-up: a connection limit or timeout is out of range, or needs more open files than the hard limit") \
+	X(CONFIG_DB_IN_USE,             "config.db_in_use",             CONFLICT,      "start-up: another daemon already serves this database") \
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
 	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \
+	X(HTTP_TOO_MANY_CONNECTIONS,    "http.too_many_connections",    UNAVAILABLE,   "the caller's uid holds all the connections it may, or only those kept for root and the admin group are left") \
 	X(INTERNAL_NOMEM,               "internal.nomem",               NOMEM,         "the daemon ran out of memory; nothing was changed") \
 	X(INTERNAL_ERROR,               "internal.error",               INTERNAL,      "a handler failed without saying why (a bug)")
 

@@ -10,8 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "server/api/api.h"
+#include "server/api/conn.h"
 #include "server/app.h"
+#include "server/instance.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
@@ -33,6 +36,13 @@ struct config {
 	char *listen_tcp;     /* NULL: no TCP listener */
 	char *admin_group;    /* NULL: only root may change things */
 	char *log_level;
+	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
+};
+
+/* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
+#define OPT_LIMIT 256
+static const char *const limit_names[5] = {
+	"max-connections", "max-connections-per-uid", "admin-reserve", "idle-timeout", "request-timeout",
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +54,11 @@ static const struct option long_opts[] = {
 	{ "listen-tcp",  required_argument, NULL, 't' },
 	{ "admin-group", required_argument, NULL, 'g' },
 	{ "log-level",   required_argument, NULL, 'l' },
+	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
+	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
+	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
+	{ "idle-timeout",            required_argument, NULL, OPT_LIMIT + 3 },
+	{ "request-timeout",         required_argument, NULL, OPT_LIMIT + 4 },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -63,8 +78,15 @@ static void usage(FILE *f)
 		"  --listen-tcp A:P     also serve read-only HTTP on a loopback address, e.g. 127.0.0.1:8700\n"
 		"  --admin-group NAME   members of this group may change settings (root always may)\n"
 		"  --log-level LEVEL    error, warn, info (default) or debug\n"
+		"  --max-connections N  connections per listener (default %d)\n"
+		"  --max-connections-per-uid N\n"
+		"                       Unix socket connections one user may hold, unless root or admin (default %d)\n"
+		"  --admin-reserve N    of max-connections, kept for root and the admin group (default %d)\n"
+		"  --idle-timeout S     close a connection silent for S seconds (default %d)\n"
+		"  --request-timeout S  close a connection whose request (headers and body) takes longer (default %d)\n"
 		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
-		"  --help, --version\n");
+		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
+		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT);
 }
 
 static char **config_slot(struct config *c, int opt)
@@ -77,6 +99,8 @@ static char **config_slot(struct config *c, int opt)
 	case 't': return &c->listen_tcp;
 	case 'g': return &c->admin_group;
 	case 'l': return &c->log_level;
+	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
+		return &c->limit[opt - OPT_LIMIT];
 	default:  return NULL;
 	}
 }
@@ -99,21 +123,39 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Reads key=value lines; '#' starts a comment. Unknown keys are an error, not a silent no-op. */
+#define CONFIG_LINE_MAX 1023
+
+/* Reads key=value lines; '#' starts a comment. Unknown keys are an error, not a silent no-op.
+ * Lines are read whole: a line longer than CONFIG_LINE_MAX (comments too) or holding a NUL is
+ * refused, never split, because the tail of a split line would be read as a setting. */
 static int config_file(struct config *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
-	char line[1024];
+	char *line = NULL;     /* owned, grown by getline */
+	size_t cap = 0;
+	ssize_t n;
 	int lineno = 0, rc = 0;
 
 	if (!f) {
 		fprintf(stderr, "mempolicyd: cannot read config %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof line, f)) {
-		char *p = trim(line), *eq, *key, *val;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char *p, *eq, *key, *val;
 		const struct option *o;
 		lineno++;
+		if (memchr(line, '\0', (size_t)n)) {
+			fprintf(stderr, "mempolicyd: %s:%d: the line holds a NUL byte\n", path, lineno);
+			rc = -1;
+			continue;
+		}
+		if (n - (line[n - 1] == '\n') > CONFIG_LINE_MAX) {
+			fprintf(stderr, "mempolicyd: %s:%d: the line is longer than %d bytes\n", path, lineno,
+				CONFIG_LINE_MAX);
+			rc = -1;
+			continue;
+		}
+		p = trim(line);
 		if (!*p || *p == '#')
 			continue;
 		if (!(eq = strchr(p, '='))) {
@@ -134,8 +176,36 @@ static int config_file(struct config *c, const char *path)
 		}
 		config_set(c, o->val, val);
 	}
+	free(line);
 	fclose(f);
 	return rc;
+}
+
+/* The limits as numbers: defaults, then what the options and the file said. 0, or -1 with the
+ * reason on stderr. */
+static int config_limits(const struct config *c, struct conn_limits *l)
+{
+	unsigned *field[5] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
+			       &l->request_timeout_s };
+	mp_err e = { 0 };
+
+	conn_limits_default(l);
+	for (int i = 0; i < 5; i++) {
+		uint64_t v;
+		if (!c->limit[i])
+			continue;
+		if (parse_u64(c->limit[i], &v) < 0 || v > 1000000) {
+			fprintf(stderr, "mempolicyd: %s wants a number up to 1000000, not '%s'\n", limit_names[i],
+				c->limit[i]);
+			return -1;
+		}
+		*field[i] = (unsigned)v;
+	}
+	if (conn_limits_check(l, &e) < 0) {
+		fprintf(stderr, "mempolicyd: %s\n", e.detail);
+		return -1;
+	}
+	return 0;
 }
 
 static void config_free(struct config *c)
@@ -202,10 +272,11 @@ int main(int argc, char **argv)
 {
 	struct config cfg = { 0 };
 	struct app app = { 0 };
+	struct conn_limits lim;
 	struct http *http = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
-	int sig, n, rc = 1;
+	int sig, n, rc = 1, lock_fd = -1;
 	int64_t started_ns = store_now_ns();   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
@@ -217,6 +288,10 @@ int main(int argc, char **argv)
 	if (!cfg.procfs_root) cfg.procfs_root = strdup("/proc");
 	if (cfg.log_level && log_set_level(cfg.log_level) < 0) {
 		fprintf(stderr, "mempolicyd: unknown log level '%s' (error, warn, info, debug)\n", cfg.log_level);
+		rc = 2;
+		goto out;
+	}
+	if (config_limits(&cfg, &lim) < 0) {
 		rc = 2;
 		goto out;
 	}
@@ -242,12 +317,21 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Before anything opens a file: limits the daemon cannot keep are a refusal to start. */
+	if (conn_raise_nofile(&lim, cfg.listen_tcp ? 2 : 1, &e) < 0)
+		goto fail;
 	caps_detect(&app.caps, app.sysfs_root, app.procfs_root);
 	if (!(app.knobs = knobs_build(app.sysfs_root, app.procfs_root))) {
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
 		goto fail;
 	}
+	if (!strcmp(cfg.socket, cfg.db)) {   /* other spellings of one path: the socket finds a file */
+		mp_fail(&e, MPE_CONFIG_SOCKET, 0, "--socket and --db are the same path %s", cfg.db);
+		goto fail;
+	}
 	make_parent(cfg.db);
+	if ((lock_fd = instance_lock(cfg.db, &e)) < 0)
+		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
 	make_parent(cfg.socket);
@@ -255,7 +339,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)
 		goto fail;
-	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &e)))
+	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &lim, &e)))
 		goto fail;
 	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
 	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
@@ -292,6 +376,8 @@ out:
 	scheduler_stop(app.scheduler);
 	jobs_close(app.jobs);
 	store_close(app.store);
+	if (lock_fd >= 0)
+		close(lock_fd);   /* after the database is closed: the next daemon may have it */
 	knobs_free(app.knobs);
 	config_free(&cfg);
 	return rc;

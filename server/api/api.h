@@ -82,9 +82,11 @@ json_t *problem_json(const mp_err *e, const char *instance);
 /* The registry as lines "code<TAB>status<TAB>kind<TAB>meaning" (mempolicyd --list-errors). */
 int api_list_errors(FILE *f);
 
-/* Listeners. */
+/* Listeners, with the connection limits of api/conn.h (copied). */
 struct http;
-struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr, mp_err *e);
+struct conn_limits;
+struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr,
+			const struct conn_limits *lim, mp_err *e);
 /* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. */
 void http_stop(struct http *h);
 

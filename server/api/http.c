@@ -10,17 +10,20 @@
 #include <unistd.h>
 
 #include "server/api/api.h"
+#include "server/api/conn.h"
 #include "server/api/edge.h"
 #include "server/api/listen.h"
-#include "server/api/peer.h"
 #include "server/log.h"
 
 struct http {
 	struct app *app;           /* borrowed */
 	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
-	char *unix_path;           /* owned; unlinked at stop */
+	char *unix_path;           /* owned; unlinked at stop if still our socket */
+	struct unix_socket_id unix_id;
 	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
+	struct conn_limits lim;
+	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
 };
 
 /* Per-request state between libmicrohttpd's calls. */
@@ -34,6 +37,7 @@ struct reqstate {
 	struct req rq;
 };
 
+/* Admission happens here, the moment libmicrohttpd has accepted (conn.c decides). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
 			  enum MHD_ConnectionNotificationCode toe)
 {
@@ -41,14 +45,17 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		struct caller *c = calloc(1, sizeof *c);
-		if (c && ci)
-			peer_identify(ci->connect_fd, h->app->have_admin_gid, h->app->admin_gid, c);
-		*socket_ctx = c;
+		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd) : NULL;
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		free(*socket_ctx);
+		conn_closed(h->conns, *socket_ctx);
 		*socket_ctx = NULL;
 	}
+}
+
+static struct conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
 }
 
 /* ---- replies -------------------------------------------------------------------------------- */
@@ -158,8 +165,7 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 	char allow[64];
 	bool path_known;
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	const struct caller *who = ci ? ci->socket_context : NULL;
+	const struct caller *who = conn_caller(conn_of(conn));
 
 	/* Not by comparing daemons: with a thread pool a connection belongs to a worker's daemon. */
 	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -269,12 +275,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	enum MHD_Result ret;
 
 	if (!s) {
+		/* Refused at accept (conn.c answered 503 on the socket): nothing more is said. */
+		if (conn_refused(conn_of(conn)))
+			return MHD_NO;
 		if (!(s = calloc(1, sizeof *s)))
 			return MHD_NO;
 		*con_cls = s;
 		decide_early(h, conn, url, method, version, s);
-		if (s->early.code && answer_before_body(conn, &s->early))
+		if (s->early.code && answer_before_body(conn, &s->early)) {
+			conn_request_in(h->conns, conn_of(conn));
 			return send_early(conn, s, method, url);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -293,6 +304,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	/* The whole request is in: its deadline no longer runs while the handler works. */
+	conn_request_in(h->conns, conn_of(conn));
 	if (s->early.code)
 		return send_early(conn, s, method, url);
 	mp_err_clear(&e);
@@ -317,13 +330,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	struct http *h = cls;
 	struct reqstate *s = *con_cls;
-	(void)cls;
-	(void)conn;
 	(void)toe;
 
 	if (!s)
 		return;
+	conn_request_done(h->conns, conn_of(conn));
 	for (int i = 0; i < API_MAX_PARAMS; i++)
 		free(s->rq.param[i]);
 	for (int i = 0; i < s->rq.nquery; i++) {
@@ -356,15 +369,16 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)4,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
+				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_END);
 }
 
-struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr, mp_err *e)
+struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr,
+			const struct conn_limits *lim, mp_err *e)
 {
 	struct http *h = calloc(1, sizeof *h);
 	int ufd = -1, tfd = -1;
@@ -374,7 +388,10 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 		return NULL;
 	}
 	h->app = app;
-	if ((ufd = listen_unix_socket(unix_path, e)) < 0)
+	h->lim = *lim;
+	if (!(h->conns = conn_table_new(lim, app->have_admin_gid, app->admin_gid, e)))
+		goto fail;
+	if ((ufd = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
 		goto fail;
 	h->unix_path = strdup(unix_path);
 	if (!(h->d_unix = start_daemon(h, ufd))) {
@@ -426,7 +443,7 @@ void http_stop(struct http *h)
 	d[0] = h->d_unix;
 	d[1] = h->d_tcp;
 	if (h->unix_path)
-		unlink(h->unix_path);   /* a new client finds no socket */
+		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
@@ -442,6 +459,7 @@ void http_stop(struct http *h)
 		if (ls[i] != MHD_INVALID_SOCKET)
 			close(ls[i]);
 	}
+	conn_table_free(h->conns);
 	free(h->unix_path);
 	for (int i = 0; i < 3; i++)
 		free(h->tcp_hosts[i]);

@@ -12,29 +12,83 @@
 
 #include "server/api/listen.h"
 
-int listen_unix_socket(const char *path, mp_err *e)
+/* What is at path now: nothing (0), a socket nobody answers on (0, removed), or a refusal. Only a
+ * stale socket is ever removed: a regular file, a directory or a symlink at the socket path is
+ * somebody's data (one typo away from being the database), and a socket someone answers on is a
+ * live daemon. The path is checked with lstat, so a symlink is refused, never followed. */
+static int clear_stale(const struct sockaddr_un *sa, const char *path, mp_err *e)
+{
+	struct stat st;
+	int probe, rc, err;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return mp_fail(e, MPE_CONFIG_SOCKET, errno, "cannot look at %s: %s", path, strerror(errno));
+	}
+	if (!S_ISSOCK(st.st_mode))
+		return mp_fail(e, MPE_CONFIG_SOCKET, EEXIST, "%s exists and is %s, not a socket: refusing to "
+			       "remove it (is --socket a typo?)", path,
+			       S_ISREG(st.st_mode) ? "a regular file" : S_ISDIR(st.st_mode) ? "a directory" :
+			       S_ISLNK(st.st_mode) ? "a symbolic link" : "not a socket");
+	/* Non-blocking: a live daemon whose backlog is full answers EAGAIN rather than hanging us. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (probe < 0)
+		return mp_fail(e, MPE_HTTP_LISTEN, errno, "socket: %s", strerror(errno));
+	rc = connect(probe, (const struct sockaddr *)sa, sizeof *sa);
+	err = errno;
+	close(probe);
+	if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+		return mp_fail(e, MPE_HTTP_LISTEN, EADDRINUSE, "another daemon is listening on %s", path);
+	if (err != ECONNREFUSED)
+		return mp_fail(e, MPE_CONFIG_SOCKET, err, "cannot tell whether %s is in use: %s", path, strerror(err));
+	if (unlink(path) < 0 && errno != ENOENT)
+		return mp_fail(e, MPE_CONFIG_SOCKET, errno, "cannot remove the stale socket %s: %s", path,
+			       strerror(errno));
+	return 0;
+}
+
+int listen_unix_socket(const char *path, struct unix_socket_id *id, mp_err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	struct stat st;
+	mode_t old_mask;
+	int fd, rc, err;
 
 	if (strlen(path) >= sizeof sa.sun_path)
 		return mp_fail(e, MPE_CONFIG_SOCKET, 0, "socket path too long: %s", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (clear_stale(&sa, path, e) < 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return mp_fail(e, MPE_HTTP_LISTEN, errno, "socket: %s", strerror(errno));
-	/* A socket file left by a crashed daemon: remove it only if nobody answers on it. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-		close(fd);
-		return mp_fail(e, MPE_HTTP_LISTEN, EADDRINUSE, "another daemon is listening on %s", path);
-	}
-	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 || listen(fd, 128) < 0) {
-		int err = errno;
+	/* The file gets its mode at bind (Linux: the socket inode's 0777 less the umask; an fchmod
+	 * before bind is honoured too, but the umask would still take group and other write). Set it
+	 * there rather than chmod by name afterwards, which in a shared directory could change
+	 * whatever another user put at the path in between. Start-up: no other thread makes files. */
+	old_mask = umask(0111);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+	err = errno;
+	umask(old_mask);
+	if (rc < 0 || lstat(path, &st) < 0 || listen(fd, 128) < 0) {
+		err = rc < 0 ? err : errno;
 		close(fd);
 		return mp_fail(e, MPE_HTTP_LISTEN, err, "cannot listen on %s: %s", path, strerror(err));
 	}
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
 	return fd;
+}
+
+void listen_unix_release(const char *path, const struct unix_socket_id *id)
+{
+	struct stat st;
+
+	/* Another daemon may have replaced the file since (after ours was removed by hand): its
+	 * socket is not ours to remove. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == id->dev && st.st_ino == id->ino)
+		unlink(path);
 }
 
 /* Parses "127.0.0.1:8080" or "[::1]:8080"; only loopback addresses are accepted until TLS exists. */

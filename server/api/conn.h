@@ -1,0 +1,67 @@
+/* Connections: who holds them, how many each may hold, and how long a request may take to arrive.
+ *
+ * libmicrohttpd accepts; this module decides, in its NOTIFY_CONNECTION callback, whether a new
+ * connection may stay (per-uid and total limits with a reserve for root and the admin group),
+ * and a reaper thread closes connections that do not deliver a whole request in time (slowloris).
+ * libmicrohttpd's own MHD_OPTION_CONNECTION_LIMIT is max_connections per listener: it is the
+ * hard bound on the fds connections take, which conn_raise_nofile() budgets for. */
+#ifndef MPD_API_CONN_H
+#define MPD_API_CONN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+struct caller;
+
+struct conn_limits {
+	unsigned max_connections;   /* per listener; libmicrohttpd refuses above it */
+	unsigned max_per_uid;       /* Unix socket: what one uid outside root/admin group may hold */
+	unsigned admin_reserve;     /* Unix socket: the last ones of max_connections, root/admin only */
+	unsigned idle_timeout_s;    /* nothing sent either way for this long: closed (libmicrohttpd) */
+	unsigned request_timeout_s; /* a whole request (headers and body) must arrive within this,
+				     * counted from the accept or from the end of the previous answer */
+};
+
+#define CONN_DEFAULT_MAX             512
+#define CONN_DEFAULT_PER_UID         64
+#define CONN_DEFAULT_RESERVE         32
+#define CONN_DEFAULT_IDLE_TIMEOUT    30
+#define CONN_DEFAULT_REQUEST_TIMEOUT 10
+/* Open files the daemon needs besides connections: database (file, WAL, shm, journal), the lock
+ * file, sysfs and procfs files of jobs and requests, libmicrohttpd's epoll and eventfds, stdio. */
+#define CONN_FDS_SELF 128
+
+/* Fills l with the defaults. */
+void conn_limits_default(struct conn_limits *l);
+/* Checks the limits make sense together; 0 or -1 (MPE_CONFIG_LIMITS). */
+int conn_limits_check(const struct conn_limits *l, mp_err *e);
+/* Raises the soft RLIMIT_NOFILE to what nlisteners × max_connections + CONN_FDS_SELF needs, and
+ * logs it. -1 (MPE_CONFIG_LIMITS) when the hard limit is lower: the daemon must not start with
+ * limits it cannot keep, because an fd-starved daemon fails its own jobs and database writes. */
+int conn_raise_nofile(const struct conn_limits *l, int nlisteners, mp_err *e);
+
+struct conn;        /* one accepted connection: libmicrohttpd's socket context */
+struct conn_table;  /* every connection of every listener, and the reaper thread */
+
+/* The table starts its reaper thread; NULL and e set on failure. */
+struct conn_table *conn_table_new(const struct conn_limits *l, bool have_admin_gid, gid_t admin_gid, mp_err *e);
+/* Stops the reaper. Call after every libmicrohttpd daemon using the table has stopped. */
+void conn_table_free(struct conn_table *t);
+
+/* A connection accepted on fd (on the Unix socket SO_PEERCRED names the caller; over TCP only
+ * the total limit applies: no caller is known, and none may change anything). Returns its context, owned by the table until conn_closed(); NULL when out of memory
+ * (the connection is then shut down). A connection over the limits gets a 503 problem written on
+ * it and is shut down; its context says so (conn_refused). */
+struct conn *conn_opened(struct conn_table *t, int fd);
+void conn_closed(struct conn_table *t, struct conn *c);
+bool conn_refused(const struct conn *c);
+/* The caller, as SO_PEERCRED named it at accept; borrowed, valid until conn_closed. */
+const struct caller *conn_caller(const struct conn *c);
+/* The request is all in (headers and body): its clock stops while it is answered. */
+void conn_request_in(struct conn_table *t, struct conn *c);
+/* The answer is done: the clock restarts for the next request on this connection. */
+void conn_request_done(struct conn_table *t, struct conn *c);
+
+#endif
