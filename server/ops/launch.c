@@ -21,10 +21,11 @@
 static json_t *policy_json(const struct launch_req *r)
 {
 	char nodes[1024];
-	json_t *flags = json_array();
+	json_t *flags;
 
 	if (!r->mode)
 		return json_null();
+	flags = json_array();
 	if (r->policy & MPD_MPOL_F_STATIC_NODES)
 		json_array_append_new(flags, json_string("static"));
 	if (r->policy & MPD_MPOL_F_RELATIVE_NODES)
