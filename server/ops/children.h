@@ -31,7 +31,7 @@ struct child_info {
 struct children *children_open(struct app *app, mp_err *e);
 /* Wakes every watcher, waits for them to finish; the children themselves keep running. */
 void children_close(struct children *c);
-/* Takes a slot before a launch, so that a full table refuses (503 "process.too_many") before
+/* Takes a slot before a launch, so that a full table refuses (503 MPE_PROCESS_TOO_MANY) before
  * anything is started; children_release gives it back when the launch failed. */
 int children_reserve(struct children *c, mp_err *e);
 void children_release(struct children *c);

@@ -60,10 +60,10 @@ void launch_req_free(struct launch_req *r);
 int launch_start(struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
 
 /* Node lists from clients: strict kernel list form (common/parse.h), no newline, not empty
- * unless allow_empty. 400 "process.bad_nodelist" naming field. */
+ * unless allow_empty. 400 MPE_PROCESS_BAD_NODELIST naming field. */
 int launch_parse_nodes(const char *text, const char *field, bool allow_empty, idset *out, mp_err *e);
 /* Every node of set must be online in t, and (need_memory) at least one must have memory: 422
- * "process.bad_node". */
+ * MPE_PROCESS_BAD_NODE. */
 int launch_check_nodes(const struct topology *t, const idset *set, const char *field, bool need_memory,
 		       mp_err *e);
 
