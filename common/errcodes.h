@@ -66,8 +66,6 @@
 	X(SCHEDULE_BAD_GRACE,           "schedule.bad_grace",           UNPROCESSABLE, "a misfire grace period out of range") \
 	X(SCHEDULE_NO_RUNNER,           "schedule.no_runner",           UNAVAILABLE,   "the scheduler cannot start without the job runner") \
 	X(SCHEDULE_THREAD,              "schedule.thread",              INTERNAL,      "the scheduler thread could not be started") \
-	X(PROCESS_NOT_FOUND,            "process.not_found",            NOT_FOUND,     "no process has this pid (or it exited during the request)") \
-	X(PROCESS_CHANGED,              "process.changed",              CONFLICT,      "the pid now names another process: its start time is not the one the request carries") \
 	X(PROCESS_BAD_POLICY,           "process.bad_policy",           UNPROCESSABLE, "an unknown policy mode, or nodes or flags the mode does not take") \
 	X(PROCESS_BAD_NODELIST,         "process.bad_nodelist",         INVALID,       "a node or CPU list that does not parse (0-, 3-1, 1,,2, ids too large)") \
 	X(PROCESS_BAD_NODE,             "process.bad_node",             UNPROCESSABLE, "a node that is not online, or has no memory where memory is needed") \
