@@ -13,6 +13,7 @@ struct store;
 struct knob_catalogue;
 struct jobs;
 struct scheduler;
+struct children;
 
 struct app {
 	const char *sysfs_root;          /* borrowed from the config; "/sys" in production */
@@ -23,6 +24,7 @@ struct app {
 	struct knob_catalogue *knobs;    /* owned by main(); built at start from the live kernel */
 	struct jobs *jobs;               /* owned by main(); NULL until the job runner exists */
 	struct scheduler *scheduler;     /* owned by main(); NULL until the scheduler runs */
+	struct children *children;       /* owned by main(): launched processes, reaped and watched */
 	struct caps caps;                /* detected at start */
 };
 

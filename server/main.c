@@ -19,6 +19,7 @@
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
+#include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/schedules.h"
 #include "server/store/db.h"
@@ -339,6 +340,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)
 		goto fail;
+	if (!(app.children = children_open(&app, &e)))
+		goto fail;
 	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &lim, &e)))
 		goto fail;
 	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
@@ -373,6 +376,7 @@ fail:
 	log_error("%s", e.detail);
 out:
 	http_stop(http);
+	children_close(app.children);   /* after the listeners: no launch adds a child any more */
 	scheduler_stop(app.scheduler);
 	jobs_close(app.jobs);
 	store_close(app.store);

@@ -113,5 +113,6 @@ int api_schedules_list(struct req *rq, mp_err *e);
 int api_schedules_create(struct req *rq, mp_err *e);
 int api_schedule_get(struct req *rq, mp_err *e);
 int api_schedule_delete(struct req *rq, mp_err *e);
+int api_processes_launch(struct req *rq, mp_err *e);
 
 #endif

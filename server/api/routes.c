@@ -29,6 +29,8 @@ const struct route api_routes[] = {
 	{ "POST",   "/v1/schedules",                  api_schedules_create,  R_ADMIN | R_BODY },
 	{ "GET",    "/v1/schedules/{}",               api_schedule_get,      0 },
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
+	/* processes: a launch runs as the caller, so any local user may (ops/launch.c decides) */
+	{ "POST",   "/v1/processes",                  api_processes_launch,  R_BODY },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

@@ -66,4 +66,5 @@ void caps_detect(struct caps *c, const char *sysfs_root, const char *procfs_root
 		c->cgroup_version = 2;
 	else if (kfs_exists(sysfs_root, "fs/cgroup/cpuset") || kfs_exists(sysfs_root, "fs/cgroup/memory"))
 		c->cgroup_version = 1;
+	mpol_probe(&c->mpol);
 }

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/kernel/mpol.h"
+
 #define CAPS_MAX_SIZES 16
 
 struct caps {
@@ -18,9 +20,11 @@ struct caps {
 	bool numa_balancing;             /* /proc/sys/kernel/numa_balancing */
 	bool madv_collapse;              /* madvise(MADV_COLLAPSE) accepted (6.1) */
 	int cgroup_version;              /* 1, 2, or 0 when neither is mounted */
+	struct mpol_caps mpol;           /* policy modes, flags and THP prctl this kernel takes */
 };
 
-/* Fills *c from the given roots. Never fails: what is missing is reported as absent. */
+/* Fills *c from the given roots. Never fails: what is missing is reported as absent. Forks once
+ * (mpol_probe): call before any thread starts. */
 void caps_detect(struct caps *c, const char *sysfs_root, const char *procfs_root);
 
 #endif

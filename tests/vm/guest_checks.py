@@ -394,6 +394,99 @@ def check_kernel_not_tainted(d, nodes):
     eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
 
 
+# -- processes launched under a policy (POST /v1/processes) ---------------------------------------
+# The child maps and writes MB MiB of private anonymous memory, then sleeps; its placement is read
+# back from /proc/PID/numa_maps (the one mapping with that many anonymous pages: MADV_DONTFORK
+# gives it a VMA flag of its own, so it never merges with a neighbour).
+CHILD_MB = 16
+CHILD = ("import mmap,sys,time\n"
+         "n=int(sys.argv[1])<<20\n"
+         "m=mmap.mmap(-1,n,flags=mmap.MAP_PRIVATE|mmap.MAP_ANONYMOUS)\n"
+         "m.madvise(mmap.MADV_DONTFORK)\n"
+         "m.write(b'x'*n)\n"
+         "time.sleep(120)\n")
+
+
+def launch(d, body, what):
+    body = dict(body, argv=["/usr/bin/python3", "-c", CHILD, str(CHILD_MB)])
+    r = d.request("POST", "/v1/processes", body=body)
+    expect(r.status == 201, "%s: %r" % (what, r))
+    return r.json
+
+
+def child_mapping(pid, timeout=60):
+    """The child's big mapping once every page is written: (policy text, {node: pages})."""
+    want = CHILD_MB << 8
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open("/proc/%d/numa_maps" % pid) as f:
+            for line in f:
+                m = re.search(r" anon=(\d+)", line)
+                if m and int(m.group(1)) == want and "file=" not in line:
+                    counts = {int(a): int(b) for a, b in re.findall(r" N(\d+)=(\d+)", line)}
+                    policy = line.split(" ", 1)[1].split(" anon=")[0].strip()
+                    return policy, counts
+        time.sleep(0.2)
+    raise AssertionError("pid %d never wrote its %d MiB" % (pid, CHILD_MB))
+
+
+def kill(pid):
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+def check_launch_bind_places_pages_on_the_node(d, nodes):
+    for n in range(len(nodes)):
+        c = launch(d, {"policy": {"mode": "bind", "nodes": str(n)}}, "bind %d" % n)
+        try:
+            policy, counts = child_mapping(c["pid"])
+            eq(policy, "bind:%d" % n, "policy of the mapping")
+            eq(set(counts), {n}, "nodes of the pages under bind:%d" % n)
+        finally:
+            kill(c["pid"])
+
+
+def check_launch_preferred_places_pages_on_the_node(d, nodes):
+    for mode, shown in (("preferred", "prefer"), ("preferred-many", "prefer (many)")):
+        n = len(nodes) - 1   # the last node: not the local one of the daemon's CPU 0
+        c = launch(d, {"policy": {"mode": mode, "nodes": str(n)}}, mode)
+        try:
+            policy, counts = child_mapping(c["pid"])
+            eq(policy, "%s:%d" % (shown, n), "policy of the mapping")
+            eq(set(counts), {n}, "nodes of the pages under %s:%d (the node has room)" % (mode, n))
+        finally:
+            kill(c["pid"])
+
+
+def check_launch_interleave_spreads_pages(d, nodes):
+    k = len(nodes)
+    # THP off for it: a huge page interleaves as one unit (512 pages on one node)
+    c = launch(d, {"policy": {"mode": "interleave", "nodes": "0-%d" % (k - 1)}, "thp": "disable"}, "interleave")
+    try:
+        policy, counts = child_mapping(c["pid"])
+        eq(policy, "interleave:0-%d" % (k - 1), "policy of the mapping")
+        eq(set(counts), set(range(k)), "interleave reaches every node")
+        share = (CHILD_MB << 8) // k
+        for n, pages in counts.items():
+            # anonymous pages interleave by their offset in the mapping: an even share, +-1
+            expect(abs(pages - share) <= 1, "node %d has %d pages, want %d +- 1" % (n, pages, share))
+    finally:
+        kill(c["pid"])
+    return "%d pages on each of %d nodes" % (share, k)
+
+
+def check_launch_refuses_what_6_1_lacks(d, nodes):
+    db = d.db_snapshot()
+    for body in ({"policy": {"mode": "weighted-interleave", "nodes": "0"}}, {"thp": "except-advised"}):
+        r = d.request("POST", "/v1/processes", body=dict(body, argv=["true"]))
+        eq((r.status, r.json and r.json.get("code")), (409, "process.unsupported"), "6.1 lacks %r" % body)
+    r = d.request("POST", "/v1/processes", body={"argv": ["true"], "policy": {"mode": "bind", "nodes": str(len(nodes))}})
+    eq((r.status, r.json.get("code")), (422, "process.bad_node"), "a node past the last")
+    eq(d.db_snapshot(), db, "the database after refusals")
+
+
 def injected_failure(d, nodes):
     """tests/vm/run --fault check: a check that fails, for the harness's own test."""
     eq(len(nodes), -1, "the number of nodes (failing on purpose)")

@@ -1,0 +1,50 @@
+/* Starting a program under a memory policy as another user: fork, set the child up (signals,
+ * session, stdio on /dev/null, CPU affinity, set_mempolicy, THP prctl, groups/gid/uid, cwd), exec.
+ * The kernel lets a process set only its own policy, so the child sets it on itself before exec;
+ * set_mempolicy's policy and the THP prctl are kept across execve. A step that fails is reported
+ * back through a close-on-exec pipe (EOF on it means the exec succeeded), so the caller learns
+ * which step the kernel refused and with which errno before it answers.
+ *
+ * Everything the child needs is prepared by the caller: after fork() in a threaded daemon only
+ * async-signal-safe calls are allowed, so the child allocates nothing and looks nothing up. */
+#ifndef MPD_KERNEL_SPAWN_H
+#define MPD_KERNEL_SPAWN_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "server/kernel/mpol.h"
+
+enum spawn_thp { SPAWN_THP_DEFAULT, SPAWN_THP_DISABLE, SPAWN_THP_EXCEPT_ADVISED };
+
+struct spawn_spec {
+	char *const *argv;           /* borrowed, NULL-terminated, argv[0] non-empty */
+	char *const *envp;           /* borrowed, NULL-terminated */
+	const char *path;            /* borrowed: the PATH to search when argv[0] has no '/' */
+	const char *cwd;             /* borrowed, absolute; entered after the identity change */
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;         /* borrowed: supplementary groups */
+	size_t ngroups;
+	const cpu_set_t *cpus;       /* borrowed; NULL leaves the affinity alone */
+	size_t cpus_size;            /* CPU_ALLOC_SIZE of cpus */
+	bool set_policy;
+	int policy;                  /* MPD_MPOL_* | MPD_MPOL_F_* */
+	struct mpol_mask nodes;      /* empty (maxnode 0) for default/local */
+	enum spawn_thp thp;
+};
+
+/* The step of the child's set-up that failed. */
+enum spawn_step {
+	SPAWN_OK, SPAWN_FORK, SPAWN_STDIO, SPAWN_AFFINITY, SPAWN_POLICY, SPAWN_THP, SPAWN_GROUPS,
+	SPAWN_GID, SPAWN_UID, SPAWN_CWD, SPAWN_EXEC,
+};
+const char *spawn_step_name(enum spawn_step s);
+
+/* Starts the child. Returns its pid once it has exec'd, or -errno with *step saying which step
+ * failed (the child has then been reaped). The caller reaps a started child. */
+pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step);
+
+#endif

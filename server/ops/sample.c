@@ -1,0 +1,38 @@
+#include "server/ops/sample.h"
+
+#include <sys/wait.h>
+
+#include "server/app.h"
+#include "server/log.h"
+#include "server/store/db.h"
+#include "server/store/procs.h"
+
+#define KIND "process.sample"
+
+void sample_record(struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status)
+{
+	json_t *req = json_pack("{s:i, s:I, s:I, s:i, s:s}", "pid", (int)ci->pid, "start_time",
+				(json_int_t)ci->start_time, "launch_operation_id", (json_int_t)ci->launch_op_id, "seq",
+				(int)seq, "source", "watch");
+	json_t *res = json_pack("{s:i, s:I}", "pid", (int)ci->pid, "start_time", (json_int_t)ci->start_time);
+	int64_t now = store_now_ns();
+	struct op_record op = {
+		.kind = KIND, .source = "watch", .has_actor = ci->has_uid, .actor_uid = ci->actor_uid,
+		.actor_name = ci->actor_name, .started_ns = now, .finished_ns = now, .status = "ok",
+		.request = req, .result = res, .kernel_release = app->caps.kernel_release,
+	};
+	mp_err e = { 0 };
+
+	if (wait_status) {
+		json_object_set_new(res, "exited", WIFSIGNALED(*wait_status)
+			? json_pack("{s:i}", "signal", WTERMSIG(*wait_status))
+			: json_pack("{s:i}", "code", WEXITSTATUS(*wait_status)));
+	}
+	/* TODO(proc-inspect's placement reader): the placement of ci->pid as "placement". */
+	if (!req || !res)
+		log_error("pid %d: sample %u: out of memory", (int)ci->pid, seq);
+	else if (procs_db_record(app->store, &op, &e) < 0)
+		log_error("pid %d: recording sample %u: %s", (int)ci->pid, seq, e.detail);
+	json_decref(req);
+	json_decref(res);
+}
