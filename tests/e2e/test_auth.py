@@ -120,10 +120,15 @@ class AdminGroup(unittest.TestCase):
         reqs = route_requests()
         self.assertGreaterEqual(len([r for r in reqs if r[3]]), 6)   # the table was read
         tree, db = self.tree.snapshot(), self.d.db_snapshot()
-        for (method, path, _, admin), (status, code) in zip(reqs, self.as_user(OUTSIDER, reqs)):
+        for (method, path, body, admin), (status, code) in zip(reqs, self.as_user(OUTSIDER, reqs)):
             with self.subTest(user=OUTSIDER, method=method, path=path):
                 if admin:
                     self.assertEqual((status, code), (403, "auth.forbidden"))
+                elif body is not None:
+                    # Open to every caller (POST /v1/processes runs the program as the caller):
+                    # past the auth check, the "{}" body itself is refused.
+                    self.assertEqual(status, 400, code)
+                    self.assertNotEqual(code, "auth.forbidden")
                 else:
                     self.assertIn(status, (200, 404), code)
         self.assertEqual(self.tree.snapshot(), tree)
