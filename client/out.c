@@ -174,37 +174,35 @@ void out_json(json_t *v)
 	fputc('\n', stdout);
 }
 
+/* Formats, escapes as a whole and prints one line: prefix + message + newline. */
+static void escaped_line(FILE *f, const char *prefix, const char *fmt, va_list ap)
+{
+	char *msg = NULL, *safe = NULL;
+
+	if (vasprintf(&msg, fmt, ap) >= 0)
+		safe = out_escape(msg);
+	fprintf(f, "%s%s\n", prefix, safe ? safe : "(out of memory)");
+	free(safe);
+	free(msg);
+}
+
 void out_error(const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL, *safe = NULL;
-	int n;
 
 	/* Messages quote what the daemon said: escaped as table cells are. */
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	escaped_line(stderr, "mempolicyctl: ", fmt, ap);
 	va_end(ap);
-	if (n >= 0)
-		safe = out_escape(msg);
-	fprintf(stderr, "mempolicyctl: %s\n", safe ? safe : "out of memory");
-	free(safe);
-	free(msg);
 }
 
 void out_line(FILE *f, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL, *safe = NULL;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	escaped_line(f, "", fmt, ap);
 	va_end(ap);
-	if (n >= 0)
-		safe = out_escape(msg);
-	fprintf(f, "%s\n", safe ? safe : "(out of memory)");
-	free(safe);
-	free(msg);
 }
 
 void out_problem(const struct http_result *r)

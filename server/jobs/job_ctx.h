@@ -29,7 +29,7 @@ struct job_outcome {
 /* A kind of job, registered once at start (jobs_register) and named by every submission. arg is
  * the submission's argument (the kind's own plan struct), owned by the runner from submission on. */
 struct job_kind {
-	const char *name;            /* MPE_HUGEPAGES_RESIZE: the job's kind and its history operation's */
+	const char *name;            /* "hugepages.resize": the job's kind and its history operation's */
 	/* Runs on a worker thread: polls job_cancelled() (and job_past_deadline() when the submission
 	 * set a deadline) between steps, calls job_progress() as it goes, fills out. */
 	void (*run)(struct job_ctx *ctx, void *arg, struct job_outcome *out);
