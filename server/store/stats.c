@@ -1,46 +1,17 @@
 #include "server/store/stats.h"
 
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "server/store/db.h"
+#include "server/store/internal.h"
 
-/* One statement per combination of filters, so that SQLite sees plain equalities and ranges
- * (no "?n IS NULL OR ..." evaluated on every row) and picks the best covering index: with a size,
- * batches_stats_size walks that size's rows in latency order; without one, batches_stats walks the
- * kind's. Either way the samples arrive sorted, with no sort and no table lookup, which keeps the
- * statistics over a million batches within about a hundred milliseconds. */
 #define F_SIZE  1
 #define F_NODE  2
 #define F_SINCE 4
 #define F_UNTIL 8
-static char sql_variants[16][512];
-static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
+_Static_assert(ST_STATS_COUNT_15 == ST_STATS_COUNT_0 + 15 && ST_STATS_WALK_15 == ST_STATS_WALK_0 + 15,
+	       "the statistics variants are consecutive in the statement table");
 
-static void build_sql(void)
+static void bind_filter(sqlite3_stmt *s, const struct stats_filter *f)
 {
-	for (int m = 0; m < 16; m++)
-		snprintf(sql_variants[m], sizeof sql_variants[m],
-			 "SELECT latency_ns FROM batches WHERE kind = ?1 AND direction = ?2%s%s%s%s ORDER BY latency_ns",
-			 m & F_SIZE ? " AND size_kb = ?3" : "", m & F_NODE ? " AND node = ?4" : "",
-			 m & F_SINCE ? " AND started_ns >= ?5" : "", m & F_UNTIL ? " AND started_ns < ?6" : "");
-}
-
-int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
-{
-	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
-		(f->until_ns ? F_UNTIL : 0);
-	sqlite3_stmt *s;
-	double *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc, ret = -1;
-
-	pthread_once(&sql_once, build_sql);
-	store_lock(st);
-	/* The cache key is the variant's buffer, stable for the life of the process. */
-	if (!(s = store_stmt(st, sql_variants[m], e)))
-		goto out;
 	sqlite3_bind_text(s, 1, f->kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, f->grow ? "grow" : "shrink", -1, SQLITE_STATIC);
 	if (f->size_kb)
@@ -51,29 +22,50 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 		sqlite3_bind_int64(s, 5, f->since_ns);
 	if (f->until_ns)
 		sqlite3_bind_int64(s, 6, f->until_ns);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			double *nv = realloc(v, ncap * sizeof *v);
-			if (!nv) {
-				mp_nomem(e);
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		v[n++] = (double)sqlite3_column_int64(s, 0);
-	}
-	if (rc != SQLITE_DONE) {
-		store_fail(st, e, "latency statistics");
+}
+
+int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
+{
+	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
+		(f->until_ns ? F_UNTIL : 0);
+	struct mmstats_walk w;
+	sqlite3_stmt *s;
+	int64_t n;
+	double sum;
+	int rc, ret = -1;
+
+	store_conn_lock(st, R);
+	/* One snapshot for both statements, so that the count is the walk's. */
+	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		store_fail(st, R, e, "latency statistics");
 		goto out;
 	}
-	mmstats_sorted(v, n, out);
-	ret = 0;
-out:
-	if (s)
+	s = stmt(st, ST_STATS_COUNT_0 + m);
+	bind_filter(s, f);
+	if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+		store_fail(st, R, e, "latency statistics");
+		goto end;
+	}
+	n = sqlite3_column_int64(s, 0);
+	sum = sqlite3_column_double(s, 1);
+	sqlite3_reset(s);
+	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
+	if (n) {
+		s = stmt(st, ST_STATS_WALK_0 + m);
+		bind_filter(s, f);
+		while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW)
+			mmstats_walk_add(&w, (double)sqlite3_column_int64(s, 0));
 		sqlite3_reset(s);
-	store_unlock(st);
-	free(v);
+		if (w.i != w.n) {
+			store_fail(st, R, e, "latency statistics");
+			goto end;
+		}
+		mmstats_walk_end(&w);
+	}
+	ret = 0;
+end:
+	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
+out:
+	store_conn_unlock(st, R);
 	return ret;
 }
