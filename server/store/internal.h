@@ -78,6 +78,10 @@ json_t *col_int(sqlite3_stmt *s, int col);
 json_t *col_text(sqlite3_stmt *s, int col);
 json_t *col_json(sqlite3_stmt *s, int col);
 
+/* How many latency samples a statistics query keeps in memory (2^20: 8 MiB) before it switches to
+ * counting first and walking without a buffer. A variable only so that a test can make it small. */
+extern size_t stats_buf_samples;
+
 /* Rows of one table written inside another file's transaction (the writer lock held). */
 struct op_record;
 struct op_outcome;

@@ -1,5 +1,14 @@
 #include "server/store/stats.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "server/log.h"
+
 #include "server/store/db.h"
 #include "server/store/internal.h"
 
@@ -24,48 +33,129 @@ static void bind_filter(sqlite3_stmt *s, const struct stats_filter *f)
 		sqlite3_bind_int64(s, 6, f->until_ns);
 }
 
+/* Up to this many samples are kept in memory (8 MiB) and walked once, as they come in latency
+ * order; a population larger than that is counted in SQL and walked again without a buffer. */
+size_t stats_buf_samples = (size_t)1 << 20;
+
+/* The walk in latency order into a buffer: 1 when it held every sample (*out filled), 0 when
+ * there are more than stats_buf_samples (nothing filled), -1 on error. */
+static int walk_buffered(struct store *st, sqlite3_stmt *s, struct mmstats *out, mp_err *e)
+{
+	double *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			double *nv;
+			if (cap >= stats_buf_samples) {
+				free(v);
+				return 0;
+			}
+			if (!(nv = realloc(v, (ncap = ncap > stats_buf_samples ? stats_buf_samples : ncap) * sizeof *v))) {
+				free(v);
+				return mp_nomem(e);
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n++] = (double)sqlite3_column_int64(s, 0);
+	}
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return store_fail(st, R, e, "latency statistics");
+	}
+	mmstats_sorted(v, n, out);
+	free(v);
+	return 1;
+}
+
+/* More samples than the buffer: n and the mean from SQL, then a walk that keeps nothing. */
+static int walk_counted(struct store *st, int m, const struct stats_filter *f, struct mmstats *out, mp_err *e)
+{
+	sqlite3_stmt *s = stmt(st, ST_STATS_COUNT_0 + m);
+	struct mmstats_walk w;
+	int64_t n;
+	double sum;
+	int rc;
+
+	bind_filter(s, f);
+	if (sqlite3_step(s) != SQLITE_ROW)
+		return store_fail(st, R, e, "latency statistics");
+	n = sqlite3_column_int64(s, 0);
+	sum = sqlite3_column_double(s, 1);
+	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
+	s = stmt(st, ST_STATS_WALK_0 + m);
+	bind_filter(s, f);
+	while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		mmstats_walk_add(&w, (double)sqlite3_column_int64(s, 0));
+	if (w.i != w.n)
+		return store_fail(st, R, e, "latency statistics");
+	mmstats_walk_end(&w);
+	return 0;
+}
+
+/* The scan yields the CPU to everything else while it runs: on a small machine a writer then
+ * loses no time to it, not even a core. Nice 19 for this thread only (Linux: per-thread), put back
+ * after; putting it back needs CAP_SYS_NICE, so without it scans are not niced at all (a request
+ * thread left at 19 would serve every later request slowly). */
+static int scan_nice_ok = 1;   /* 0 once putting the priority back failed; racy reads are harmless */
+
+static int scan_nice_begin(void)
+{
+	pid_t tid = gettid();
+	int old;
+
+	if (!__atomic_load_n(&scan_nice_ok, __ATOMIC_RELAXED))
+		return INT32_MIN;
+	errno = 0;
+	old = getpriority(PRIO_PROCESS, (id_t)tid);
+	if ((old == -1 && errno) || setpriority(PRIO_PROCESS, (id_t)tid, 19) < 0)
+		return INT32_MIN;
+	return old;
+}
+
+static void scan_nice_end(int old)
+{
+	if (old == INT32_MIN)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), old) < 0) {
+		__atomic_store_n(&scan_nice_ok, 0, __ATOMIC_RELAXED);
+		log_warn("statistics scans will not yield the CPU: cannot restore a thread's priority (%s)",
+			 strerror(errno));
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 0);
+	}
+}
+
 int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
 {
 	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
 		(f->until_ns ? F_UNTIL : 0);
-	struct mmstats_walk w;
 	sqlite3_stmt *s;
-	int64_t n;
-	double sum;
-	int rc, ret = -1;
+	int rc = -1;
+
+	int nice_old;
 
 	store_conn_lock(st, R);
-	/* One snapshot for both statements, so that the count is the walk's. */
+	nice_old = scan_nice_begin();
+	/* One snapshot for every statement, so that a count is the walk's. */
 	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		store_fail(st, R, e, "latency statistics");
 		goto out;
 	}
-	s = stmt(st, ST_STATS_COUNT_0 + m);
+	s = stmt(st, ST_STATS_WALK_0 + m);
 	bind_filter(s, f);
-	if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
-		store_fail(st, R, e, "latency statistics");
-		goto end;
-	}
-	n = sqlite3_column_int64(s, 0);
-	sum = sqlite3_column_double(s, 1);
+	rc = walk_buffered(st, s, out, e);
 	sqlite3_reset(s);
-	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
-	if (n) {
-		s = stmt(st, ST_STATS_WALK_0 + m);
-		bind_filter(s, f);
-		while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW)
-			mmstats_walk_add(&w, (double)sqlite3_column_int64(s, 0));
-		sqlite3_reset(s);
-		if (w.i != w.n) {
-			store_fail(st, R, e, "latency statistics");
-			goto end;
-		}
-		mmstats_walk_end(&w);
-	}
-	ret = 0;
-end:
+	if (rc == 0)
+		rc = walk_counted(st, m, f, out, e);
+	sqlite3_reset(st->stmts[ST_STATS_COUNT_0 + m]);
+	sqlite3_reset(st->stmts[ST_STATS_WALK_0 + m]);
 	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
+	rc = rc < 0 ? -1 : 0;
 out:
+	scan_nice_end(nice_old);
 	store_conn_unlock(st, R);
-	return ret;
+	return rc;
 }

@@ -8,6 +8,7 @@
 #include "common/mmstats.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
+#include "server/store/internal.h"
 #include "server/store/jobs.h"
 #include "server/store/stats.h"
 #include "tests/unit/check_main.h"
@@ -181,6 +182,14 @@ START_TEST(store_query_filters_and_sorts)
 		f = (struct stats_filter){ .kind = "hugepages.resize", .grow = true, .size_kb = 4, .node = -1 };
 		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
 		assert_same(&s, &want);
+		/* the same when the population is larger than the buffer: counted, then walked */
+		stats_buf_samples = 100;
+		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+		assert_same(&s, &want);
+		f.since_ns = 1000;   /* 500 samples: still more than the buffer */
+		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+		ck_assert_uint_eq(s.count, 500);
+		stats_buf_samples = (size_t)1 << 20;
 	}
 	store_close(st);
 	unlink(path);
