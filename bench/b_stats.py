@@ -1,12 +1,20 @@
 """Benchmark 5: GET /v1/history/stats?kind=hugepages.resize over 1 million recorded batches.
 The daemon is started once on a fresh database so that it applies its migrations, stopped, the
 batches are generated straight into its schema with SQLite, then the daemon is started again on
-that file and the query is timed."""
+that file and the query is timed. Then the same file serves a third row: knob writers on a
+generated tree, their latency with and without the statistics query running beside them."""
+import http.client
+import os
 import random
 import sqlite3
+import sys
+import threading
 import time
 
 import benchlib as bl
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from faketree import FakeTree  # noqa: E402
 
 STATS = "/v1/history/stats?kind=hugepages.resize"
 GOAL_MS = 200.0
@@ -35,12 +43,137 @@ def run(ctx):
         except bl.BenchError as e:
             rows.append(bl.unavailable("stats.query_filtered", t2, str(e)))
         conn.close()
+        d.stop()
+        d = None
+        rows += writers_beside_scan(ctx, work, ctx.stats_rows)
         return rows
     except bl.BenchError as e:
         return [bl.unavailable("stats", title, str(e))]
     finally:
         if d:
             d.stop()
+
+
+KNOB = "/v1/knobs/thp.khugepaged.pages_to_scan"
+WRITER_GOAL_MS = 2.0
+
+
+def _p(xs, pct):
+    """Nearest-rank percentile (floor, as mmtests), of unsorted xs."""
+    s = sorted(xs)
+    return s[max(1, len(s) * pct // 100) - 1]
+
+
+def _write_round(ctx, d, scan, expect_rows):
+    """ctx.stats_writers threads PUT a knob in a loop over their own keep-alive connections for
+    ctx.stats_write_seconds; with scan ("unix" or "tcp": the listener it uses), one more thread GETs
+    the statistics in a loop meanwhile. Returns (writer latencies in ms, scans completed, errors)."""
+    stop = threading.Event()
+    lat, errors, scans = [], [], [0]
+    lock = threading.Lock()
+
+    def writer(i):
+        conn = d.connection()
+        mine, n = [], 0
+        try:
+            while not stop.is_set():
+                t0 = time.perf_counter_ns()
+                st, _, raw, _ = bl.http_call(conn, "PUT", KNOB, {"value": 4096 + (i * 7 + n) % 64})
+                mine.append((time.perf_counter_ns() - t0) / 1e6)
+                n += 1
+                if st != 200:
+                    errors.append("PUT %s: %d %s" % (KNOB, st, raw[:120]))
+                    return
+        except OSError as e:
+            errors.append("writer: %s" % e)
+        finally:
+            conn.close()
+            with lock:
+                lat.extend(mine)
+
+    def scanner():
+        conn = d.connection(timeout=120) if scan == "unix" else http.client.HTTPConnection(
+            "127.0.0.1", d.port, timeout=120)
+        try:
+            while not stop.is_set():
+                st, _, raw, body = bl.http_call(conn, "GET", STATS)
+                if st != 200 or _sample_count(body) != expect_rows:
+                    errors.append("GET %s: %d %s" % (STATS, st, raw[:120]))
+                    return
+                scans[0] += 1
+        except OSError as e:
+            errors.append("scanner: %s" % e)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=scanner)] if scan else []
+    threads += [threading.Thread(target=writer, args=(i,)) for i in range(ctx.stats_writers)]
+    for t in threads:
+        t.start()
+    time.sleep(ctx.stats_write_seconds)
+    stop.set()
+    for t in threads:
+        t.join(180)
+    return lat, scans[0], errors
+
+
+def writers_beside_scan(ctx, work, expect_rows):
+    """Writer latency (knob PUTs over the Unix socket, each one history operation with its knob
+    change) alone, beside GET /v1/history/stats scanning the batches in a loop over the same
+    socket, and beside the same loop over the loopback TCP listener (another libmicrohttpd thread
+    pool: what is left is the store and the CPU). Every round runs the three in a rotating order;
+    per round the writers' p99 and p50; medians over rounds."""
+    kinds = ("none", "unix", "tcp")
+    names = {"unix": "the same socket", "tcp": "the TCP listener"}
+    title = "knob PUT p99, %d writers, beside a stats scan of %s batches over %%s" % (
+        ctx.stats_writers, "{:,}".format(expect_rows))
+    tree_root = os.path.join(work, "tree")
+    os.makedirs(tree_root, exist_ok=True)
+    tree = FakeTree(tree_root, nodes=2, cpuless=())
+    d = bl.Daemon(ctx.bin_dir, work, tcp=True, args=["--sysfs-root", tree.sys, "--procfs-root", tree.proc])
+    try:
+        d.start()
+        st, _, raw, _ = d.request("PUT", KNOB, {"value": 4096})
+        if st != 200:
+            return [bl.unavailable("stats.writers_p99", title % "the same socket",
+                                   "PUT %s answers %s" % (KNOB, bl.describe(st, raw)))]
+        _write_round(ctx, d, None, expect_rows)   # unmeasured warm-up
+        p99 = {k: [] for k in kinds}
+        p50 = {k: [] for k in kinds}
+        scans = {k: [] for k in kinds}
+        counts = {k: [] for k in kinds}
+        for r in range(ctx.stats_write_rounds):
+            for k in kinds[r % 3:] + kinds[:r % 3]:
+                lat, n, errors = _write_round(ctx, d, None if k == "none" else k, expect_rows)
+                if errors:
+                    raise bl.BenchError("; ".join(errors[:3]))
+                if not lat:
+                    raise bl.BenchError("no writer finished a request in a round")
+                p99[k].append(_p(lat, 99))
+                p50[k].append(_p(lat, 50))
+                counts[k].append(len(lat))
+                scans[k].append(n)
+        base = bl.median(p99["none"])
+        rows = []
+        for k in ("unix", "tcp"):
+            method = ("%d threads PUT %s in a loop over their own keep-alive Unix-socket connections, %g s "
+                      "per round; beside them one more connection, over %s, GETs %s in a loop (%s scans "
+                      "per round); each round also runs the writers alone (the reference), the order "
+                      "rotating; per round the nearest-rank percentile of every PUT's wall time; median "
+                      "over %d rounds (PUTs per round: %s with the scan, %s alone). Knobs on a generated "
+                      "tree." % (ctx.stats_writers, KNOB, ctx.stats_write_seconds, names[k], STATS, scans[k],
+                                 ctx.stats_write_rounds, counts[k], counts["none"]))
+            rows.append(bl.row("stats.writers_p99_" + k, title % names[k], "ms", p99[k], p99["none"],
+                               ref_name="no scan", goal="scan adds < %g ms" % WRITER_GOAL_MS,
+                               goal_check=lambda m, _r: m - base < WRITER_GOAL_MS, method=method,
+                               extra={"scans_per_round": scans[k]}))
+            rows.append(bl.row("stats.writers_p50_" + k, "knob PUT p50, the same rounds", "ms", p50[k],
+                               p50["none"], ref_name="no scan", method=method))
+        return rows
+    except bl.BenchError as e:
+        return [bl.unavailable("stats.writers_p99", title % "the same socket", str(e))]
+    finally:
+        d.stop()
 
 
 def _timed(ctx, conn, path, expect, title, id, gen_s):

@@ -182,8 +182,9 @@ def http_call(conn, method, path, body=None):
 class Daemon:
     """mempolicyd on a private socket, database and loopback TCP port, against the real kernel."""
 
-    def __init__(self, bin_dir, workdir, db=None, tcp=True):
+    def __init__(self, bin_dir, workdir, db=None, tcp=True, args=()):
         self.exe = os.path.join(bin_dir, "mempolicyd")
+        self.args = list(args)   # more command-line arguments (--sysfs-root ... for a generated tree)
         self.dir = workdir
         self.socket = os.path.join(workdir, "mpd.sock")
         self.db = db or os.path.join(workdir, "mpd.db")
@@ -195,6 +196,7 @@ class Daemon:
         cmd = [self.exe, "--socket", self.socket, "--db", self.db, "--log-level", "warn"]
         if self.port:
             cmd += ["--listen-tcp", "127.0.0.1:%d" % self.port]
+        cmd += self.args
         with open(self.log, "a") as logf:
             self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

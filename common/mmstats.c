@@ -2,14 +2,50 @@
 
 #include <math.h>
 
-double mmstats_percentile(const double *sorted, size_t n, int pct)
+/* The 0-based position of percentile pct among n ascending samples. */
+static size_t rank(size_t n, int pct)
 {
 	/* Stat.pm: my $count = int($nr_elements * $percentile / 100); $count = 1 if $count < 1 */
 	size_t count = (size_t)((n * (size_t)pct) / 100);
 
-	if (count < 1)
-		count = 1;
-	return sorted[count - 1];
+	return count < 1 ? 0 : count - 1;
+}
+
+double mmstats_percentile(const double *sorted, size_t n, int pct)
+{
+	return sorted[rank(n, pct)];
+}
+
+static const int walk_pct[6] = { 25, 50, 75, 90, 95, 99 };
+
+void mmstats_walk_begin(struct mmstats_walk *w, size_t n, double mean, struct mmstats *out)
+{
+	*w = (struct mmstats_walk){ .out = out, .n = n };
+	mmstats_sorted(NULL, 0, out);   /* NaN everywhere until the samples arrive */
+	out->count = n;
+	out->amean = n ? mean : NAN;
+	for (int k = 0; k < 6; k++)
+		w->rank[k] = rank(n, walk_pct[k]);
+}
+
+void mmstats_walk_add(struct mmstats_walk *w, double v)
+{
+	struct mmstats *o = w->out;
+	double *dst[6] = { &o->q1, &o->q2, &o->q3, &o->p90, &o->p95, &o->p99 };
+
+	if (w->i == 0)
+		o->min = v;
+	for (int k = 0; k < 6; k++)
+		if (w->rank[k] == w->i)
+			*dst[k] = v;
+	o->max = v;
+	w->m2 += (v - o->amean) * (v - o->amean);
+	w->i++;
+}
+
+void mmstats_walk_end(struct mmstats_walk *w)
+{
+	w->out->stddev = w->n > 1 ? sqrt(w->m2 / (double)(w->n - 1)) : NAN;
 }
 
 void mmstats_sorted(const double *sorted, size_t n, struct mmstats *out)

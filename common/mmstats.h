@@ -19,4 +19,17 @@ double mmstats_percentile(const double *sorted, size_t n, int pct);
 /* Fills *out from n ascending samples; n == 0 gives count 0 and NaN everywhere else. */
 void mmstats_sorted(const double *sorted, size_t n, struct mmstats *out);
 
+/* The same statistics from a stream of n ascending samples whose mean is known beforehand (the
+ * store gets n and the mean from SQL, then walks an index in latency order): no buffer, the same
+ * percentile ranks. begin, then add() exactly n samples in ascending order, then end(). */
+struct mmstats_walk {
+	struct mmstats *out;         /* borrowed */
+	size_t n, i;
+	size_t rank[6];              /* 0-based positions of q1, q2, q3, p90, p95, p99 */
+	double m2;
+};
+void mmstats_walk_begin(struct mmstats_walk *w, size_t n, double mean, struct mmstats *out);
+void mmstats_walk_add(struct mmstats_walk *w, double v);
+void mmstats_walk_end(struct mmstats_walk *w);
+
 #endif

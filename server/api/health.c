@@ -23,9 +23,7 @@ int api_health_get(struct req *rq, mp_err *e)
 		format_size_kb(c->hugetlb_sizes_kb[i], sz, sizeof sz);
 		json_array_append_new(hugetlb, json_string(sz));
 	}
-	store_lock(rq->app->store);
 	schema = store_version(rq->app->store);
-	store_unlock(rq->app->store);
 	return req_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:i, s:{s:b, s:o, s:o, s:b, s:b, s:b, s:i}}",
 		"status", "ok",
 		"version", MPD_VERSION,

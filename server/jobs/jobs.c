@@ -1,6 +1,6 @@
 /* The job runner: an in-memory list of queued and running jobs (progress, cancel flags) in front
- * of the jobs table, and a few worker threads. Lock order: the runner's mutex, then the store's;
- * never the other way round. */
+ * of the jobs table, and a few worker threads. Each store call takes the store's lock itself; the
+ * runner's mutex may be held around one (submit, cancel), never the other way round. */
 #include "server/jobs/jobs.h"
 
 #include <pthread.h>
@@ -103,9 +103,7 @@ static int recover(struct jobs *j, mp_err *e)
 	int n;
 
 again:
-	store_lock(st);
 	n = jobs_db_active(st, ids, ops, 256, e);
-	store_unlock(st);
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
@@ -114,23 +112,19 @@ again:
 		int64_t now = store_now_ns();
 		mp_err ignore = { 0 };
 
-		store_lock(st);
 		job = jobs_db_get(st, ids[i], &ignore);
-		store_unlock(st);
 		k = job ? kind_named(j, json_string_value(json_object_get(job, "kind"))) : NULL;
 		if (k && k->interrupted)
 			result = k->interrupted(j->app, ids[i], json_object_get(job, "request"));
-		store_lock(st);
-		if (jobs_db_finish(st, ids[i], "interrupted", now, "restart", 0, "the daemon stopped while the job ran",
-				   NULL, result, e) < 0 ||
-		    (ops[i] > 0 && history_finish(st, ops[i], "interrupted", now, 0,
-						  "the daemon stopped while the job ran", result, e) < 0)) {
-			store_unlock(st);
+		struct job_end end = { .tx = "job_recover", .job_id = ids[i], .op_id = ops[i], .status = "interrupted",
+				       .finished_ns = now, .reason = "restart",
+				       .error = "the daemon stopped while the job ran",
+				       .op_error = "the daemon stopped while the job ran", .result = result };
+		if (store_job_finish(st, &end, e) < 0) {
 			json_decref(job);
 			json_decref(result);
 			return -1;
 		}
-		store_unlock(st);
 		log_warn("job %lld was left unfinished by the previous daemon: marked interrupted", (long long)ids[i]);
 		json_decref(job);
 		json_decref(result);
@@ -180,13 +174,12 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 	pthread_mutex_lock(&j->lock);
 	progress = json_incref(c->progress);
 	pthread_mutex_unlock(&j->lock);
-	store_lock(st);
-	if (jobs_db_finish(st, c->id, out->status, now, out->reason, out->err_no, out->error, progress, out->result,
-			   &e) < 0 ||
-	    history_finish(st, c->op_id, out->status, now, out->err_no, out->error[0] ? out->error : out->reason,
-			   out->result, &e) < 0)
+	struct job_end end = { .job_id = c->id, .op_id = c->op_id, .status = out->status, .finished_ns = now,
+			       .reason = out->reason, .err_no = out->err_no, .error = out->error,
+			       .op_error = out->error[0] ? out->error : out->reason, .progress = progress,
+			       .result = out->result };
+	if (store_job_finish(st, &end, &e) < 0)
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
-	store_unlock(st);
 	json_decref(progress);
 	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind->name, out->status,
 		 out->reason ? ", " : "", out->reason ? out->reason : "");
@@ -209,10 +202,8 @@ static void *worker(void *arg)
 		c->running = true;
 		pthread_mutex_unlock(&j->lock);
 
-		store_lock(j->app->store);
-		if (jobs_db_set_running(j->app->store, c->id, store_now_ns(), &e) < 0)
+		if (store_job_start(j->app->store, c->id, store_now_ns(), &e) < 0)
 			log_error("job %lld: %s", (long long)c->id, e.detail);
-		store_unlock(j->app->store);
 		memset(&out, 0, sizeof out);
 		if (c->deadline_ms > 0)
 			c->deadline_mono_ns = mono_ns() + c->deadline_ms * 1000000;
@@ -357,18 +348,8 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 			}
 			behind = o->id;
 		}
-	store_lock(st);
-	if (store_begin(st, e) < 0) {
-		store_unlock(st);
+	if (store_job_submit(st, &op, &row, &c->op_id, &c->id, e) < 0)
 		goto fail;
-	}
-	if ((c->op_id = row.op_id = history_insert(st, &op, e)) < 0 || (c->id = jobs_db_insert(st, &row, e)) < 0 ||
-	    store_commit(st, e) < 0) {
-		store_rollback(st);
-		store_unlock(st);
-		goto fail;
-	}
-	store_unlock(st);
 	/* Append: workers take the oldest queued job first. */
 	{
 		struct job_ctx **p = &j->active;
@@ -426,9 +407,7 @@ json_t *jobs_get(struct jobs *j, int64_t id, mp_err *e)
 {
 	json_t *job;
 
-	store_lock(j->app->store);
 	job = jobs_db_get(j->app->store, id, e);
-	store_unlock(j->app->store);
 	if (job)
 		overlay(j, job, id);
 	return job;
@@ -439,10 +418,8 @@ json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e)
 	json_t *arr, *v;
 	size_t i;
 
-	store_lock(j->app->store);
 	arr = jobs_db_list(j->app->store, f->kind, f->status, f->schedule_id, f->before_id,
 			   f->limit > 0 ? f->limit : 100, e);
-	store_unlock(j->app->store);
 	json_array_foreach(arr, i, v)
 		overlay(j, v, json_integer_value(json_object_get(v, "id")));
 	return arr;
@@ -461,15 +438,14 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		/* Never started: cancelled here, nothing to undo. */
 		int64_t now = store_now_ns();
 		json_t *result = json_pack("{s:b}", "started", 0);
-		store_lock(st);
-		if (jobs_db_finish(st, id, "cancelled", now, "cancelled before it started", 0, NULL, NULL, result, e) < 0 ||
-		    history_finish(st, c->op_id, "cancelled", now, 0, "cancelled before it started", result, e) < 0) {
-			store_unlock(st);
+		struct job_end end = { .tx = "job_cancel", .job_id = id, .op_id = c->op_id, .status = "cancelled",
+				       .finished_ns = now, .reason = "cancelled before it started",
+				       .op_error = "cancelled before it started", .result = result };
+		if (store_job_finish(st, &end, e) < 0) {
 			pthread_mutex_unlock(&j->lock);
 			json_decref(result);
 			return NULL;
 		}
-		store_unlock(st);
 		json_decref(result);
 		unlink_active(j, c);
 		drop = c;

@@ -73,9 +73,7 @@ static void fire_one(struct scheduler *s, const struct sched_due *d, int64_t now
 		log_error("schedule %lld: %s; disabling it", (long long)d->id, e.detail);
 		struct sched_ran r = { .run_ns = now_ns, .due_ns = d->next_run_ns, .status = "failed",
 				       .error = e.detail };
-		store_lock(app->store);
 		sched_store_ran(app->store, d->id, &r, &e);
-		store_unlock(app->store);
 		return;
 	}
 	sched_misfire_plan(&c, off, f.due_s, now_ns / NS, d->misfire_grace_s, MISSED_COUNT_CAP, &f.run_s, &f.missed,

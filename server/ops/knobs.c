@@ -222,27 +222,17 @@ static int undo(struct app *app, struct item *items, size_t n)
 static int record(struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
 		  int err_no, const char *error, json_t *result, mp_err *e)
 {
-	struct store *st = app->store;
-	int rc = -1;
+	struct knob_change_rec *kc = calloc(n, sizeof *kc);
+	struct op_outcome out = { status, store_now_ns(), err_no, error, result };
+	int rc;
 
-	store_lock(st);
-	if (store_begin(st, e) < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct knob_change_rec kc = { (int)i, items[i].k->name, items[i].old, items[i].new_value,
-					      items[i].status, items[i].err };
-		if (history_add_knob_change(st, id, &kc, e) < 0)
-			goto rollback;
-	}
-	if (history_finish(st, id, status, store_now_ns(), err_no, error, result, e) < 0)
-		goto rollback;
-	rc = store_commit(st, e);
-	if (rc == 0)
-		goto out;
-rollback:
-	store_rollback(st);
-out:
-	store_unlock(st);
+	if (!kc)
+		return mp_nomem(e);
+	for (size_t i = 0; i < n; i++)
+		kc[i] = (struct knob_change_rec){ (int)i, items[i].k->name, items[i].old, items[i].new_value,
+						  items[i].status, items[i].err };
+	rc = history_record_knobs(app->store, id, kc, n, &out, e);
+	free(kc);
 	return rc;
 }
 
@@ -285,9 +275,7 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;
-	store_lock(app->store);
 	id = history_insert(app->store, &op, e);
-	store_unlock(app->store);
 	if (id < 0)
 		goto out;
 

@@ -50,10 +50,8 @@ static void flush(struct run *r)
 
 	if (!r->nrows)
 		return;
-	store_lock(st);
 	if (batches_db_insert(st, r->rows, r->nrows, &e) < 0)
 		log_error("job %lld: recording %d batches failed: %s", (long long)job_id(r->ctx), r->nrows, e.detail);
-	store_unlock(st);
 	r->nrows = 0;
 	r->last_flush = mono_ns();
 }

@@ -142,13 +142,12 @@ json_t *schedule_delete(struct app *app, int64_t id, mp_err *e)
 
 /* ---- a due schedule --------------------------------------------------------------------------- */
 
-/* The "schedule.run" history record of a skip or of a run that could not be started. */
-static int64_t record_op(struct app *app, const struct sched_due *d, const char *status, int64_t now_ns,
-			 const mp_err *err, json_t *result, mp_err *e)
+/* The "schedule.run" history record of a skip or of a run that could not be started; req (the
+ * schedule) and result are borrowed. Written with the run, in sched_store_ran's transaction. */
+static struct op_record run_op(const struct app *app, const char *status, int64_t now_ns, const mp_err *err,
+			       json_t *req, json_t *result)
 {
-	json_t *req = json_pack("{s:I, s:s, s:s, s:O}", "schedule_id", (json_int_t)d->id, "cron", d->cron,
-				"timezone", d->timezone, "action", d->action);
-	struct op_record op = {
+	return (struct op_record){
 		.kind = "schedule.run",
 		.source = "scheduler",
 		.started_ns = now_ns,
@@ -160,9 +159,6 @@ static int64_t record_op(struct app *app, const struct sched_due *d, const char 
 		.result = result,
 		.kernel_release = app->caps.kernel_release,
 	};
-	int64_t id = history_insert(app->store, &op, e);
-	json_decref(req);
-	return id;
 }
 
 /* Starts the schedule's resize; returns the job (owned) or NULL with e filled. The action is
@@ -181,8 +177,9 @@ void schedule_fire(struct app *app, const struct sched_firing *f)
 {
 	const struct sched_due *d = f->schedule;
 	int64_t now_ns = f->now_ns, due_s = f->due_s, run_s = f->run_s, last_missed = f->last_missed_s;
-	int64_t missed = f->missed, job_id = 0, conflict = 0, skip_op = 0, fail_op = 0;
-	json_t *job = NULL;
+	int64_t missed = f->missed, job_id = 0, conflict = 0;
+	json_t *job = NULL, *req, *skip_res = NULL, *fail_res = NULL;
+	struct op_record skip_op, fail_op;
 	mp_err e = { 0 }, run_err = { 0 };
 	bool failed = false;
 
@@ -205,46 +202,36 @@ void schedule_fire(struct app *app, const struct sched_firing *f)
 		log_warn("schedule %lld: skipped %lld missed run(s) older than the grace period (%lld s)",
 			 (long long)d->id, (long long)missed, (long long)d->misfire_grace_s);
 
-	store_lock(app->store);
-	if (store_begin(app->store, &e) < 0)
-		goto fail;
+	req = json_pack("{s:I, s:s, s:s, s:O}", "schedule_id", (json_int_t)d->id, "cron", d->cron, "timezone",
+			d->timezone, "action", d->action);
 	if (missed) {
-		json_t *res = json_pack("{s:I, s:b, s:I, s:I, s:I, s:s}", "missed", (json_int_t)missed,
-					"missed_count_capped", f->missed_capped,
-					"first_due_ns", (json_int_t)(due_s * NS), "last_due_ns", (json_int_t)(last_missed * NS),
-					"misfire_grace_s", (json_int_t)d->misfire_grace_s,
-					"reason", "due while the daemon was not running, later than the grace period");
-		skip_op = record_op(app, d, "skipped", now_ns, NULL, res, &e);
-		json_decref(res);
-		if (skip_op < 0)
-			goto rollback;
+		skip_res = json_pack("{s:I, s:b, s:I, s:I, s:I, s:s}", "missed", (json_int_t)missed,
+				     "missed_count_capped", f->missed_capped,
+				     "first_due_ns", (json_int_t)(due_s * NS), "last_due_ns", (json_int_t)(last_missed * NS),
+				     "misfire_grace_s", (json_int_t)d->misfire_grace_s,
+				     "reason", "due while the daemon was not running, later than the grace period");
+		skip_op = run_op(app, "skipped", now_ns, NULL, req, skip_res);
 	}
 	if (failed) {
-		json_t *res = json_pack("{s:I, s:s, s:s}", "due_ns", (json_int_t)(run_s * NS), "code",
-					mp_code_name(run_err.code), "kind", mp_kind_name(mp_code_kind(run_err.code)));
+		fail_res = json_pack("{s:I, s:s, s:s}", "due_ns", (json_int_t)(run_s * NS), "code",
+				     mp_code_name(run_err.code), "kind", mp_kind_name(mp_code_kind(run_err.code)));
 		if (conflict)
-			json_object_set_new(res, "conflict_job_id", json_integer(conflict));
-		fail_op = record_op(app, d, "failed", now_ns, &run_err, res, &e);
-		json_decref(res);
-		if (fail_op < 0)
-			goto rollback;
+			json_object_set_new(fail_res, "conflict_job_id", json_integer(conflict));
+		fail_op = run_op(app, "failed", now_ns, &run_err, req, fail_res);
 	}
 	struct sched_ran r = {
 		.run_ns = now_ns,
 		.due_ns = run_s ? run_s * NS : (last_missed ? last_missed : due_s) * NS,
 		.status = failed ? "failed" : run_s ? "submitted" : "skipped",
 		.job_id = job_id,
-		.op_id = failed ? fail_op : skip_op,
 		.error = failed ? run_err.detail : NULL,
 		.next_run_ns = f->next_run_ns,
+		.skipped_op = missed ? &skip_op : NULL,
+		.failed_op = failed ? &fail_op : NULL,
 	};
-	if (sched_store_ran(app->store, d->id, &r, &e) < 0 || store_commit(app->store, &e) < 0)
-		goto rollback;
-	store_unlock(app->store);
-	return;
-rollback:
-	store_rollback(app->store);
-fail:
-	store_unlock(app->store);
-	log_error("schedule %lld: cannot record the run: %s", (long long)d->id, e.detail);
+	if (sched_store_ran(app->store, d->id, &r, &e) < 0)
+		log_error("schedule %lld: cannot record the run: %s", (long long)d->id, e.detail);
+	json_decref(req);
+	json_decref(skip_res);
+	json_decref(fail_res);
 }

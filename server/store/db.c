@@ -1,27 +1,33 @@
 #include "server/store/db.h"
 
+#include <assert.h>
 #include <errno.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "server/log.h"
+#include "server/store/internal.h"
 
 extern const char *const mpd_schema_migrations[];
 extern const size_t mpd_schema_count;
 
-#define STMT_CACHE 64
-
-struct store {
-	sqlite3 *db;                      /* owned */
-	pthread_mutex_t lock;
-	struct {
-		const char *sql;          /* borrowed string literal, the cache key */
-		sqlite3_stmt *stmt;       /* owned */
-	} cache[STMT_CACHE];
+static const char *const stmt_sql[ST__COUNT] = {
+#define X(name, conn, sql) [ST_##name] = sql,
+	STORE_STMTS(X)
+#undef X
 };
+static const enum conn_id stmt_conn[ST__COUNT] = {
+#define X(name, conn, sql) [ST_##name] = conn,
+	STORE_STMTS(X)
+#undef X
+};
+
+/* Which connection of which store this thread holds: the lock rule's debug check, per thread so
+ * that checking it needs no lock and races with nothing. */
+static _Thread_local const struct conn *held[2];
 
 int64_t store_now_ns(void)
 {
@@ -30,45 +36,74 @@ int64_t store_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int store_fail(struct store *st, mp_err *e, const char *what)
+void store_conn_lock(struct store *st, enum conn_id c)
 {
-	/* What a caller can act on: a full disk or a database in use elsewhere is not our bug. */
-	switch (sqlite3_errcode(st->db) & 0xff) {
-	case SQLITE_FULL:
-		return mp_fail(e, MPE_STORE_FULL, ENOSPC, "%s: the database's disk is full (%s)", what,
-			       sqlite3_errmsg(st->db));
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return mp_fail(e, MPE_STORE_BUSY, 0, "%s: the database is locked by another process (%s)", what,
-			       sqlite3_errmsg(st->db));
-	case SQLITE_READONLY:
-		return mp_fail(e, MPE_STORE_READONLY, 0, "%s: the database cannot be written (%s)", what,
-			       sqlite3_errmsg(st->db));
-	default:
-		return mp_fail(e, MPE_STORE_ERROR, 0, "%s: %s", what, sqlite3_errmsg(st->db));
+	/* The mutex is not recursive: taking it twice would hang, so say where instead. */
+	if (held[c] == &st->c[c]) {
+		log_error("store: this thread already holds the %s lock", c == W ? "writer" : "reader");
+		abort();
+	}
+	pthread_mutex_lock(&st->c[c].mu);
+	held[c] = &st->c[c];
+}
+
+void store_conn_unlock(struct store *st, enum conn_id c)
+{
+	assert(held[c] == &st->c[c]);
+	held[c] = NULL;
+	pthread_mutex_unlock(&st->c[c].mu);
+}
+
+void store_hold(const struct store *st, enum conn_id c, const char *fn)
+{
+	if (held[c] != &st->c[c]) {
+		log_error("store: %s runs without the %s lock", fn, c == W ? "writer" : "reader");
+		abort();
 	}
 }
 
-static int exec(struct store *st, const char *sql, mp_err *e)
+int store_fail(struct store *st, enum conn_id c, mp_err *e, const char *what)
+{
+	sqlite3 *db = st->c[c].db;
+
+	/* What a caller can act on: a full disk or a database in use elsewhere is not our bug. */
+	switch (sqlite3_errcode(db) & 0xff) {
+	case SQLITE_FULL:
+		return mp_fail(e, MPE_STORE_FULL, ENOSPC, "%s: the database's disk is full (%s)", what,
+			       sqlite3_errmsg(db));
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return mp_fail(e, MPE_STORE_BUSY, 0, "%s: the database is locked by another process (%s)", what,
+			       sqlite3_errmsg(db));
+	case SQLITE_READONLY:
+		return mp_fail(e, MPE_STORE_READONLY, 0, "%s: the database cannot be written (%s)", what,
+			       sqlite3_errmsg(db));
+	default:
+		return mp_fail(e, MPE_STORE_ERROR, 0, "%s: %s", what, sqlite3_errmsg(db));
+	}
+}
+
+static int exec(struct store *st, enum conn_id c, const char *sql, mp_err *e)
 {
 	char *msg = NULL;
 
-	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+	if (sqlite3_exec(st->c[c].db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		char what[64];
 		snprintf(what, sizeof what, "%.40s", sql);   /* the statement's start: "COMMIT", "BEGIN ..." */
-		store_fail(st, e, what);
+		store_fail(st, c, e, what);
 		sqlite3_free(msg);
 		return -1;
 	}
 	return 0;
 }
 
-int store_version(struct store *st)
+/* Before the statements are prepared (migrations): a one-off statement on the writer. */
+static int raw_version(struct store *st)
 {
 	sqlite3_stmt *s;
 	int v = -1;
 
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->c[W].db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	if (sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_int(s, 0);
@@ -76,12 +111,26 @@ int store_version(struct store *st)
 	return v;
 }
 
+int store_version(struct store *st)
+{
+	sqlite3_stmt *s;
+	int v = -1;
+
+	store_conn_lock(st, R);
+	s = stmt(st, ST_VERSION);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_reset(s);
+	store_conn_unlock(st, R);
+	return v;
+}
+
 static int migrate(struct store *st, mp_err *e)
 {
-	int v = store_version(st);
+	int v = raw_version(st);
 
 	if (v < 0)
-		return store_fail(st, e, "read schema version");
+		return store_fail(st, W, e, "read schema version");
 	if ((size_t)v > mpd_schema_count)
 		return mp_fail(e, MPE_STORE_TOO_NEW, 0,
 			       "database schema version %d is newer than this mempolicyd (%zu); refusing to "
@@ -89,17 +138,43 @@ static int migrate(struct store *st, mp_err *e)
 	for (size_t i = (size_t)v; i < mpd_schema_count; i++) {
 		char pragma[64];
 		snprintf(pragma, sizeof pragma, "PRAGMA user_version = %zu", i + 1);
-		if (exec(st, "BEGIN IMMEDIATE", e) < 0)
+		if (exec(st, W, "BEGIN IMMEDIATE", e) < 0)
 			return -1;
-		if (exec(st, mpd_schema_migrations[i], e) < 0 || exec(st, pragma, e) < 0) {
-			exec(st, "ROLLBACK", NULL);
+		if (exec(st, W, mpd_schema_migrations[i], e) < 0 || exec(st, W, pragma, e) < 0) {
+			exec(st, W, "ROLLBACK", NULL);
 			return mp_fail(e, MPE_STORE_MIGRATE, 0, "migration %zu failed: %s", i + 1, e->detail);
 		}
-		if (exec(st, "COMMIT", e) < 0)
+		if (exec(st, W, "COMMIT", e) < 0)
 			return -1;
 		log_info("database migrated to schema version %zu", i + 1);
 	}
 	return 0;
+}
+
+static int open_conn(struct store *st, enum conn_id c, const char *path, mp_err *e)
+{
+	/* NOMUTEX: our own mutex serialises each connection; SQLite's would serialise it twice. */
+	int flags = (c == W ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
+		    SQLITE_OPEN_NOMUTEX;
+
+	if (sqlite3_open_v2(path, &st->c[c].db, flags, NULL) != SQLITE_OK)
+		return mp_fail(e, MPE_STORE_OPEN, 0, "cannot open database %s%s: %s", path,
+			       c == R ? " for reading" : "", st->c[c].db ? sqlite3_errmsg(st->c[c].db) : "out of memory");
+	sqlite3_busy_timeout(st->c[c].db, 5000);
+	return 0;
+}
+
+static void read_kill_at(struct store *st)
+{
+	const char *v = getenv("MEMPOLICYD_TEST_KILL_AT");
+	const char *colon = v ? strrchr(v, ':') : NULL;
+	int n = colon ? atoi(colon + 1) : 0;
+
+	if (!colon || n <= 0 || (size_t)(colon - v) >= sizeof st->kill_tx)
+		return;
+	snprintf(st->kill_tx, sizeof st->kill_tx, "%.*s", (int)(colon - v), v);
+	st->kill_at = n;
+	log_warn("test fault point armed: SIGKILL after statement %d of transaction %s", n, st->kill_tx);
 }
 
 struct store *store_open(const char *path, mp_err *e)
@@ -110,18 +185,23 @@ struct store *store_open(const char *path, mp_err *e)
 		mp_nomem(e);
 		return NULL;
 	}
-	pthread_mutex_init(&st->lock, NULL);
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-			    NULL) != SQLITE_OK) {
-		mp_fail(e, MPE_STORE_OPEN, 0, "cannot open database %s: %s", path,
-			st->db ? sqlite3_errmsg(st->db) : "out of memory");
+	pthread_mutex_init(&st->c[W].mu, NULL);
+	pthread_mutex_init(&st->c[R].mu, NULL);
+	if (open_conn(st, W, path, e) < 0)
 		goto fail;
-	}
-	sqlite3_busy_timeout(st->db, 5000);
-	/* WAL + NORMAL survives a daemon crash (SIGKILL); an OS crash may lose the last commits. */
-	if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
-	    migrate(st, e) < 0)
+	/* WAL + NORMAL survives a daemon crash (SIGKILL); an OS crash may lose the last commits. WAL
+	 * is also what lets the reader scan while the writer commits. */
+	if (exec(st, W, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
+	    migrate(st, e) < 0 || open_conn(st, R, path, e) < 0)
 		goto fail;
+	for (int i = 0; i < ST__COUNT; i++)
+		if (sqlite3_prepare_v3(st->c[stmt_conn[i]].db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &st->stmts[i], NULL) != SQLITE_OK) {
+			store_fail(st, stmt_conn[i], e, "prepare");
+			mp_fail(e, MPE_STORE_OPEN, 0, "statement %d: %s", i, e->detail);
+			goto fail;
+		}
+	read_kill_at(st);
 	return st;
 fail:
 	store_close(st);
@@ -132,84 +212,176 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
-	for (int i = 0; i < STMT_CACHE; i++)
-		sqlite3_finalize(st->cache[i].stmt);
-	if (st->db) {
-		sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
-		sqlite3_close_v2(st->db);
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(st->stmts[i]);
+	sqlite3_close_v2(st->c[R].db);
+	if (st->c[W].db) {
+		sqlite3_exec(st->c[W].db, "PRAGMA optimize", NULL, NULL, NULL);
+		sqlite3_close_v2(st->c[W].db);
 	}
-	pthread_mutex_destroy(&st->lock);
+	pthread_mutex_destroy(&st->c[W].mu);
+	pthread_mutex_destroy(&st->c[R].mu);
 	free(st);
 }
 
-void store_lock(struct store *st)
+sqlite3_stmt *stmt(struct store *st, enum stmt_id id)
 {
-	pthread_mutex_lock(&st->lock);
-}
+	sqlite3_stmt *s = st->stmts[id];
 
-void store_unlock(struct store *st)
-{
-	pthread_mutex_unlock(&st->lock);
-}
-
-sqlite3 *store_db(struct store *st)
-{
-	return st->db;
-}
-
-sqlite3_stmt *store_stmt(struct store *st, const char *sql, mp_err *e)
-{
-	int i;
-
-	for (i = 0; i < STMT_CACHE && st->cache[i].sql; i++)
-		if (st->cache[i].sql == sql) {
-			sqlite3_reset(st->cache[i].stmt);
-			sqlite3_clear_bindings(st->cache[i].stmt);
-			return st->cache[i].stmt;
-		}
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
-		store_fail(st, e, "prepare");
-		return NULL;
-	}
-	if (i == STMT_CACHE) {
-		/* Cache full: a programming error (more distinct statements than expected). */
-		log_warn("statement cache full; raise STMT_CACHE");
-		sqlite3_finalize(st->cache[STMT_CACHE - 1].stmt);
-		i = STMT_CACHE - 1;
-	}
-	st->cache[i].sql = sql;
-	st->cache[i].stmt = s;
+	store_hold(st, stmt_conn[id], "stmt");
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
 	return s;
 }
 
-int store_begin(struct store *st, mp_err *e)
+int tx_begin(struct store *st, const char *name, mp_err *e)
 {
-	return exec(st, "BEGIN IMMEDIATE", e);
+	hold(st, W);
+	assert(!st->tx);
+	if (exec(st, W, "BEGIN IMMEDIATE", e) < 0)
+		return -1;
+	st->tx = name;
+	st->tx_steps = 0;
+	return 0;
 }
 
-int store_commit(struct store *st, mp_err *e)
+int tx_commit(struct store *st, mp_err *e)
 {
-	return exec(st, "COMMIT", e);
+	int rc;
+
+	hold(st, W);
+	rc = exec(st, W, "COMMIT", e);
+	if (rc < 0)
+		tx_rollback(st);
+	st->tx = NULL;
+	return rc;
 }
 
-void store_rollback(struct store *st)
+void tx_rollback(struct store *st)
 {
-	exec(st, "ROLLBACK", NULL);
+	hold(st, W);
+	if (!sqlite3_get_autocommit(st->c[W].db))
+		exec(st, W, "ROLLBACK", NULL);
+	st->tx = NULL;
 }
 
-json_t *store_col_int(sqlite3_stmt *s, int col)
+static void fault_point(struct store *st)
+{
+	st->tx_steps++;
+	if (st->kill_at && st->tx && st->tx_steps == st->kill_at && !strcmp(st->tx, st->kill_tx)) {
+		log_warn("test fault point: SIGKILL after statement %d of %s", st->tx_steps, st->tx);
+		raise(SIGKILL);
+	}
+}
+
+int run_write(struct store *st, sqlite3_stmt *s, mp_err *e, const char *what)
+{
+	int rc;
+
+	hold(st, W);
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, W, e, what);
+	fault_point(st);
+	return 0;
+}
+
+int64_t run_insert(struct store *st, sqlite3_stmt *s, mp_err *e, const char *what)
+{
+	if (run_write(st, s, e, what) < 0)
+		return -1;
+	return sqlite3_last_insert_rowid(st->c[W].db);
+}
+
+int run_write_one(struct store *st, sqlite3_stmt *s, enum mp_code not_found, const char *noun, int64_t id,
+		  mp_err *e, const char *what)
+{
+	if (run_write(st, s, e, what) < 0)
+		return -1;
+	if (sqlite3_changes(st->c[W].db) == 0)
+		return mp_fail(e, not_found, 0, "no %s %lld", noun, (long long)id);
+	return 0;
+}
+
+json_t *read_one(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, enum mp_code not_found,
+		 const char *noun, int64_t id, mp_err *e)
+{
+	json_t *out = NULL;
+	int rc;
+
+	hold(st, c);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		if (!(out = row(s)))
+			mp_nomem(e);
+	} else if (rc == SQLITE_DONE) {
+		mp_fail(e, not_found, 0, "no %s %lld", noun, (long long)id);
+	} else {
+		char what[64];
+		snprintf(what, sizeof what, "read %s", noun);
+		store_fail(st, c, e, what);
+	}
+	sqlite3_reset(s);
+	return out;
+}
+
+json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, mp_err *e, const char *what)
+{
+	json_t *arr = json_array(), *v;
+	int rc;
+
+	hold(st, c);
+	if (!arr) {
+		mp_nomem(e);
+		return NULL;
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!(v = row(s)) || json_array_append_new(arr, v) < 0) {
+			sqlite3_reset(s);
+			json_decref(arr);
+			mp_nomem(e);
+			return NULL;
+		}
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		store_fail(st, c, e, what);
+		return NULL;
+	}
+	return arr;
+}
+
+int bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
+{
+	return t ? sqlite3_bind_text(s, i, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, i);
+}
+
+int bind_json(sqlite3_stmt *s, int i, const json_t *v)
+{
+	char *t;
+
+	if (!v)
+		return sqlite3_bind_null(s, i);
+	if (!(t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+		return SQLITE_NOMEM;
+	/* The dumped string is handed to SQLite, which frees it. */
+	return sqlite3_bind_text(s, i, t, -1, free);
+}
+
+json_t *col_int(sqlite3_stmt *s, int col)
 {
 	return sqlite3_column_type(s, col) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, col));
 }
 
-json_t *store_col_text(sqlite3_stmt *s, int col)
+json_t *col_text(sqlite3_stmt *s, int col)
 {
 	const char *t = (const char *)sqlite3_column_text(s, col);
 	return t ? json_string(t) : json_null();
 }
 
-json_t *store_col_json(sqlite3_stmt *s, int col)
+json_t *col_json(sqlite3_stmt *s, int col)
 {
 	const char *t = (const char *)sqlite3_column_text(s, col);
 	json_t *v = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;

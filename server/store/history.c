@@ -4,34 +4,12 @@
 #include <string.h>
 
 #include "server/store/db.h"
+#include "server/store/internal.h"
 
-/* Binds a JSON value as TEXT (NULL stays NULL). The dumped string is handed to SQLite to free. */
-static int bind_json(sqlite3_stmt *s, int i, json_t *v)
+int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 {
-	char *t;
+	sqlite3_stmt *s = stmt(st, ST_OP_INSERT);
 
-	if (!v)
-		return sqlite3_bind_null(s, i);
-	if (!(t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
-		return SQLITE_NOMEM;
-	return sqlite3_bind_text(s, i, t, -1, free);
-}
-
-static int bind_text_or_null(sqlite3_stmt *s, int i, const char *t)
-{
-	return t ? sqlite3_bind_text(s, i, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, i);
-}
-
-static const char SQL_INSERT[] =
-	"INSERT INTO operations (kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, "
-	"error, request, result, kernel_release) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
-
-int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
-{
-	sqlite3_stmt *s = store_stmt(st, SQL_INSERT, e);
-
-	if (!s)
-		return -1;
 	sqlite3_bind_text(s, 1, op->kind, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(s, 2, op->source ? op->source : "api", -1, SQLITE_TRANSIENT);
 	if (op->has_actor) {
@@ -47,81 +25,66 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
 		sqlite3_bind_int(s, 8, op->err_no);
 	bind_text_or_null(s, 9, op->error);
 	if (bind_json(s, 10, op->request) != SQLITE_OK || bind_json(s, 11, op->result) != SQLITE_OK)
-		return store_fail(st, e, "bind operation");
+		return mp_nomem(e);
 	bind_text_or_null(s, 12, op->kernel_release);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		store_fail(st, e, "insert operation");
-		sqlite3_reset(s);
-		return -1;
-	}
-	sqlite3_reset(s);
-	return sqlite3_last_insert_rowid(store_db(st));
+	return run_insert(st, s, e, "insert operation");
 }
 
-static const char SQL_FINISH[] =
-	"UPDATE operations SET status = ?2, finished_ns = ?3, errno = ?4, error = ?5, "
-	"result = coalesce(?6, result) WHERE id = ?1";
+int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e)
+{
+	sqlite3_stmt *s = stmt(st, ST_OP_FINISH);
 
-static const char SQL_UNFINISHED[] =
-	"UPDATE operations SET status = 'interrupted', finished_ns = ?1, "
-	"error = 'the daemon stopped, or could not record the outcome, before this operation finished' "
-	"WHERE status = 'running' AND started_ns < ?2";
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_text(s, 2, out->status, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(s, 3, out->finished_ns);
+	if (out->err_no)
+		sqlite3_bind_int(s, 4, out->err_no);
+	bind_text_or_null(s, 5, out->error);
+	if (bind_json(s, 6, out->result) != SQLITE_OK)
+		return mp_nomem(e);
+	/* An operation that is not there is our bug (or a hand-edited database), not the client's. */
+	return run_write_one(st, s, MPE_STORE_ERROR, "operation", id, e, "finish operation");
+}
+
+int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
+{
+	int64_t id;
+
+	store_conn_lock(st, W);
+	id = op_insert_row(st, op, e);
+	store_conn_unlock(st, W);
+	return id;
+}
+
+int history_finish(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e)
+{
+	int rc;
+
+	store_conn_lock(st, W);
+	rc = op_finish_row(st, id, out, e);
+	store_conn_unlock(st, W);
+	return rc;
+}
 
 int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e)
 {
 	sqlite3_stmt *s;
 	int n = -1;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_UNFINISHED, e)))
-		goto out;
+	store_conn_lock(st, W);
+	s = stmt(st, ST_OP_UNFINISHED);
 	sqlite3_bind_int64(s, 1, now_ns);
 	sqlite3_bind_int64(s, 2, daemon_start_ns);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		store_fail(st, e, "mark unfinished operations");
-	else
-		n = sqlite3_changes(store_db(st));
-	sqlite3_reset(s);
-out:
-	store_unlock(st);
+	if (run_write(st, s, e, "mark unfinished operations") == 0)
+		n = sqlite3_changes(sqlite3_db_handle(s));
+	store_conn_unlock(st, W);
 	return n;
 }
 
-int history_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, int err_no,
-		   const char *error, json_t *result, mp_err *e)
+static int knob_change_row(struct store *st, int64_t op_id, const struct knob_change_rec *kc, mp_err *e)
 {
-	sqlite3_stmt *s = store_stmt(st, SQL_FINISH, e);
-	int rc;
+	sqlite3_stmt *s = stmt(st, ST_KNOB_CHANGE);
 
-	if (!s)
-		return -1;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, status, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 3, finished_ns);
-	if (err_no)
-		sqlite3_bind_int(s, 4, err_no);
-	bind_text_or_null(s, 5, error);
-	if (bind_json(s, 6, result) != SQLITE_OK)
-		return store_fail(st, e, "bind result");
-	rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, e, "finish operation");
-	if (sqlite3_changes(store_db(st)) != 1)
-		return mp_fail(e, MPE_STORE_ERROR, 0, "finish operation: no operation %lld", (long long)id);
-	return 0;
-}
-
-static const char SQL_KNOB_CHANGE[] =
-	"INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-
-int history_add_knob_change(struct store *st, int64_t op_id, const struct knob_change_rec *kc, mp_err *e)
-{
-	sqlite3_stmt *s = store_stmt(st, SQL_KNOB_CHANGE, e);
-	int rc;
-
-	if (!s)
-		return -1;
 	sqlite3_bind_int64(s, 1, op_id);
 	sqlite3_bind_int(s, 2, kc->seq);
 	sqlite3_bind_text(s, 3, kc->knob, -1, SQLITE_TRANSIENT);
@@ -130,14 +93,32 @@ int history_add_knob_change(struct store *st, int64_t op_id, const struct knob_c
 	sqlite3_bind_text(s, 6, kc->status, -1, SQLITE_TRANSIENT);
 	if (kc->err_no)
 		sqlite3_bind_int(s, 7, kc->err_no);
-	rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? 0 : store_fail(st, e, "insert knob change");
+	return run_write(st, s, e, "insert knob change");
 }
 
-/* ---- reading ---------------------------------------------------------------------------------- */
+int history_record_knobs(struct store *st, int64_t id, const struct knob_change_rec *kc, size_t n,
+			 const struct op_outcome *out, mp_err *e)
+{
+	int rc = -1;
 
-#define OP_COLS "id, kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, error"
+	store_conn_lock(st, W);
+	if (tx_begin(st, "knob_record", e) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (knob_change_row(st, id, &kc[i], e) < 0)
+			goto rollback;
+	if (op_finish_row(st, id, out, e) < 0)
+		goto rollback;
+	rc = tx_commit(st, e);
+	goto out;
+rollback:
+	tx_rollback(st);
+out:
+	store_conn_unlock(st, W);
+	return rc;
+}
+
+/* ---- reading (the reader connection) ---------------------------------------------------------- */
 
 /* The summary of a row selected with OP_COLS first. */
 static json_t *op_summary(sqlite3_stmt *s)
@@ -145,39 +126,30 @@ static json_t *op_summary(sqlite3_stmt *s)
 	json_t *actor = json_null();
 
 	if (sqlite3_column_type(s, 3) != SQLITE_NULL)
-		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 3), "name", store_col_text(s, 4));
+		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 3), "name", col_text(s, 4));
 	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
-			 "kind", store_col_text(s, 1),
-			 "source", store_col_text(s, 2),
+			 "kind", col_text(s, 1),
+			 "source", col_text(s, 2),
 			 "actor", actor,
-			 "started_ns", store_col_int(s, 5),
-			 "finished_ns", store_col_int(s, 6),
-			 "status", store_col_text(s, 7),
-			 "errno", store_col_int(s, 8),
-			 "error", store_col_text(s, 9));
+			 "started_ns", col_int(s, 5),
+			 "finished_ns", col_int(s, 6),
+			 "status", col_text(s, 7),
+			 "errno", col_int(s, 8),
+			 "error", col_text(s, 9));
 }
-
-/* One statement for every filter combination: a NULL parameter disables its condition. */
-static const char SQL_LIST[] =
-	"SELECT " OP_COLS " FROM operations "
-	"WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2) "
-	"AND (?3 IS NULL OR started_ns >= ?3) AND (?4 IS NULL OR started_ns < ?4) "
-	"AND (?5 IS NULL OR id < ?5) ORDER BY id DESC LIMIT ?6";
 
 int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
 		 mp_err *e)
 {
 	sqlite3_stmt *s;
-	json_t *a = json_array();
-	int64_t last = 0;
-	int rc, n = 0;
+	json_t *a;
+	size_t n;
 
 	*ops = NULL;
 	*next_before_id = 0;
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_LIST, e)))
-		goto fail;
+	store_conn_lock(st, R);
+	s = stmt(st, ST_OP_LIST);
 	bind_text_or_null(s, 1, f->kind);
 	bind_text_or_null(s, 2, f->status);
 	if (f->has_since)
@@ -188,84 +160,58 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 		sqlite3_bind_int64(s, 5, f->before_id);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == f->limit) {
-			*next_before_id = last;
-			break;
-		}
-		last = sqlite3_column_int64(s, 0);
-		json_array_append_new(a, op_summary(s));
-		n++;
+	a = read_many(st, R, s, op_summary, e, "list operations");
+	store_conn_unlock(st, R);
+	if (!a)
+		return -1;
+	if ((n = json_array_size(a)) > (size_t)f->limit) {
+		json_array_remove(a, n - 1);
+		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
 	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		store_fail(st, e, "list operations");
-		sqlite3_reset(s);
-		goto fail;
-	}
-	sqlite3_reset(s);
-	store_unlock(st);
 	*ops = a;
 	return 0;
-fail:
-	store_unlock(st);
-	json_decref(a);
-	return -1;
 }
 
-static const char SQL_GET[] =
-	"SELECT " OP_COLS ", request, result, kernel_release FROM operations WHERE id = ?1";
-static const char SQL_GET_CHANGES[] =
-	"SELECT seq, knob, old, new, status, errno FROM knob_changes WHERE op_id = ?1 ORDER BY seq";
+static json_t *op_full(sqlite3_stmt *s)
+{
+	json_t *op = op_summary(s);
+
+	if (op) {
+		json_object_set_new(op, "request", col_json(s, 10));
+		json_object_set_new(op, "result", col_json(s, 11));
+		json_object_set_new(op, "kernel_release", col_text(s, 12));
+	}
+	return op;
+}
+
+static json_t *change_row(sqlite3_stmt *s)
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "seq", col_int(s, 0), "knob", col_text(s, 1),
+			 "old", col_text(s, 2), "new", col_text(s, 3), "status", col_text(s, 4), "errno",
+			 col_int(s, 5));
+}
 
 json_t *history_get(struct store *st, int64_t id, mp_err *e)
 {
 	sqlite3_stmt *s;
-	json_t *op = NULL, *changes;
-	int rc;
+	json_t *op, *changes = NULL;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_GET, e)))
-		goto out;
+	store_conn_lock(st, R);
+	/* One read transaction, so that the operation and its changes are one snapshot. */
+	sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL);
+	s = stmt(st, ST_OP_GET);
 	sqlite3_bind_int64(s, 1, id);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_DONE) {
-		mp_fail(e, MPE_HISTORY_NOT_FOUND, 0, "no operation %lld", (long long)id);
-		sqlite3_reset(s);
-		goto out;
+	if ((op = read_one(st, R, s, op_full, MPE_HISTORY_NOT_FOUND, "operation", id, e))) {
+		s = stmt(st, ST_OP_GET_CHANGES);
+		sqlite3_bind_int64(s, 1, id);
+		if (!(changes = read_many(st, R, s, change_row, e, "get knob changes"))) {
+			json_decref(op);
+			op = NULL;
+		} else {
+			json_object_set_new(op, "knob_changes", changes);
+		}
 	}
-	if (rc != SQLITE_ROW) {
-		store_fail(st, e, "get operation");
-		sqlite3_reset(s);
-		goto out;
-	}
-	op = op_summary(s);
-	json_object_set_new(op, "request", store_col_json(s, 10));
-	json_object_set_new(op, "result", store_col_json(s, 11));
-	json_object_set_new(op, "kernel_release", store_col_text(s, 12));
-	sqlite3_reset(s);
-
-	if (!(s = store_stmt(st, SQL_GET_CHANGES, e))) {
-		json_decref(op);
-		op = NULL;
-		goto out;
-	}
-	sqlite3_bind_int64(s, 1, id);
-	changes = json_array();
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		json_array_append_new(changes, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-							 "seq", store_col_int(s, 0), "knob", store_col_text(s, 1),
-							 "old", store_col_text(s, 2), "new", store_col_text(s, 3),
-							 "status", store_col_text(s, 4), "errno", store_col_int(s, 5)));
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE) {
-		store_fail(st, e, "get knob changes");
-		json_decref(changes);
-		json_decref(op);
-		op = NULL;
-		goto out;
-	}
-	json_object_set_new(op, "knob_changes", changes);
-out:
-	store_unlock(st);
+	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
+	store_conn_unlock(st, R);
 	return op;
 }

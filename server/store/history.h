@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,19 +29,16 @@ struct op_record {
 	const char *kernel_release;
 };
 
-/* Inserts an operation and returns its id (> 0), or -1. Call with the store locked. */
+/* Inserts an operation (one autocommit) and returns its id (> 0), or -1. */
 int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e);
-/* Sets the outcome of a running operation. Call with the store locked. */
-int history_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, int err_no,
-		   const char *error, json_t *result, mp_err *e);
 
 /* At start, after the job runner's recovery: marks every operation still "running" that started
  * before this daemon did (a knob change cut short by a crash, or one whose outcome could not be
  * recorded) "interrupted", finished now. Changes this daemon is already making are left alone.
- * Returns how many, or -1. Takes the store lock itself. */
+ * Returns how many, or -1. */
 int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e);
 
-/* One knob write of an operation (the knob_changes table). Call with the store locked. */
+/* One knob write of an operation (the knob_changes table). */
 struct knob_change_rec {
 	int seq;                     /* order of the write within the operation */
 	const char *knob;
@@ -49,7 +47,23 @@ struct knob_change_rec {
 	const char *status;          /* written, failed, restored, restore_failed, skipped */
 	int err_no;                  /* 0 when none */
 };
-int history_add_knob_change(struct store *st, int64_t op_id, const struct knob_change_rec *kc, mp_err *e);
+
+/* The outcome of a running operation. */
+struct op_outcome {
+	const char *status;
+	int64_t finished_ns;
+	int err_no;                  /* 0 when none */
+	const char *error;           /* NULL when none */
+	json_t *result;              /* borrowed; NULL keeps the row's result */
+};
+
+/* Sets the outcome of a running operation (one autocommit). An unknown id is store.error. */
+int history_finish(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e);
+
+/* Transaction "knob_record": the n knob changes of operation id and its outcome, all or nothing.
+ * An unknown id is store.error. */
+int history_record_knobs(struct store *st, int64_t id, const struct knob_change_rec *kc, size_t n,
+			 const struct op_outcome *out, mp_err *e);
 
 /* Listing: newest first (id descending). Zero/NULL fields do not filter. */
 struct history_filter {
@@ -62,10 +76,10 @@ struct history_filter {
 	int limit;                   /* 1..1000 */
 };
 /* Fills *ops with a JSON array of summaries and *next_before_id with the cursor for the next
- * page (0 when this is the last). Takes the store lock itself. */
+ * page (0 when this is the last). Runs on the reader. */
 int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
 		 mp_err *e);
-/* One operation in full, with its knob changes; 404 MPE_HISTORY_NOT_FOUND. Takes the lock itself. */
+/* One operation in full, with its knob changes; MPE_HISTORY_NOT_FOUND when none. Runs on the reader. */
 json_t *history_get(struct store *st, int64_t id, mp_err *e);
 
 #endif

@@ -1,5 +1,6 @@
-/* SQL for the jobs and batches tables (schema/002_jobs.sql). Every function is called with the
- * store locked. */
+/* The jobs and batches tables (schema/002_jobs.sql). Every function takes the store's lock itself;
+ * a job's two rows (the job and its history operation) are only ever written together, in one
+ * named transaction, so that after any crash they agree. */
 #ifndef MPD_STORE_JOBS_H
 #define MPD_STORE_JOBS_H
 
@@ -11,6 +12,7 @@
 #include "common/err.h"
 
 struct store;
+struct op_record;
 
 struct job_row {
 	const char *kind;
@@ -21,18 +23,38 @@ struct job_row {
 	bool has_actor;
 	uid_t actor_uid;
 	const char *actor_name;
-	int64_t op_id;
 	int64_t created_ns;
 	json_t *request;             /* borrowed */
 	json_t *progress;            /* borrowed */
 };
 
-int64_t jobs_db_insert(struct store *st, const struct job_row *r, mp_err *e);
-int jobs_db_set_running(struct store *st, int64_t id, int64_t started_ns, mp_err *e);
-int jobs_db_finish(struct store *st, int64_t id, const char *status, int64_t finished_ns, const char *reason,
-		   int err_no, const char *error, json_t *progress, json_t *result, mp_err *e);
-/* The job as JSON (owned by the caller), NULL + 404 when unknown. */
+/* Transaction "job_submit": the job's operation (op, "running") and the job row pointing at it.
+ * Fills *op_id and *job_id. */
+int store_job_submit(struct store *st, const struct op_record *op, const struct job_row *r, int64_t *op_id,
+		     int64_t *job_id, mp_err *e);
+/* The job row says "running" since started_ns. */
+int store_job_start(struct store *st, int64_t id, int64_t started_ns, mp_err *e);
+
+/* How a job ended: written to the job row and to its operation. */
+struct job_end {
+	const char *tx;              /* the transaction's name: "job_finish" (NULL), "job_cancel", "job_recover" */
+	int64_t job_id;
+	int64_t op_id;               /* 0: the job has no operation */
+	const char *status;
+	int64_t finished_ns;
+	const char *reason;          /* NULL when none */
+	int err_no;                  /* 0 when none */
+	const char *error;           /* the job's error, NULL or "" when none */
+	const char *op_error;        /* the operation's error text, NULL when none */
+	json_t *progress;            /* borrowed; NULL keeps the row's */
+	json_t *result;              /* borrowed */
+};
+/* Transaction end->tx: the job row and its operation, both or neither. */
+int store_job_finish(struct store *st, const struct job_end *end, mp_err *e);
+
+/* The job as JSON (owned by the caller), NULL + MPE_JOB_NOT_FOUND when unknown. Reader. */
 json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e);
+/* Newest first; NULL/0 filters do not filter. Reader. */
 json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int64_t schedule_id,
 		     int64_t before_id, int limit, mp_err *e);
 
@@ -51,7 +73,7 @@ struct batch_row {
 	int64_t elapsed_ns, latency_ns;
 };
 
-/* Inserts n batches in one transaction. */
+/* Transaction "batches": n batches, all or none. */
 int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_err *e);
 
 #endif

@@ -4,40 +4,21 @@
 #include <string.h>
 
 #include "server/store/db.h"
-
-#define COLS "id, cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, " \
-	     "created_by_name, next_run_ns, last_run_ns, last_due_ns, last_status, last_job_id, "   \
-	     "last_op_id, last_error"
-
-static const char SQL_INSERT[] =
-	"INSERT INTO schedules (cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, "
-	"created_by_name, next_run_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-static const char SQL_GET[] = "SELECT " COLS " FROM schedules WHERE id = ?1";
-static const char SQL_LIST[] = "SELECT " COLS " FROM schedules ORDER BY id";
-static const char SQL_DELETE[] = "DELETE FROM schedules WHERE id = ?1";
-static const char SQL_DUE[] =
-	"SELECT id, cron, timezone, action, misfire_grace_s, next_run_ns FROM schedules "
-	"WHERE enabled = 1 AND next_run_ns IS NOT NULL AND next_run_ns <= ?1 ORDER BY next_run_ns, id";
-static const char SQL_NEXT[] =
-	"SELECT min(next_run_ns) FROM schedules WHERE enabled = 1 AND next_run_ns IS NOT NULL";
-static const char SQL_RAN[] =
-	"UPDATE schedules SET last_run_ns = ?2, last_due_ns = ?3, last_status = ?4, last_job_id = ?5, "
-	"last_op_id = ?6, last_error = ?7, next_run_ns = ?8 WHERE id = ?1";
+#include "server/store/internal.h"
 
 int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e)
 {
 	sqlite3_stmt *s;
-	char *action = json_dumps(n->action, JSON_COMPACT);
 	int64_t id = -1;
 
-	if (!action)
-		return mp_nomem(e);
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_INSERT, e)))
-		goto out;
+	store_conn_lock(st, W);
+	s = stmt(st, ST_SCHED_INSERT);
 	sqlite3_bind_text(s, 1, n->cron, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(s, 2, n->timezone, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, action, -1, SQLITE_TRANSIENT);
+	if (bind_json(s, 3, n->action) != SQLITE_OK) {
+		mp_nomem(e);
+		goto out;
+	}
 	sqlite3_bind_int(s, 4, n->enabled);
 	sqlite3_bind_int64(s, 5, n->misfire_grace_s);
 	sqlite3_bind_int64(s, 6, n->created_ns);
@@ -47,18 +28,13 @@ int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_er
 		sqlite3_bind_text(s, 8, n->name, -1, SQLITE_TRANSIENT);
 	if (n->next_run_ns)
 		sqlite3_bind_int64(s, 9, n->next_run_ns);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		store_fail(st, e, "insert schedule");
-	else
-		id = sqlite3_last_insert_rowid(store_db(st));
-	sqlite3_reset(s);
+	id = run_insert(st, s, e, "insert schedule");
 out:
-	store_unlock(st);
-	free(action);
+	store_conn_unlock(st, W);
 	return id;
 }
 
-/* The current row of an SQL_GET/SQL_LIST statement as the API shows it. */
+/* The current row of an SCHED_GET/SCHED_LIST statement as the API shows it. */
 static json_t *row_json(sqlite3_stmt *s)
 {
 	const char *action = (const char *)sqlite3_column_text(s, 3);
@@ -69,7 +45,7 @@ static json_t *row_json(sqlite3_stmt *s)
 		json_object_set_new(by, "uid", json_integer(sqlite3_column_int64(s, 7)));
 	else
 		json_object_set_new(by, "uid", json_null());
-	json_object_set_new(by, "name", store_col_text(s, 8));
+	json_object_set_new(by, "name", col_text(s, 8));
 	return json_pack("{s:I, s:s, s:s, s:o, s:b, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
 			 "cron", (const char *)sqlite3_column_text(s, 1),
@@ -79,81 +55,48 @@ static json_t *row_json(sqlite3_stmt *s)
 			 "misfire_grace_s", (json_int_t)sqlite3_column_int64(s, 5),
 			 "created_ns", (json_int_t)sqlite3_column_int64(s, 6),
 			 "created_by", by,
-			 "next_run_ns", store_col_int(s, 9),
-			 "last_run_ns", store_col_int(s, 10),
-			 "last_due_ns", store_col_int(s, 11),
-			 "last_status", store_col_text(s, 12),
-			 "last_job_id", store_col_int(s, 13),
-			 "last_op_id", store_col_int(s, 14),
-			 "last_error", store_col_text(s, 15));
+			 "next_run_ns", col_int(s, 9),
+			 "last_run_ns", col_int(s, 10),
+			 "last_due_ns", col_int(s, 11),
+			 "last_status", col_text(s, 12),
+			 "last_job_id", col_int(s, 13),
+			 "last_op_id", col_int(s, 14),
+			 "last_error", col_text(s, 15));
 }
 
 json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
 {
 	sqlite3_stmt *s;
-	json_t *out = NULL;
-	int rc;
+	json_t *out;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_GET, e)))
-		goto out;
+	store_conn_lock(st, R);
+	s = stmt(st, ST_SCHED_GET);
 	sqlite3_bind_int64(s, 1, id);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		out = row_json(s);
-	else if (rc == SQLITE_DONE)
-		mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule %lld", (long long)id);
-	else
-		store_fail(st, e, "read schedule");
-	sqlite3_reset(s);
-out:
-	store_unlock(st);
+	out = read_one(st, R, s, row_json, MPE_SCHEDULE_NOT_FOUND, "schedule", id, e);
+	store_conn_unlock(st, R);
 	return out;
 }
 
 json_t *sched_store_list(struct store *st, mp_err *e)
 {
-	sqlite3_stmt *s;
-	json_t *arr = json_array();
-	int rc;
+	json_t *arr;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_LIST, e)))
-		goto fail;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		json_array_append_new(arr, row_json(s));
-	if (rc != SQLITE_DONE) {
-		store_fail(st, e, "list schedules");
-		sqlite3_reset(s);
-		goto fail;
-	}
-	sqlite3_reset(s);
-	store_unlock(st);
+	store_conn_lock(st, R);
+	arr = read_many(st, R, stmt(st, ST_SCHED_LIST), row_json, e, "list schedules");
+	store_conn_unlock(st, R);
 	return arr;
-fail:
-	store_unlock(st);
-	json_decref(arr);
-	return NULL;
 }
 
 int sched_store_delete(struct store *st, int64_t id, mp_err *e)
 {
 	sqlite3_stmt *s;
-	int rc = -1;
+	int rc;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_DELETE, e)))
-		goto out;
+	store_conn_lock(st, W);
+	s = stmt(st, ST_SCHED_DELETE);
 	sqlite3_bind_int64(s, 1, id);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		store_fail(st, e, "delete schedule");
-	else if (sqlite3_changes(store_db(st)) == 0)
-		mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule %lld", (long long)id);
-	else
-		rc = 0;
-	sqlite3_reset(s);
-out:
-	store_unlock(st);
+	rc = run_write_one(st, s, MPE_SCHEDULE_NOT_FOUND, "schedule", id, e, "delete schedule");
+	store_conn_unlock(st, W);
 	return rc;
 }
 
@@ -176,16 +119,14 @@ int sched_store_due(struct store *st, int64_t now_ns, struct sched_due **out, si
 
 	*out = NULL;
 	*n = 0;
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_DUE, e)))
-		goto fail;
+	store_conn_lock(st, R);
+	s = stmt(st, ST_SCHED_DUE);
 	sqlite3_bind_int64(s, 1, now_ns);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
 			struct sched_due *nd = realloc(d, (cap = cap ? cap * 2 : 8) * sizeof *d);
 			if (!nd) {
 				mp_nomem(e);
-				sqlite3_reset(s);
 				goto fail;
 			}
 			d = nd;
@@ -201,23 +142,22 @@ int sched_store_due(struct store *st, int64_t now_ns, struct sched_due **out, si
 		if (!d[cnt].cron || !d[cnt].timezone || !d[cnt].action) {
 			cnt++;
 			mp_fail(e, MPE_STORE_BAD_ROW, 0, "schedule %lld: unreadable row", (long long)d[cnt - 1].id);
-			sqlite3_reset(s);
 			goto fail;
 		}
 		cnt++;
 	}
 	if (rc != SQLITE_DONE) {
-		store_fail(st, e, "read due schedules");
-		sqlite3_reset(s);
+		store_fail(st, R, e, "read due schedules");
 		goto fail;
 	}
 	sqlite3_reset(s);
-	store_unlock(st);
+	store_conn_unlock(st, R);
 	*out = d;
 	*n = cnt;
 	return 0;
 fail:
-	store_unlock(st);
+	sqlite3_reset(s);
+	store_conn_unlock(st, R);
 	sched_due_free(d, cnt);
 	return -1;
 }
@@ -227,39 +167,49 @@ int64_t sched_store_next_wake(struct store *st, mp_err *e)
 	sqlite3_stmt *s;
 	int64_t v = -1;
 
-	store_lock(st);
-	if (!(s = store_stmt(st, SQL_NEXT, e)))
-		goto out;
+	store_conn_lock(st, R);
+	s = stmt(st, ST_SCHED_NEXT);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 0);
 	else
-		store_fail(st, e, "read next schedule");
+		store_fail(st, R, e, "read next schedule");
 	sqlite3_reset(s);
-out:
-	store_unlock(st);
+	store_conn_unlock(st, R);
 	return v;
 }
 
 int sched_store_ran(struct store *st, int64_t id, const struct sched_ran *r, mp_err *e)
 {
-	sqlite3_stmt *s = store_stmt(st, SQL_RAN, e);
-	int rc;
+	sqlite3_stmt *s;
+	int64_t skip_op = 0, fail_op = 0;
+	int rc = -1;
 
-	if (!s)
-		return -1;
+	store_conn_lock(st, W);
+	if (tx_begin(st, "schedule_run", e) < 0)
+		goto out;
+	if ((r->skipped_op && (skip_op = op_insert_row(st, r->skipped_op, e)) < 0) ||
+	    (r->failed_op && (fail_op = op_insert_row(st, r->failed_op, e)) < 0))
+		goto rollback;
+	s = stmt(st, ST_SCHED_RAN);
 	sqlite3_bind_int64(s, 1, id);
 	sqlite3_bind_int64(s, 2, r->run_ns);
 	sqlite3_bind_int64(s, 3, r->due_ns);
 	sqlite3_bind_text(s, 4, r->status, -1, SQLITE_TRANSIENT);
 	if (r->job_id)
 		sqlite3_bind_int64(s, 5, r->job_id);
-	if (r->op_id)
-		sqlite3_bind_int64(s, 6, r->op_id);
+	if (fail_op || skip_op)
+		sqlite3_bind_int64(s, 6, fail_op ? fail_op : skip_op);
 	if (r->error)
 		sqlite3_bind_text(s, 7, r->error, -1, SQLITE_TRANSIENT);
 	if (r->next_run_ns)
 		sqlite3_bind_int64(s, 8, r->next_run_ns);
-	rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, e, "record schedule run");
-	sqlite3_reset(s);
+	if (run_write(st, s, e, "record schedule run") < 0)
+		goto rollback;
+	rc = tx_commit(st, e);
+	goto out;
+rollback:
+	tx_rollback(st);
+out:
+	store_conn_unlock(st, W);
 	return rc;
 }

@@ -1,5 +1,4 @@
-/* The schedules table. Every function here takes the store lock itself, except those marked
- * "locked", which run inside a caller's transaction. */
+/* The schedules table. Every function here takes the store's lock itself. */
 #ifndef MPD_STORE_SCHEDULES_H
 #define MPD_STORE_SCHEDULES_H
 
@@ -11,6 +10,7 @@
 #include "common/err.h"
 
 struct store;
+struct op_record;
 
 struct schedule_new {
 	const char *cron;            /* validated */
@@ -57,11 +57,15 @@ struct sched_ran {
 	int64_t due_ns;              /* the due minute it acted on */
 	const char *status;          /* "submitted", "skipped" or "failed" */
 	int64_t job_id;              /* 0 when none */
-	int64_t op_id;               /* the history operation of a skip or failure, 0 when none */
 	const char *error;           /* NULL when none */
 	int64_t next_run_ns;         /* 0: none */
+	/* The "schedule.run" history operations of this run, NULL when none: the occurrences
+	 * skipped, and a run that could not be submitted. The schedule's last_op_id is the failure's,
+	 * else the skip's. */
+	const struct op_record *skipped_op, *failed_op;
 };
-/* Locked: records a run and moves next_run_ns. 0 rows (deleted meanwhile) is not an error. */
+/* Transaction "schedule_run": inserts the run's operations, records the run and moves
+ * next_run_ns, all or nothing. A schedule deleted meanwhile is not an error (0 rows). */
 int sched_store_ran(struct store *st, int64_t id, const struct sched_ran *r, mp_err *e);
 
 #endif

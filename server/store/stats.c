@@ -1,46 +1,26 @@
 #include "server/store/stats.h"
 
-#include <pthread.h>
-#include <stdio.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "server/log.h"
 
 #include "server/store/db.h"
+#include "server/store/internal.h"
 
-/* One statement per combination of filters, so that SQLite sees plain equalities and ranges
- * (no "?n IS NULL OR ..." evaluated on every row) and picks the best covering index: with a size,
- * batches_stats_size walks that size's rows in latency order; without one, batches_stats walks the
- * kind's. Either way the samples arrive sorted, with no sort and no table lookup, which keeps the
- * statistics over a million batches within about a hundred milliseconds. */
 #define F_SIZE  1
 #define F_NODE  2
 #define F_SINCE 4
 #define F_UNTIL 8
-static char sql_variants[16][512];
-static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
+_Static_assert(ST_STATS_COUNT_15 == ST_STATS_COUNT_0 + 15 && ST_STATS_WALK_15 == ST_STATS_WALK_0 + 15,
+	       "the statistics variants are consecutive in the statement table");
 
-static void build_sql(void)
+static void bind_filter(sqlite3_stmt *s, const struct stats_filter *f)
 {
-	for (int m = 0; m < 16; m++)
-		snprintf(sql_variants[m], sizeof sql_variants[m],
-			 "SELECT latency_ns FROM batches WHERE kind = ?1 AND direction = ?2%s%s%s%s ORDER BY latency_ns",
-			 m & F_SIZE ? " AND size_kb = ?3" : "", m & F_NODE ? " AND node = ?4" : "",
-			 m & F_SINCE ? " AND started_ns >= ?5" : "", m & F_UNTIL ? " AND started_ns < ?6" : "");
-}
-
-int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
-{
-	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
-		(f->until_ns ? F_UNTIL : 0);
-	sqlite3_stmt *s;
-	double *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc, ret = -1;
-
-	pthread_once(&sql_once, build_sql);
-	store_lock(st);
-	/* The cache key is the variant's buffer, stable for the life of the process. */
-	if (!(s = store_stmt(st, sql_variants[m], e)))
-		goto out;
 	sqlite3_bind_text(s, 1, f->kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, f->grow ? "grow" : "shrink", -1, SQLITE_STATIC);
 	if (f->size_kb)
@@ -51,13 +31,31 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 		sqlite3_bind_int64(s, 5, f->since_ns);
 	if (f->until_ns)
 		sqlite3_bind_int64(s, 6, f->until_ns);
+}
+
+/* Up to this many samples are kept in memory (8 MiB) and walked once, as they come in latency
+ * order; a population larger than that is counted in SQL and walked again without a buffer. */
+size_t stats_buf_samples = (size_t)1 << 20;
+
+/* The walk in latency order into a buffer: 1 when it held every sample (*out filled), 0 when
+ * there are more than stats_buf_samples (nothing filled), -1 on error. */
+static int walk_buffered(struct store *st, sqlite3_stmt *s, struct mmstats *out, mp_err *e)
+{
+	double *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 4096;
-			double *nv = realloc(v, ncap * sizeof *v);
-			if (!nv) {
-				mp_nomem(e);
-				goto out;
+			double *nv;
+			if (cap >= stats_buf_samples) {
+				free(v);
+				return 0;
+			}
+			if (!(nv = realloc(v, (ncap = ncap > stats_buf_samples ? stats_buf_samples : ncap) * sizeof *v))) {
+				free(v);
+				return mp_nomem(e);
 			}
 			v = nv;
 			cap = ncap;
@@ -65,15 +63,99 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 		v[n++] = (double)sqlite3_column_int64(s, 0);
 	}
 	if (rc != SQLITE_DONE) {
-		store_fail(st, e, "latency statistics");
-		goto out;
+		free(v);
+		return store_fail(st, R, e, "latency statistics");
 	}
 	mmstats_sorted(v, n, out);
-	ret = 0;
-out:
-	if (s)
-		sqlite3_reset(s);
-	store_unlock(st);
 	free(v);
-	return ret;
+	return 1;
+}
+
+/* More samples than the buffer: n and the mean from SQL, then a walk that keeps nothing. */
+static int walk_counted(struct store *st, int m, const struct stats_filter *f, struct mmstats *out, mp_err *e)
+{
+	sqlite3_stmt *s = stmt(st, ST_STATS_COUNT_0 + m);
+	struct mmstats_walk w;
+	int64_t n;
+	double sum;
+	int rc;
+
+	bind_filter(s, f);
+	if (sqlite3_step(s) != SQLITE_ROW)
+		return store_fail(st, R, e, "latency statistics");
+	n = sqlite3_column_int64(s, 0);
+	sum = sqlite3_column_double(s, 1);
+	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
+	s = stmt(st, ST_STATS_WALK_0 + m);
+	bind_filter(s, f);
+	while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		mmstats_walk_add(&w, (double)sqlite3_column_int64(s, 0));
+	if (w.i != w.n)
+		return store_fail(st, R, e, "latency statistics");
+	mmstats_walk_end(&w);
+	return 0;
+}
+
+/* The scan yields the CPU to everything else while it runs: on a small machine a writer then
+ * loses no time to it, not even a core. Nice 19 for this thread only (Linux: per-thread), put back
+ * after; putting it back needs CAP_SYS_NICE, so without it scans are not niced at all (a request
+ * thread left at 19 would serve every later request slowly). */
+static int scan_nice_ok = 1;   /* 0 once putting the priority back failed; racy reads are harmless */
+
+static int scan_nice_begin(void)
+{
+	pid_t tid = gettid();
+	int old;
+
+	if (!__atomic_load_n(&scan_nice_ok, __ATOMIC_RELAXED))
+		return INT32_MIN;
+	errno = 0;
+	old = getpriority(PRIO_PROCESS, (id_t)tid);
+	if ((old == -1 && errno) || setpriority(PRIO_PROCESS, (id_t)tid, 19) < 0)
+		return INT32_MIN;
+	return old;
+}
+
+static void scan_nice_end(int old)
+{
+	if (old == INT32_MIN)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), old) < 0) {
+		__atomic_store_n(&scan_nice_ok, 0, __ATOMIC_RELAXED);
+		log_warn("statistics scans will not yield the CPU: cannot restore a thread's priority (%s)",
+			 strerror(errno));
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 0);
+	}
+}
+
+int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
+{
+	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
+		(f->until_ns ? F_UNTIL : 0);
+	sqlite3_stmt *s;
+	int rc = -1;
+
+	int nice_old;
+
+	store_conn_lock(st, R);
+	nice_old = scan_nice_begin();
+	/* One snapshot for every statement, so that a count is the walk's. */
+	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		store_fail(st, R, e, "latency statistics");
+		goto out;
+	}
+	s = stmt(st, ST_STATS_WALK_0 + m);
+	bind_filter(s, f);
+	rc = walk_buffered(st, s, out, e);
+	sqlite3_reset(s);
+	if (rc == 0)
+		rc = walk_counted(st, m, f, out, e);
+	sqlite3_reset(st->stmts[ST_STATS_COUNT_0 + m]);
+	sqlite3_reset(st->stmts[ST_STATS_WALK_0 + m]);
+	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
+	rc = rc < 0 ? -1 : 0;
+out:
+	scan_nice_end(nice_old);
+	store_conn_unlock(st, R);
+	return rc;
 }

@@ -18,7 +18,11 @@ struct stats_filter {
 	int64_t since_ns, until_ns;  /* 0: unbounded; batch started_ns in [since, until) */
 };
 
-/* Samples are batches' latency_ns (per page). Takes the store lock itself. */
+/* Samples are batches' latency_ns (per page), exact mmtests nearest-rank percentiles. On the
+ * reader, in one read transaction, walking a covering index in latency order: up to 2^20 samples
+ * (8 MiB) are kept and summarised in one pass; a larger population is counted in SQL first and
+ * walked again keeping nothing. Memory is bounded whatever the rows, one scan runs at a time (the
+ * reader's lock), and no writer ever waits for it. */
 int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e);
 
 #endif

@@ -62,6 +62,7 @@ class Daemon:
         self.log = os.path.join(self.dir, "daemon.log")
         self.tree = tree
         self.args = list(args)
+        self.env = None          # extra environment variables for the next start(), or None
         self.proc = None
         self.last_log = ""
 
@@ -73,7 +74,8 @@ class Daemon:
 
     def start(self, timeout=10):
         logf = open(self.log, "a")
-        self.proc = subprocess.Popen(self.command(), stdout=logf, stderr=subprocess.STDOUT)
+        env = dict(os.environ, **self.env) if self.env else None
+        self.proc = subprocess.Popen(self.command(), stdout=logf, stderr=subprocess.STDOUT, env=env)
         logf.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -42,9 +42,7 @@ static int64_t add(struct store *st, const char *kind, const char *status, int64
 				.status = status, .kernel_release = "6.18-test" };
 	int64_t id;
 
-	store_lock(st);
 	id = history_insert(st, &op, &e);
-	store_unlock(st);
 	ck_assert_msg(id > 0, "%s", e.detail);
 	return id;
 }
@@ -71,21 +69,26 @@ START_TEST(insert_finish_and_get_with_changes)
 	struct op_record op = { .kind = "knobs.set", .source = "api", .has_actor = true, .actor_uid = 1000,
 				.actor_name = "alice", .started_ns = 1000, .status = "running", .request = req,
 				.kernel_release = "6.18-test" };
-	struct knob_change_rec kc = { 0, "thp.enabled", "madvise", "never", "written", 0 };
-	struct knob_change_rec kc2 = { 1, "thp.defrag", "madvise", "defer", "failed", 22 };
+	struct knob_change_rec kc[3] = { { 0, "thp.enabled", "madvise", "never", "written", 0 },
+					 { 1, "thp.defrag", "madvise", "defer", "failed", 22 },
+					 { 0, "thp.enabled", "madvise", "never", "written", 0 } };
+	struct op_outcome out = { "rolled_back", 2000, 22, "refused", res };
+	struct op_outcome other = { "ok", 2000, 0, NULL, NULL };
 	json_t *got, *ch;
 	int64_t id;
 
-	store_lock(st);
 	id = history_insert(st, &op, &e);
 	ck_assert_int_gt(id, 0);
-	ck_assert_int_eq(history_add_knob_change(st, id, &kc, &e), 0);
-	ck_assert_int_eq(history_add_knob_change(st, id, &kc2, &e), 0);
-	/* the same (op, seq) twice is refused by the primary key */
-	ck_assert_int_eq(history_add_knob_change(st, id, &kc, &e), -1);
-	ck_assert_int_eq(history_finish(st, id, "rolled_back", 2000, 22, "refused", res, &e), 0);
-	ck_assert_int_eq(history_finish(st, id + 100, "ok", 2000, 0, NULL, NULL, &e), -1);
-	store_unlock(st);
+	/* the same (op, seq) twice is refused by the primary key, and the transaction takes the
+	 * whole record back: no change rows, the operation still running */
+	ck_assert_int_eq(history_record_knobs(st, id, kc, 3, &out, &e), -1);
+	got = history_get(st, id, &e);
+	ck_assert_str_eq(json_string_value(json_object_get(got, "status")), "running");
+	ck_assert_uint_eq(json_array_size(json_object_get(got, "knob_changes")), 0);
+	json_decref(got);
+	/* an unknown operation: nothing recorded either */
+	ck_assert_int_eq(history_record_knobs(st, id + 100, kc, 1, &other, &e), -1);
+	ck_assert_int_eq(history_record_knobs(st, id, kc, 2, &out, &e), 0);
 
 	got = history_get(st, id, &e);
 	ck_assert_ptr_nonnull(got);

@@ -304,14 +304,9 @@ static int64_t leave_running(const char *kind, json_t *request)
 	struct job_row row = { .kind = kind, .status = "running", .source = "api", .created_ns = op.started_ns,
 			       .request = request };
 	mp_err e = { 0 };
-	int64_t id;
+	int64_t op_id, id;
 
-	store_lock(app.store);
-	row.op_id = history_insert(app.store, &op, &e);
-	ck_assert_msg(row.op_id > 0, "%s", e.detail);
-	id = jobs_db_insert(app.store, &row, &e);
-	ck_assert_msg(id > 0, "%s", e.detail);
-	store_unlock(app.store);
+	ck_assert_msg(store_job_submit(app.store, &op, &row, &op_id, &id, &e) == 0, "%s", e.detail);
 	return id;
 }
 

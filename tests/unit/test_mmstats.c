@@ -7,6 +7,8 @@
 
 #include "common/mmstats.h"
 #include "server/store/db.h"
+#include "server/store/history.h"
+#include "server/store/internal.h"
 #include "server/store/jobs.h"
 #include "server/store/stats.h"
 #include "tests/unit/check_main.h"
@@ -66,6 +68,54 @@ START_TEST(seed_003_shape_on_large_values)
 }
 END_TEST
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The streaming walk (what the store uses) and the array version agree: percentiles and extremes
+ * exactly, the mean and deviation to rounding. */
+static void assert_same(const struct mmstats *a, const struct mmstats *b)
+{
+	ck_assert_uint_eq(a->count, b->count);
+	ck_assert_double_eq(a->min, b->min);
+	ck_assert_double_eq(a->q1, b->q1);
+	ck_assert_double_eq(a->q2, b->q2);
+	ck_assert_double_eq(a->q3, b->q3);
+	ck_assert_double_eq(a->p90, b->p90);
+	ck_assert_double_eq(a->p95, b->p95);
+	ck_assert_double_eq(a->p99, b->p99);
+	ck_assert_double_eq(a->max, b->max);
+	ck_assert_double_eq_tol(a->amean, b->amean, 1e-9 * b->amean);
+	if (b->count > 1)
+		ck_assert_double_eq_tol(a->stddev, b->stddev, 1e-9 * b->stddev + 1e-9);
+	else
+		ck_assert(isnan(a->stddev));
+}
+
+START_TEST(walk_matches_the_array_for_every_count)
+{
+	double v[300];
+	unsigned seed = 7;
+
+	for (size_t n = 1; n <= 300; n++) {
+		struct mmstats a, b;
+		struct mmstats_walk w;
+		double sum = 0;
+		for (size_t i = 0; i < n; i++)
+			sum += v[i] = (double)(1000 + rand_r(&seed) % 100000);
+		qsort(v, n, sizeof *v, cmp_double);
+		mmstats_sorted(v, n, &b);
+		mmstats_walk_begin(&w, n, sum / (double)n, &a);
+		for (size_t i = 0; i < n; i++)
+			mmstats_walk_add(&w, v[i]);
+		mmstats_walk_end(&w);
+		assert_same(&a, &b);
+	}
+}
+END_TEST
+
 START_TEST(store_query_filters_and_sorts)
 {
 	char path[] = "/tmp/mpd-mmstats-XXXXXX";
@@ -73,6 +123,7 @@ START_TEST(store_query_filters_and_sorts)
 	struct store *st;
 	struct batch_row rows[6];
 	struct stats_filter f = { .kind = "hugepages.resize", .grow = true, .node = -1 };
+	struct op_record op = { .kind = "hugepages.resize", .started_ns = 1, .status = "ok" };
 	struct mmstats s;
 	mp_err e = { 0 };
 
@@ -81,16 +132,13 @@ START_TEST(store_query_filters_and_sorts)
 	unlink(path);
 	st = store_open(path, &e);
 	ck_assert_msg(st != NULL, "%s", e.detail);
-	store_lock(st);
-	ck_assert_int_eq(sqlite3_exec(store_db(st), "INSERT INTO operations (id, kind, started_ns, status) "
-				      "VALUES (1, 'hugepages.resize', 1, 'ok')", NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_gt(history_insert(st, &op, &e), 0);
 	for (int i = 0; i < 6; i++)
 		rows[i] = (struct batch_row){ .op_id = 1, .seq = i + 1, .kind = "hugepages.resize", .size_kb = 2048,
 					      .node = i % 2, .grow = i < 5, .started_ns = 100 + i, .requested = 1,
 					      .achieved = 1, .elapsed_ns = 50 - i, .latency_ns = 50 - i };
 	rows[4].size_kb = 1048576;
 	ck_assert_int_eq(batches_db_insert(st, rows, 6, &e), 0);
-	store_unlock(st);
 
 	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
 	ck_assert_uint_eq(s.count, 5);              /* the shrink batch is not a sample */
@@ -110,6 +158,39 @@ START_TEST(store_query_filters_and_sorts)
 	f.until_ns = 104;
 	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
 	ck_assert_uint_eq(s.count, 2);
+	f.since_ns = 1000;   /* nothing matches: count 0, NaN (null in the API) everywhere else */
+	f.until_ns = 0;
+	ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+	ck_assert_uint_eq(s.count, 0);
+	ck_assert(isnan(s.min) && isnan(s.q2) && isnan(s.max) && isnan(s.amean) && isnan(s.stddev));
+
+	/* many rows in random order: the store's walk agrees with sorting them all in memory */
+	{
+		static struct batch_row many[1000];
+		static double lat[1000];
+		unsigned seed = 3;
+		struct mmstats want;
+		for (int i = 0; i < 1000; i++) {
+			lat[i] = (double)(1000 + rand_r(&seed) % 5000000);
+			many[i] = (struct batch_row){ .op_id = 1, .seq = 100 + i, .kind = "hugepages.resize",
+						      .size_kb = 4, .node = 3, .grow = true, .started_ns = 500 + i,
+						      .requested = 1, .achieved = 1, .latency_ns = (int64_t)lat[i] };
+		}
+		ck_assert_int_eq(batches_db_insert(st, many, 1000, &e), 0);
+		qsort(lat, 1000, sizeof *lat, cmp_double);
+		mmstats_sorted(lat, 1000, &want);
+		f = (struct stats_filter){ .kind = "hugepages.resize", .grow = true, .size_kb = 4, .node = -1 };
+		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+		assert_same(&s, &want);
+		/* the same when the population is larger than the buffer: counted, then walked */
+		stats_buf_samples = 100;
+		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+		assert_same(&s, &want);
+		f.since_ns = 1000;   /* 500 samples: still more than the buffer */
+		ck_assert_int_eq(stats_latency(st, &f, &s, &e), 0);
+		ck_assert_uint_eq(s.count, 500);
+		stats_buf_samples = (size_t)1 << 20;
+	}
 	store_close(st);
 	unlink(path);
 }
@@ -122,6 +203,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, quartiles_are_floor_nearest_rank);
 	tcase_add_test(tc, few_samples_collapse_onto_the_minimum);
 	tcase_add_test(tc, seed_003_shape_on_large_values);
+	tcase_add_test(tc, walk_matches_the_array_for_every_count);
 	tcase_add_test(tc, store_query_filters_and_sorts);
 	suite_add_tcase(s, tc);
 	return s;

@@ -134,9 +134,7 @@ static void test_fire(struct app *a, const struct sched_firing *f)
 	mp_err e = { 0 };
 
 	ck_assert_ptr_eq(a, &app);
-	store_lock(a->store);
 	ck_assert_msg(sched_store_ran(a->store, f->schedule->id, &r, &e) == 0, "%s", e.detail);
-	store_unlock(a->store);
 	pthread_mutex_lock(&fired_lock);
 	nfired++;
 	last = *f;

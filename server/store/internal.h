@@ -1,0 +1,91 @@
+/* Private to server/store/: the two connections, the statement table and the helpers every store
+ * function is written with. Nothing outside server/store/ includes this file.
+ *
+ * The lock rule: every public store function takes the lock of the connection it uses itself, for
+ * exactly the statements it runs, and releases it before it returns. Callers never lock. The
+ * helpers below assume the lock is held and check it (hold() aborts otherwise), so a helper called
+ * from the wrong place fails at once in every build rather than racing. */
+#ifndef MPD_STORE_INTERNAL_H
+#define MPD_STORE_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "server/store/stmts.h"
+
+enum conn_id { W, R };
+
+struct conn {
+	sqlite3 *db;                          /* owned */
+	pthread_mutex_t mu;                   /* serialises every use of db */
+};
+
+struct store {
+	struct conn c[2];                     /* [W] read-write, [R] read-only (WAL: never blocks W) */
+	sqlite3_stmt *stmts[ST__COUNT];       /* owned; prepared at open, on the connection stmt_conn[] names */
+	/* The named transaction in progress on the writer (under c[W].mu), and the test fault point. */
+	const char *tx;                       /* borrowed string literal; NULL outside a transaction */
+	int tx_steps;                         /* statements run inside it so far */
+	char kill_tx[32];                     /* MEMPOLICYD_TEST_KILL_AT=<tx>:<n>; "" when unset */
+	int kill_at;
+};
+
+/* Locking. lock() records, per thread, which connections it holds; hold() checks it. */
+void store_conn_lock(struct store *st, enum conn_id c);
+void store_conn_unlock(struct store *st, enum conn_id c);
+void store_hold(const struct store *st, enum conn_id c, const char *fn);
+#define hold(st, c) store_hold((st), (c), __func__)
+
+/* The statement id, reset with its bindings cleared; the caller holds its connection's lock. */
+sqlite3_stmt *stmt(struct store *st, enum stmt_id id);
+
+/* A named transaction on the writer (BEGIN IMMEDIATE ... COMMIT); the writer lock is held. The
+ * name is a string literal: it appears in errors and is what MEMPOLICYD_TEST_KILL_AT names. */
+int tx_begin(struct store *st, const char *name, mp_err *e);
+int tx_commit(struct store *st, mp_err *e);
+void tx_rollback(struct store *st);
+
+/* Fills e from connection c's last error; returns -1. */
+int store_fail(struct store *st, enum conn_id c, mp_err *e, const char *what);
+
+/* "One write": steps a writer statement to completion and resets it. Inside a named transaction
+ * this is also the fault point: the test can have the process SIGKILLed right after it. */
+int run_write(struct store *st, sqlite3_stmt *s, mp_err *e, const char *what);
+/* The same for an INSERT: the new row's id (> 0), or -1. */
+int64_t run_insert(struct store *st, sqlite3_stmt *s, mp_err *e, const char *what);
+/* The same for an UPDATE or DELETE of one row by id: 0 rows is not_found (a code from the
+ * registry) with "no <noun> <id>". */
+int run_write_one(struct store *st, sqlite3_stmt *s, enum mp_code not_found, const char *noun, int64_t id,
+		  mp_err *e, const char *what);
+
+/* "One row" and "many rows" of a read, as JSON made by row(): read_one fails with not_found ("no
+ * <noun> <id>") when there is no row; read_many returns an array (possibly empty). Both reset s. */
+typedef json_t *(*row_fn)(sqlite3_stmt *s);
+json_t *read_one(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, enum mp_code not_found,
+		 const char *noun, int64_t id, mp_err *e);
+json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, mp_err *e, const char *what);
+
+/* Binding: NULL binds SQL NULL; JSON is bound as compact text. */
+int bind_text_or_null(sqlite3_stmt *s, int i, const char *t);
+int bind_json(sqlite3_stmt *s, int i, const json_t *v);
+
+/* A result column as JSON (new references): NULL becomes json null; a text column that holds JSON
+ * (request, result, action) is parsed, and unparseable text also becomes null. */
+json_t *col_int(sqlite3_stmt *s, int col);
+json_t *col_text(sqlite3_stmt *s, int col);
+json_t *col_json(sqlite3_stmt *s, int col);
+
+/* How many latency samples a statistics query keeps in memory (2^20: 8 MiB) before it switches to
+ * counting first and walking without a buffer. A variable only so that a test can make it small. */
+extern size_t stats_buf_samples;
+
+/* Rows of one table written inside another file's transaction (the writer lock held). */
+struct op_record;
+struct op_outcome;
+int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e);
+int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e);
+
+#endif

@@ -1,0 +1,102 @@
+/* Private to server/store/: every SQL statement the daemon runs, one line each, prepared once at
+ * open on the connection it names (W: the writer, R: the read-only reader) and finalized at close.
+ * A statement is fetched by its index (stmt()), never looked up by text or pointer, and never
+ * evicted. Adding a statement = one line here. */
+#ifndef MPD_STORE_STMTS_H
+#define MPD_STORE_STMTS_H
+
+#define OP_COLS "id, kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, error"
+#define JOB_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, started_ns, " \
+	"finished_ns, request, progress, result, reason, errno, error"
+#define SCHED_COLS "id, cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, " \
+	"created_by_name, next_run_ns, last_run_ns, last_due_ns, last_status, last_job_id, last_op_id, last_error"
+
+/* The latency statistics: one WHERE per combination of filters (size, node, since, until), so that
+ * SQLite sees plain equalities and ranges and picks the covering index that walks the samples in
+ * latency order (batches_stats, or batches_stats_size with a size). V(bits, clause). */
+#define STATS_W(sz, nd, si, un) " FROM batches WHERE kind = ?1 AND direction = ?2" sz nd si un
+#define STATS_SZ " AND size_kb = ?3"
+#define STATS_ND " AND node = ?4"
+#define STATS_SI " AND started_ns >= ?5"
+#define STATS_UN " AND started_ns < ?6"
+#define STATS_VARIANTS(V) \
+	V(0,  STATS_W("",       "",       "",       ""))       \
+	V(1,  STATS_W(STATS_SZ, "",       "",       ""))       \
+	V(2,  STATS_W("",       STATS_ND, "",       ""))       \
+	V(3,  STATS_W(STATS_SZ, STATS_ND, "",       ""))       \
+	V(4,  STATS_W("",       "",       STATS_SI, ""))       \
+	V(5,  STATS_W(STATS_SZ, "",       STATS_SI, ""))       \
+	V(6,  STATS_W("",       STATS_ND, STATS_SI, ""))       \
+	V(7,  STATS_W(STATS_SZ, STATS_ND, STATS_SI, ""))       \
+	V(8,  STATS_W("",       "",       "",       STATS_UN)) \
+	V(9,  STATS_W(STATS_SZ, "",       "",       STATS_UN)) \
+	V(10, STATS_W("",       STATS_ND, "",       STATS_UN)) \
+	V(11, STATS_W(STATS_SZ, STATS_ND, "",       STATS_UN)) \
+	V(12, STATS_W("",       "",       STATS_SI, STATS_UN)) \
+	V(13, STATS_W(STATS_SZ, "",       STATS_SI, STATS_UN)) \
+	V(14, STATS_W("",       STATS_ND, STATS_SI, STATS_UN)) \
+	V(15, STATS_W(STATS_SZ, STATS_ND, STATS_SI, STATS_UN))
+
+#define STATS_COUNT_STMT(m, where) X(STATS_COUNT_##m, R, "SELECT count(*), total(latency_ns)" where)
+#define STATS_WALK_STMT(m, where)  X(STATS_WALK_##m, R, "SELECT latency_ns" where " ORDER BY latency_ns")
+
+#define STORE_STMTS(X) \
+	X(VERSION,          R, "PRAGMA user_version") \
+	/* operations (history.c) */ \
+	X(OP_INSERT,        W, "INSERT INTO operations (kind, source, actor_uid, actor_name, started_ns, finished_ns, " \
+	                       "status, errno, error, request, result, kernel_release) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)") \
+	X(OP_FINISH,        W, "UPDATE operations SET status = ?2, finished_ns = ?3, errno = ?4, error = ?5, " \
+	                       "result = coalesce(?6, result) WHERE id = ?1") \
+	X(OP_UNFINISHED,    W, "UPDATE operations SET status = 'interrupted', finished_ns = ?1, " \
+	                       "error = 'the daemon stopped, or could not record the outcome, before this operation " \
+	                       "finished' WHERE status = 'running' AND started_ns < ?2") \
+	X(KNOB_CHANGE,      W, "INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
+	/* one statement for every filter combination: a NULL parameter disables its condition */ \
+	X(OP_LIST,          R, "SELECT " OP_COLS " FROM operations " \
+	                       "WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2) " \
+	                       "AND (?3 IS NULL OR started_ns >= ?3) AND (?4 IS NULL OR started_ns < ?4) " \
+	                       "AND (?5 IS NULL OR id < ?5) ORDER BY id DESC LIMIT ?6") \
+	X(OP_GET,           R, "SELECT " OP_COLS ", request, result, kernel_release FROM operations WHERE id = ?1") \
+	X(OP_GET_CHANGES,   R, "SELECT seq, knob, old, new, status, errno FROM knob_changes WHERE op_id = ?1 " \
+	                       "ORDER BY seq") \
+	/* jobs and batches (jobs.c) */ \
+	X(JOB_INSERT,       W, "INSERT INTO jobs (kind, status, conflict_key, source, schedule_id, actor_uid, " \
+	                       "actor_name, op_id, created_ns, request, progress) VALUES (?,?,?,?,?,?,?,?,?,?,?)") \
+	X(JOB_RUNNING,      W, "UPDATE jobs SET status = 'running', started_ns = ? WHERE id = ?") \
+	X(JOB_FINISH,       W, "UPDATE jobs SET status = ?, finished_ns = ?, reason = ?, errno = ?, error = ?, " \
+	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \
+	X(JOB_GET,          R, "SELECT " JOB_COLS " FROM jobs WHERE id = ?") \
+	X(JOB_LIST,         R, "SELECT " JOB_COLS " FROM jobs WHERE (?1 IS NULL OR kind = ?1) " \
+	                       "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3) " \
+	                       "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5") \
+	X(JOB_ACTIVE,       R, "SELECT id, coalesce(op_id, 0) FROM jobs WHERE status IN ('queued', 'running') " \
+	                       "ORDER BY id LIMIT ?") \
+	X(BATCH_INSERT,     W, "INSERT INTO batches (op_id, seq, kind, size_kb, node, direction, started_ns, before, " \
+	                       "written, after, requested, achieved, elapsed_ns, latency_ns) " \
+	                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+	/* schedules (schedules.c) */ \
+	X(SCHED_INSERT,     W, "INSERT INTO schedules (cron, timezone, action, enabled, misfire_grace_s, created_ns, " \
+	                       "created_by_uid, created_by_name, next_run_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
+	X(SCHED_GET,        R, "SELECT " SCHED_COLS " FROM schedules WHERE id = ?1") \
+	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules ORDER BY id") \
+	X(SCHED_DELETE,     W, "DELETE FROM schedules WHERE id = ?1") \
+	X(SCHED_DUE,        R, "SELECT id, cron, timezone, action, misfire_grace_s, next_run_ns FROM schedules " \
+	                       "WHERE enabled = 1 AND next_run_ns IS NOT NULL AND next_run_ns <= ?1 " \
+	                       "ORDER BY next_run_ns, id") \
+	X(SCHED_NEXT,       R, "SELECT min(next_run_ns) FROM schedules WHERE enabled = 1 AND next_run_ns IS NOT NULL") \
+	X(SCHED_RAN,        W, "UPDATE schedules SET last_run_ns = ?2, last_due_ns = ?3, last_status = ?4, " \
+	                       "last_job_id = ?5, last_op_id = ?6, last_error = ?7, next_run_ns = ?8 WHERE id = ?1") \
+	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
+	STATS_VARIANTS(STATS_COUNT_STMT) \
+	STATS_VARIANTS(STATS_WALK_STMT)
+
+enum stmt_id {
+#define X(name, conn, sql) ST_##name,
+	STORE_STMTS(X)
+#undef X
+	ST__COUNT
+};
+
+#endif
