@@ -75,6 +75,19 @@
 	X(PROCESS_EXEC_FAILED,          "process.exec_failed",          UNPROCESSABLE, "the program could not be executed (not found, not executable); recorded") \
 	X(PROCESS_SETUP_FAILED,         "process.setup_failed",         KERNEL,        "the kernel refused a step of the child's set-up (policy, affinity, identity, cwd); recorded") \
 	X(PROCESS_TOO_MANY,             "process.too_many",             UNAVAILABLE,   "the daemon already tracks as many launched processes as it may") \
+	X(NODES_MALFORMED,              "nodes.malformed",              INVALID,       "a node list that is not the kernel's list form (0-1,3): empty, a sign, 0-, 3-1, 1,,2, a huge number") \
+	X(NODES_NOT_IN_TOPOLOGY,        "nodes.not_in_topology",        UNPROCESSABLE, "a node that is not online or has no memory") \
+	X(PROCESS_BAD_PID,              "process.bad_pid",              INVALID,       "a pid that is not a decimal number from 1 to 4194304") \
+	X(PROCESS_NOT_FOUND,            "process.not_found",            NOT_FOUND,     "no process has this pid, or it exited while being read") \
+	X(PROCESS_CHANGED,              "process.changed",              CONFLICT,      "the pid now names another process than the start time given (pids are reused)") \
+	X(PROCESS_DENIED,               "process.denied",               KERNEL,        "the kernel refuses the daemon the process's files (another namespace, not dumpable)") \
+	X(PROCESS_UNREADABLE,           "process.unreadable",           INTERNAL,      "the process's procfs files have a shape the daemon does not know, or could not be read") \
+	X(CGROUP_BAD_PATH,              "cgroup.bad_path",              INVALID,       "a cgroup path with .., an empty or hidden segment, a NUL, or a symlink out of the mount") \
+	X(CGROUP_NOT_FOUND,             "cgroup.not_found",             NOT_FOUND,     "no cgroup has this path") \
+	X(CGROUP_UNAVAILABLE,           "cgroup.unavailable",           CONFLICT,      "no cpuset controller is mounted (cgroup v2 with cpuset, or v1 cpuset)") \
+	X(CGROUP_ROOT,                  "cgroup.root",                  CONFLICT,      "the root cgroup's mems cannot be set") \
+	X(CGROUP_BAD_NODES,             "cgroup.bad_nodes",             UNPROCESSABLE, "mems outside the parent cgroup's effective mems") \
+	X(CGROUP_KERNEL_REFUSED,        "cgroup.kernel_refused",        KERNEL,        "the kernel refused the cpuset.mems write (a child uses other nodes, a populated cgroup emptied...)") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \

@@ -125,6 +125,16 @@ bad:
 	return -1;
 }
 
+int idset_parse_client(const char *s, idset *out)
+{
+	if (!*s || strchr(s, '\n')) {
+		idset_clear(out);
+		errno = EINVAL;
+		return -1;
+	}
+	return idset_parse(s, out);
+}
+
 int idset_format(const idset *s, char *buf, size_t len)
 {
 	size_t off = 0;

@@ -26,6 +26,11 @@ unsigned idset_count(const idset *s);
 /* Kernel list format "0-3,8,10-11" (also the empty string / "\n" for an empty set). Ids must be
  * < IDSET_MAX, ranges ascending. 0 or -1. */
 int idset_parse(const char *s, idset *out);
+/* A node or CPU list from a client: idset_parse's list form and nothing else. Unlike kernel
+ * text, the empty string and a trailing '\n' are refused too; so are "0-", "3-1", "1,,2", signs,
+ * spaces and ids >= IDSET_MAX (refused as soon as the digits exceed it, however many follow).
+ * 0 or -1 (EINVAL). */
+int idset_parse_client(const char *s, idset *out);
 /* Formats back to the canonical kernel form; returns the length or -1 if buf is too small. */
 int idset_format(const idset *s, char *buf, size_t len);
 

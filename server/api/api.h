@@ -50,6 +50,7 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 
 #define R_ADMIN 0x1   /* a change: the caller must be root or in the admin group */
 #define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
+#define R_TAIL  0x4   /* the pattern's last {} matches the rest of the path, '/' included */
 
 struct route {
 	const char *method;
@@ -114,5 +115,7 @@ int api_schedules_create(struct req *rq, mp_err *e);
 int api_schedule_get(struct req *rq, mp_err *e);
 int api_schedule_delete(struct req *rq, mp_err *e);
 int api_processes_launch(struct req *rq, mp_err *e);
+int api_process_get(struct req *rq, mp_err *e);
+int api_process_samples(struct req *rq, mp_err *e);
 
 #endif

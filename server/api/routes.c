@@ -31,6 +31,9 @@ const struct route api_routes[] = {
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
 	/* processes: a launch runs as the caller, so any local user may (ops/launch.c decides) */
 	{ "POST",   "/v1/processes",                  api_processes_launch,  R_BODY },
+	/* processes */
+	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
+	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

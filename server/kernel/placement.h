@@ -95,7 +95,7 @@ struct placement {
 	pid_t pid;
 	uint64_t start_time;           /* /proc/PID/stat field 22, clock ticks after boot */
 	char name[64];                 /* status "Name:" (comm, at most 15 bytes + escapes) */
-	long uid;                      /* status "Uid:" real uid; -1 when unread */
+	long uid, euid, suid;          /* status "Uid:" real, effective, saved; -1 when unread */
 	idset mems_allowed;            /* status Mems_allowed_list */
 	bool have_mems_allowed;
 	bool zombie;                   /* status "State: Z" */

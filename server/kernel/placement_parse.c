@@ -50,7 +50,7 @@ const char *pl_kind_name(enum pl_kind k)
 void pl_init(struct placement *p)
 {
 	memset(p, 0, sizeof *p);
-	p->uid = -1;
+	p->uid = p->euid = p->suid = -1;
 }
 
 void pl_free(struct placement *p)
@@ -519,9 +519,15 @@ int pl_parse_status(struct placement *p, const char *text)
 		return -EINVAL;
 	memcpy(p->name, v, n);
 	p->name[n] = '\0';
-	if (!(v = field(text, "Uid", &n)) || span_u64(v, strcspn(v, "\t \n"), &uid) < 0 || uid > INT32_MAX)
+	if (!(v = field(text, "Uid", &n)))
 		return -EINVAL;
-	p->uid = (long)uid;
+	for (int i = 0; i < 3; i++) {
+		size_t un = strcspn(v, "\t\n");
+		if (span_u64(v, un, &uid) < 0 || uid > UINT32_MAX || v[un] != '\t')
+			return -EINVAL;
+		*(i == 0 ? &p->uid : i == 1 ? &p->euid : &p->suid) = (long)uid;
+		v += un + 1;
+	}
 	if ((v = field(text, "State", &n)))
 		p->zombie = n > 0 && v[0] == 'Z';
 	/* A kernel without cpusets has no Mems_allowed_list: nothing is confined then. */

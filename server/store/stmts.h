@@ -88,6 +88,14 @@
 	X(SCHED_NEXT,       R, "SELECT min(next_run_ns) FROM schedules WHERE enabled = 1 AND next_run_ns IS NOT NULL") \
 	X(SCHED_RAN,        W, "UPDATE schedules SET last_run_ns = ?2, last_due_ns = ?3, last_status = ?4, " \
 	                       "last_job_id = ?5, last_op_id = ?6, last_error = ?7, next_run_ns = ?8 WHERE id = ?1") \
+	/* process samples (samples.c): the kind index narrows, json_extract picks the process; the \
+	 * newest ?3, returned oldest first */ \
+	X(SAMPLES_LIST,     R, "SELECT id, started_ns, result FROM (SELECT id, started_ns, result FROM operations " \
+	                       "WHERE kind = 'process.sample' AND json_extract(request, '$.pid') = ?1 " \
+	                       "AND json_extract(request, '$.start_time') = ?2 ORDER BY id DESC LIMIT ?3) ORDER BY id") \
+	X(SAMPLES_LAST,     R, "SELECT json_extract(request, '$.start_time') FROM operations " \
+	                       "WHERE kind = 'process.sample' AND json_extract(request, '$.pid') = ?1 " \
+	                       "ORDER BY id DESC LIMIT 1") \
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)

@@ -70,6 +70,23 @@ START_TEST(idset_rejects_malformed)
 }
 END_TEST
 
+START_TEST(idset_client_lists)
+{
+	/* The refusals issue 8 names, and what kernel text may have but a client may not. */
+	static const char *bad[] = { "", "\n", "0\n", "0-", "3-1", "1,,2", "99999999999999999999", "4096",
+				     "-1", "+1", " 1", "1 ", "0x1", "1-2-3", "0,", ",0", "a", "1%00" };
+	idset s;
+	char buf[64];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(idset_parse_client(bad[i], &s) == -1, "accepted '%s'", bad[i]);
+	ck_assert_int_eq(idset_parse_client("0-1,3", &s), 0);
+	idset_format(&s, buf, sizeof buf);
+	ck_assert_str_eq(buf, "0-1,3");
+	ck_assert_int_eq(idset_parse_client("4095", &s), 0);
+	ck_assert(idset_has(&s, 4095));
+}
+END_TEST
+
 START_TEST(idset_format_too_small)
 {
 	idset s;
@@ -198,6 +215,7 @@ static Suite *parse_suite(void)
 	tcase_add_test(tc, i64_signs_and_limits);
 	tcase_add_test(tc, idset_kernel_lists);
 	tcase_add_test(tc, idset_rejects_malformed);
+	tcase_add_test(tc, idset_client_lists);
 	tcase_add_test(tc, idset_format_too_small);
 	tcase_add_test(tc, sizes_all_spellings);
 	tcase_add_test(tc, size_formatting);

@@ -384,10 +384,13 @@ START_TEST(status_fields)
 	free(t);
 	ck_assert_str_eq(p.name, "my prog");
 	ck_assert_int_eq(p.uid, 1000);
+	ck_assert_int_eq(p.euid, 1001);
+	ck_assert_int_eq(p.suid, 1002);
 	ck_assert(p.have_mems_allowed);
 	ck_assert_str_eq(nodes_str(&p.mems_allowed), "0,2");
 	ck_assert_int_eq(pl_parse_status(&p, "Name:\tx\nUid:\t-1\t0\t0\t0\n"), -EINVAL);
 	ck_assert_int_eq(pl_parse_status(&p, "Uid:\t0\t0\t0\t0\n"), -EINVAL);
+	ck_assert_int_eq(pl_parse_status(&p, "Name:\tx\nUid:\t0\t0\n"), -EINVAL);
 }
 END_TEST
 

@@ -1,0 +1,47 @@
+/* Reading processes: placement (kernel/placement.h) as JSON, who may read which process, and the
+ * process.sample operation. proc-act's launch watch and migrate before/after use the same calls,
+ * so every placement in history has one shape. */
+#ifndef MPD_OPS_PROCESSES_H
+#define MPD_OPS_PROCESSES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "server/app.h"
+#include "server/kernel/placement.h"
+
+struct proc_caller {
+	bool known;                  /* false over TCP: no identity */
+	bool admin;                  /* root or the admin group */
+	uid_t uid;
+	const char *name;            /* borrowed; "" when the uid has none */
+	const char *source;          /* "api", "watch", ... */
+};
+
+/* A pid from client text ("1".."4194304", strict). 0, or -1 with 400 process.bad_pid. */
+int process_pid_parse(const char *s, pid_t *pid, mp_err *e);
+
+/* Reads pid's placement into *p (pl_free it). expect_start 0: any process with this pid; else it
+ * must be that one (409 process.changed). 404 process.not_found when there is none or it exited
+ * mid-read; 500 process.unreadable for files the parser refuses. */
+int process_read(struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e);
+
+/* Who may read a process's placement (its mappings and their addresses): an admin any process;
+ * another local caller only a process whose real, effective and saved uid are all its own (the
+ * uid part of the kernel's own PTRACE_MODE_READ check for numa_maps); over TCP nobody. 0 or -1
+ * with 403 auth.forbidden. */
+int process_may_read(const struct proc_caller *who, const struct placement *p, mp_err *e);
+
+/* The placement as the API shows it. with_mappings false: nodes, totals, locality, policies only
+ * (the shape recorded in history). NULL on out of memory. */
+json_t *placement_json(const struct placement *p, bool with_mappings);
+
+/* Records a process.sample operation of p (already read) with its summary as the result; the
+ * request is {"pid", "start_time"}. Returns the operation id, or -1 with e. */
+int64_t process_sample_record(struct app *app, const struct proc_caller *who, const struct placement *p,
+			      int64_t started_ns, mp_err *e);
+
+#endif
