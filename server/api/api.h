@@ -117,5 +117,9 @@ int api_schedule_delete(struct req *rq, mp_err *e);
 int api_processes_launch(struct req *rq, mp_err *e);
 int api_process_get(struct req *rq, mp_err *e);
 int api_process_samples(struct req *rq, mp_err *e);
+int api_cgroup_root_get(struct req *rq, mp_err *e);
+int api_cgroup_get(struct req *rq, mp_err *e);
+int api_cgroup_put(struct req *rq, mp_err *e);
+int api_cgroup_root_put(struct req *rq, mp_err *e);
 
 #endif

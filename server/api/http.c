@@ -95,15 +95,16 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e
 
 /* ---- routing -------------------------------------------------------------------------------- */
 
-/* Does url match pattern? Captures {} segments into params when given. */
-static bool match(const char *pattern, const char *url, char **params)
+/* Does url match the route's pattern? Captures {} segments into params when given. With R_TAIL
+ * the pattern's last {} takes the rest of the path, '/' included (a cgroup path). */
+static bool match(const struct route *r, const char *url, char **params)
 {
 	int np = 0;
-	const char *p = pattern, *u = url;
+	const char *p = r->pattern, *u = url;
 
 	while (*p && *u) {
 		if (p[0] == '{' && p[1] == '}') {
-			const char *end = strchr(u, '/');
+			const char *end = (r->flags & R_TAIL) && !p[2] ? NULL : strchr(u, '/');
 			size_t n = end ? (size_t)(end - u) : strlen(u);
 			if (n == 0 || np == API_MAX_PARAMS)
 				return false;
@@ -129,7 +130,7 @@ static const struct route *route_find(const char *method, const char *url, char 
 	allow[0] = '\0';
 	for (size_t i = 0; i < api_nroutes; i++) {
 		const struct route *r = &api_routes[i];
-		if (!match(r->pattern, url, NULL))
+		if (!match(r, url, NULL))
 			continue;
 		*path_known = true;
 		/* The first match wins, so a literal ("/v1/history/stats") listed before a pattern
@@ -217,7 +218,7 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 			goto unroute;
 		}
 	}
-	match(s->route->pattern, url, s->rq.param);
+	match(s->route, url, s->rq.param);
 	return;
 unroute:
 	s->route = NULL;

@@ -34,6 +34,11 @@ const struct route api_routes[] = {
 	/* processes */
 	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
 	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
+	/* cgroups: the path is the rest of the URL (R_TAIL) */
+	{ "GET",    "/v1/cgroups",                    api_cgroup_root_get,   0 },
+	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY },
+	{ "GET",    "/v1/cgroups/{}",                 api_cgroup_get,        R_TAIL },
+	{ "PUT",    "/v1/cgroups/{}",                 api_cgroup_put,        R_ADMIN | R_BODY | R_TAIL },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];
