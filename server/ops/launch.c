@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 
 #include "server/app.h"
-#include "server/kernel/procstat.h"
+#include "server/kernel/proc.h"
 #include "server/log.h"
 #include "server/ops/children.h"
 #include "server/store/db.h"
@@ -87,7 +87,7 @@ int launch_start(struct app *app, const json_t *body, const struct launch_who *w
 		goto out_slot;
 	}
 	/* The start time makes the pid an identity: pids are reused, (pid, start time) is not. */
-	if ((kr = procstat_start_time(app->procfs_root, pid, &start)) < 0)
+	if ((kr = proc_start_time(app->procfs_root, pid, &start)) < 0)
 		log_warn("pid %d: reading its start time: %s", (int)pid, strerror(-kr));
 	res = json_pack("{s:i, s:I, s:I, s:i, s:i, s:s, s:o, s:o, s:o}", "pid", (int)pid, "start_time",
 			(json_int_t)start, "operation_id", (json_int_t)op_id, "uid", (int)r.uid, "gid", (int)r.gid,

@@ -4,6 +4,7 @@
 
 #include "server/app.h"
 #include "server/log.h"
+#include "server/ops/processes.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
 
@@ -28,7 +29,21 @@ void sample_record(struct app *app, const struct child_info *ci, unsigned seq, c
 			? json_pack("{s:i}", "signal", WTERMSIG(*wait_status))
 			: json_pack("{s:i}", "code", WEXITSTATUS(*wait_status)));
 	}
-	/* TODO(proc-inspect's placement reader): the placement of ci->pid as "placement". */
+	/* While the process runs, the sample is its placement (the shape GET /v1/processes/{pid}
+	 * answers without mappings), read for this very process: a pid reused since is not read. */
+	if (!wait_status && res) {
+		struct placement p;
+		mp_err pe = { 0 };
+		if (process_read(app, ci->pid, ci->start_time, &p, &pe) == 0) {
+			json_t *pj = placement_json(&p, false);
+			if (pj)
+				json_object_update(res, pj);
+			json_decref(pj);
+			pl_free(&p);
+		} else {
+			json_object_set_new(res, "placement_error", json_string(pe.detail));
+		}
+	}
 	if (!req || !res)
 		log_error("pid %d: sample %u: out of memory", (int)ci->pid, seq);
 	else if (procs_db_record(app->store, &op, &e) < 0)

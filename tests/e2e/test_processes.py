@@ -195,6 +195,28 @@ class ProcessPlacementReal(SpecDaemonTest):
         self.assertEqual(s["samples"], [])
         self.call("GET", "/v1/processes/%d" % c.pid, status=404)
 
+    def test_a_launch_watch_records_placement_samples(self):
+        """POST /v1/processes with watch: each sample while the program runs is its placement,
+        read back through /samples; under bind:0 the task policy governs every mapping."""
+        r = self.d.request("POST", "/v1/processes", body={"argv": ["sleep", "1"], "policy": {"mode": "bind", "nodes": "0"},
+                                                          "watch": {"interval_ms": 200}})
+        self.assertEqual(r.status, 201, r.raw)
+        pid, st = r.json["pid"], r.json["start_time"]
+        deadline = time.monotonic() + 10
+        samples = []
+        while time.monotonic() < deadline:
+            samples = self.call("GET", "/v1/processes/%d/samples?start_time=%d" % (pid, st)).json["samples"]
+            if samples and "exited" in samples[-1]["result"]:
+                break
+            time.sleep(0.1)
+        running = [x["result"] for x in samples if "exited" not in x["result"]]
+        self.assertGreaterEqual(len(running), 2, samples)
+        for res in running:
+            self.assertEqual((res["pid"], res["start_time"]), (pid, st))
+            self.assertGreater(res["totals"]["resident_bytes"], 0)
+            self.assertEqual([p["mode"] for p in res["policies"]], ["bind"])
+            self.assertEqual(res["locality"]["share"], 1.0)
+
     def test_bad_input_is_refused_and_changes_nothing(self):
         c = self.child("anon:64")
         st = start_time(c.pid)
