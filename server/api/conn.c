@@ -57,10 +57,11 @@ void conn_limits_default(struct conn_limits *l)
 
 int conn_limits_check(const struct conn_limits *l, mp_err *e)
 {
-	/* libmicrohttpd splits max_connections over its 4 worker threads: fewer than 4 leaves a
-	 * worker that accepts nothing. */
-	if (l->max_connections < 4 || l->max_connections > 1000000)
-		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "max-connections must be 4 to 1000000, not %u", l->max_connections);
+	/* libmicrohttpd splits max_connections over its worker threads: fewer leaves a worker that
+	 * accepts nothing. */
+	if (l->max_connections < CONN_WORKERS || l->max_connections > 1000000)
+		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "max-connections must be %d to 1000000, not %u", CONN_WORKERS,
+			       l->max_connections);
 	if (l->admin_reserve >= l->max_connections)
 		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "admin-reserve (%u) must be less than max-connections (%u)",
 			       l->admin_reserve, l->max_connections);

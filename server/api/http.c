@@ -369,7 +369,7 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
 				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)4,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)CONN_WORKERS,
 				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
