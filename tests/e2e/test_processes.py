@@ -174,7 +174,7 @@ class ProcessPlacementReal(SpecDaemonTest):
         for _ in range(3):
             r = self.call("GET", "/v1/processes/%d?sample=true&mappings=false" % c.pid).json
             ids.append(r["operation_id"])
-        op = self.call("GET", "/v1/history/%d" % ids[0]).json
+        op = self.call("GET", "/v1/history/%d" % ids[-1]).json
         self.assertEqual(op["kind"], "process.sample")
         self.assertEqual(op["request"], {"pid": c.pid, "start_time": start_time(c.pid)})
         self.assertEqual(op["actor"]["uid"], 0)
