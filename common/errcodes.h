@@ -67,8 +67,6 @@
 	X(SCHEDULE_NO_RUNNER,           "schedule.no_runner",           UNAVAILABLE,   "the scheduler cannot start without the job runner") \
 	X(SCHEDULE_THREAD,              "schedule.thread",              INTERNAL,      "the scheduler thread could not be started") \
 	X(PROCESS_BAD_POLICY,           "process.bad_policy",           UNPROCESSABLE, "an unknown policy mode, or nodes or flags the mode does not take") \
-	X(PROCESS_BAD_NODELIST,         "process.bad_nodelist",         INVALID,       "a node or CPU list that does not parse (0-, 3-1, 1,,2, ids too large)") \
-	X(PROCESS_BAD_NODE,             "process.bad_node",             UNPROCESSABLE, "a node that is not online, or has no memory where memory is needed") \
 	X(PROCESS_BAD_CPUS,             "process.bad_cpus",             UNPROCESSABLE, "CPUs or CPU nodes this host does not have") \
 	X(PROCESS_BAD_USER,             "process.bad_user",             UNPROCESSABLE, "a user that does not exist") \
 	X(PROCESS_UNSUPPORTED,          "process.unsupported",          CONFLICT,      "this kernel lacks the policy mode, flag or control asked for (the detail says which)") \

@@ -34,6 +34,9 @@ const struct route api_routes[] = {
 	/* processes */
 	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
 	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
+	/* the process's own user may migrate it (ops/pmigrate.c decides); collapse needs CAP_SYS_NICE */
+	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_BODY },
+	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_BODY },
 	/* cgroups: the path is the rest of the URL (R_TAIL) */
 	{ "GET",    "/v1/cgroups",                    api_cgroup_root_get,   0 },
 	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY },

@@ -3,10 +3,13 @@
 #include "server/ops/kinds.h"
 
 #include "server/jobs/job_ctx.h"
+#include "server/ops/pmigrate.h"
 #include "server/ops/resize.h"
 
 static const struct job_kind *const kinds[] = {
 	&resize_job,                 /* hugepages.resize */
+	&migrate_job,                /* process.migrate */
+	&collapse_job,               /* process.collapse */
 };
 
 int ops_register_kinds(struct jobs *j, mp_err *e)

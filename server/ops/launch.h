@@ -59,11 +59,11 @@ void launch_req_free(struct launch_req *r);
  * "user", "policy", "watch"} (owned by the caller). */
 int launch_start(struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
 
-/* Node lists from clients: strict kernel list form (common/parse.h), no newline, not empty
- * unless allow_empty. 400 MPE_PROCESS_BAD_NODELIST naming field. */
+/* Node lists from clients: idset_parse_client's strict list form; "" only when allow_empty.
+ * 400 MPE_NODES_MALFORMED naming field. */
 int launch_parse_nodes(const char *text, const char *field, bool allow_empty, idset *out, mp_err *e);
 /* Every node of set must be online in t, and (need_memory) at least one must have memory: 422
- * MPE_PROCESS_BAD_NODE. */
+ * MPE_NODES_NOT_IN_TOPOLOGY. */
 int launch_check_nodes(const struct topology *t, const idset *set, const char *field, bool need_memory,
 		       mp_err *e);
 

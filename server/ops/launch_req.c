@@ -49,12 +49,13 @@ static int opt_string(const json_t *obj, const char *key, const char *where, con
 
 int launch_parse_nodes(const char *text, const char *field, bool allow_empty, idset *out, mp_err *e)
 {
-	/* idset_parse tolerates the kernel's trailing newline; a client has no reason to send one. */
-	if (strlen(text) > 1024 || strchr(text, '\n') || idset_parse(text, out) < 0)
-		return mp_fail(e, MPE_PROCESS_BAD_NODELIST, EINVAL,
+	if (allow_empty && !*text) {
+		idset_clear(out);
+		return 0;
+	}
+	if (strlen(text) > 1024 || idset_parse_client(text, out) < 0)
+		return mp_fail(e, MPE_NODES_MALFORMED, EINVAL,
 			       "\"%s\" is not a list like \"0-1,3\" (ascending ranges, ids below %d)", field, IDSET_MAX);
-	if (!allow_empty && idset_count(out) == 0)
-		return mp_fail(e, MPE_PROCESS_BAD_NODELIST, EINVAL, "\"%s\" names no node", field);
 	return 0;
 }
 
@@ -68,11 +69,11 @@ int launch_check_nodes(const struct topology *t, const idset *set, const char *f
 		if (!idset_has(set, i))
 			continue;
 		if ((ix = topo_index(t, i)) < 0)
-			return mp_fail(e, MPE_PROCESS_BAD_NODE, 0, "%s: node %u is not online on this host", field, i);
+			return mp_fail(e, MPE_NODES_NOT_IN_TOPOLOGY, 0, "%s: node %u is not online on this host", field, i);
 		memory |= t->nodes[ix].has_memory;
 	}
 	if (need_memory && !memory)
-		return mp_fail(e, MPE_PROCESS_BAD_NODE, 0, "%s: none of the nodes has memory", field);
+		return mp_fail(e, MPE_NODES_NOT_IN_TOPOLOGY, 0, "%s: none of the nodes has memory", field);
 	return 0;
 }
 

@@ -214,6 +214,11 @@ class Launch(DaemonTest):
         self.assertEqual({q["launch_operation_id"] for q, _ in samples}, {r.json["operation_id"]})
         self.assertEqual(samples[-1][1]["exited"], {"code": 0})
         self.assertNotIn("exited", samples[-2][1])
+        # a running sample is the placement (proc-inspect's shape): node 0 holds sleep's pages
+        self.assertIn(0, [n["node"] for n in samples[0][1]["nodes"]], samples[0][1])
+        # and the samples of that process are what GET .../samples lists
+        r2 = self.d.get("/v1/processes/%d/samples?start_time=%d" % (pid, r.json["start_time"]))
+        self.assertEqual(r2.status, 200, r2.raw)
         # reaped: no zombie left under the daemon
         self.assertNotIn(pid, daemon_children(self.d.proc.pid))
         self.assertFalse(os.path.exists("/proc/%d" % pid))
@@ -249,9 +254,9 @@ class LaunchBadInput(DaemonTest):
             ({"argv": s30, "policy": {"mode": "local", "flags": ["static"]}}, 422, "process.bad_policy"),
             ({"argv": s30, "policy": {"mode": "bind", "nodes": "0", "flags": ["lazy"]}}, 422, "process.bad_policy"),
             ({"argv": s30, "policy": {"mode": "bind", "nodes": "0", "flags": "static"}}, 400, "request.wrong_type"),
-            ({"argv": s30, "policy": {"mode": "bind", "nodes": "99"}}, 422, "process.bad_node"),
+            ({"argv": s30, "policy": {"mode": "bind", "nodes": "99"}}, 422, "nodes.not_in_topology"),
             ({"argv": s30, "cpus": "4000"}, 422, "process.bad_cpus"),
-            ({"argv": s30, "cpunodes": "98"}, 422, "process.bad_node"),
+            ({"argv": s30, "cpunodes": "98"}, 422, "nodes.not_in_topology"),
             ({"argv": s30, "cpus": "0", "cpunodes": "0"}, 400, "request.invalid"),
             ({"argv": s30, "thp": "sometimes"}, 400, "request.invalid"),
             ({"argv": s30, "cwd": "tmp"}, 400, "request.invalid"),
@@ -264,8 +269,8 @@ class LaunchBadInput(DaemonTest):
             ({"argv": s30, "user": [0]}, 400, "request.wrong_type"),
         ]
         for bad in ("0-", "3-1", "1,,2", ",0", "0,", "-1", " 0", "0\n", "99999999999", "4096", "0-4096", "a"):
-            cases.append(({"argv": s30, "policy": {"mode": "bind", "nodes": bad}}, 400, "process.bad_nodelist"))
-            cases.append(({"argv": s30, "cpus": bad}, 400, "process.bad_nodelist"))
+            cases.append(({"argv": s30, "policy": {"mode": "bind", "nodes": bad}}, 400, "nodes.malformed"))
+            cases.append(({"argv": s30, "cpus": bad}, 400, "nodes.malformed"))
         for body, status, code in cases:
             with self.subTest(body=body):
                 self.refused(body, status, code)

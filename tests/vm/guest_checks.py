@@ -483,7 +483,7 @@ def check_launch_refuses_what_6_1_lacks(d, nodes):
         r = d.request("POST", "/v1/processes", body=dict(body, argv=["true"]))
         eq((r.status, r.json and r.json.get("code")), (409, "process.unsupported"), "6.1 lacks %r" % body)
     r = d.request("POST", "/v1/processes", body={"argv": ["true"], "policy": {"mode": "bind", "nodes": str(len(nodes))}})
-    eq((r.status, r.json.get("code")), (422, "process.bad_node"), "a node past the last")
+    eq((r.status, r.json.get("code")), (422, "nodes.not_in_topology"), "a node past the last")
     eq(d.db_snapshot(), db, "the database after refusals")
 
 
