@@ -31,6 +31,7 @@ struct store {
 	int tx_steps;                         /* statements run inside it so far */
 	char kill_tx[32];                     /* MEMPOLICYD_TEST_KILL_AT=<tx>:<n>; "" when unset */
 	int kill_at;
+	int scans;                            /* statistics scans in progress (atomic): no checkpoint meanwhile */
 };
 
 /* Locking. lock() records, per thread, which connections it holds; hold() checks it. */

@@ -133,12 +133,11 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
 		(f->until_ns ? F_UNTIL : 0);
 	sqlite3_stmt *s;
-	int rc = -1;
-
-	int nice_old;
+	int rc = -1, nice_old;
 
 	store_conn_lock(st, R);
 	nice_old = scan_nice_begin();
+	__atomic_add_fetch(&st->scans, 1, __ATOMIC_RELAXED);
 	/* One snapshot for every statement, so that a count is the walk's. */
 	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		store_fail(st, R, e, "latency statistics");
@@ -155,6 +154,7 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
 	rc = rc < 0 ? -1 : 0;
 out:
+	__atomic_sub_fetch(&st->scans, 1, __ATOMIC_RELAXED);
 	scan_nice_end(nice_old);
 	store_conn_unlock(st, R);
 	return rc;
