@@ -1,13 +1,6 @@
 #include "server/store/stats.h"
 
-#include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include "server/log.h"
 
 #include "server/store/db.h"
 #include "server/store/internal.h"
@@ -96,47 +89,14 @@ static int walk_counted(struct store *st, int m, const struct stats_filter *f, s
 	return 0;
 }
 
-/* The scan yields the CPU to everything else while it runs: on a small machine a writer then
- * loses no time to it, not even a core. Nice 19 for this thread only (Linux: per-thread), put back
- * after; putting it back needs CAP_SYS_NICE, so without it scans are not niced at all (a request
- * thread left at 19 would serve every later request slowly). */
-static int scan_nice_ok = 1;   /* 0 once putting the priority back failed; racy reads are harmless */
-
-static int scan_nice_begin(void)
-{
-	pid_t tid = gettid();
-	int old;
-
-	if (!__atomic_load_n(&scan_nice_ok, __ATOMIC_RELAXED))
-		return INT32_MIN;
-	errno = 0;
-	old = getpriority(PRIO_PROCESS, (id_t)tid);
-	if ((old == -1 && errno) || setpriority(PRIO_PROCESS, (id_t)tid, 19) < 0)
-		return INT32_MIN;
-	return old;
-}
-
-static void scan_nice_end(int old)
-{
-	if (old == INT32_MIN)
-		return;
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), old) < 0) {
-		__atomic_store_n(&scan_nice_ok, 0, __ATOMIC_RELAXED);
-		log_warn("statistics scans will not yield the CPU: cannot restore a thread's priority (%s)",
-			 strerror(errno));
-		setpriority(PRIO_PROCESS, (id_t)gettid(), 0);
-	}
-}
-
 int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e)
 {
 	int m = (f->size_kb ? F_SIZE : 0) | (f->node >= 0 ? F_NODE : 0) | (f->since_ns ? F_SINCE : 0) |
 		(f->until_ns ? F_UNTIL : 0);
 	sqlite3_stmt *s;
-	int rc = -1, nice_old;
+	int rc = -1;
 
 	store_conn_lock(st, R);
-	nice_old = scan_nice_begin();
 	__atomic_add_fetch(&st->scans, 1, __ATOMIC_RELAXED);
 	/* One snapshot for every statement, so that a count is the walk's. */
 	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -155,7 +115,6 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 	rc = rc < 0 ? -1 : 0;
 out:
 	__atomic_sub_fetch(&st->scans, 1, __ATOMIC_RELAXED);
-	scan_nice_end(nice_old);
 	store_conn_unlock(st, R);
 	return rc;
 }
