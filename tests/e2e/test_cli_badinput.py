@@ -83,6 +83,8 @@ class CliBadInput(DaemonTest):
     def setUpClass(cls):
         super().setUpClass()
         r = cls.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"1": 2}})
+        if r.status != 202:
+            raise AssertionError("the resize was not started: %r\n%s" % (r, cls.d.log_text()[-3000:]))
         cls.job = r.json["id"]
         p = cls.d.ctl("job", "show", str(cls.job), "--wait")
         assert p.returncode == 0, p.stderr
