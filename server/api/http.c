@@ -12,6 +12,7 @@
 #include "server/api/api.h"
 #include "server/api/conn.h"
 #include "server/api/edge.h"
+#include "server/api/slow.h"
 #include "server/api/listen.h"
 #include "server/log.h"
 
@@ -24,6 +25,7 @@ struct http {
 	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
+	struct slow *slow;         /* owned: the thread R_SLOW handlers run on (api/slow.c) */
 };
 
 /* Per-request state between libmicrohttpd's calls. */
@@ -34,8 +36,22 @@ struct reqstate {
 	char *body;                /* owned */
 	size_t len;
 	bool too_big;
+	enum { SLOW_NONE, SLOW_RUNNING, SLOW_DONE } slow; /* an R_SLOW handler's progress */
+	int slow_rc;               /* its return value, once SLOW_DONE */
+	mp_err slow_err;           /* its error, once SLOW_DONE */
 	struct req rq;
 };
+
+/* Runs on the slow thread while the connection is suspended; resuming it publishes the result
+ * to the worker that sends it. */
+static void run_slow(void *arg)
+{
+	struct reqstate *s = arg;
+
+	mp_err_clear(&s->slow_err);
+	s->slow_rc = s->route->fn(&s->rq, &s->slow_err);
+	s->slow = SLOW_DONE;
+}
 
 /* Admission happens here, the moment libmicrohttpd has accepted (conn.c decides). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -314,9 +330,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		mp_fail(&e, MPE_REQUEST_TOO_LARGE, 0, "the body is larger than %d bytes", API_MAX_BODY);
 		return send_problem(conn, &e, url, NULL);
 	}
-	if ((s->route->flags & R_BODY) && parse_body(s, &e) < 0)
+	if (s->slow == SLOW_NONE && (s->route->flags & R_BODY) && parse_body(s, &e) < 0)
 		return send_problem(conn, &e, url, NULL);
-	if (s->route->fn(&s->rq, &e) < 0) {
+	if ((s->route->flags & R_SLOW) && s->slow == SLOW_NONE) {
+		s->slow = SLOW_RUNNING;
+		MHD_suspend_connection(conn);
+		if (slow_submit(h->slow, conn, run_slow, s) == 0)
+			return MHD_YES;   /* called again once the slow thread resumes the connection */
+		MHD_resume_connection(conn);
+		s->slow = SLOW_NONE;  /* no memory to queue it: run it here */
+	}
+	if (s->slow == SLOW_DONE)
+		e = s->slow_err;
+	if ((s->slow == SLOW_DONE ? s->slow_rc : s->route->fn(&s->rq, &e)) < 0) {
 		if (!e.code)
 			mp_fail(&e, MPE_INTERNAL_ERROR, 0, "the handler failed without saying why");
 		if (api_status(&e) >= 500)
@@ -364,7 +390,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 {
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+				MHD_ALLOW_SUSPEND_RESUME, 0,
 				NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
@@ -390,7 +417,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 	}
 	h->app = app;
 	h->lim = *lim;
-	if (!(h->conns = conn_table_new(lim, app->have_admin_gid, app->admin_gid, e)))
+	if (!(h->conns = conn_table_new(lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)))
 		goto fail;
 	if ((ufd = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
 		goto fail;
@@ -454,6 +481,9 @@ void http_stop(struct http *h)
 	}
 	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
 		nanosleep(&ts, NULL);
+	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
+	 * is queued (the drain above let it) and resumes each before it ends. */
+	slow_stop(h->slow);
 	for (int i = 0; i < 2; i++) {
 		if (d[i])
 			MHD_stop_daemon(d[i]);

@@ -13,7 +13,7 @@ const struct route api_routes[] = {
 	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
-	{ "GET",    "/v1/history/stats",              api_history_stats,     0 },  /* before {} */
+	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */
 	{ "GET",    "/v1/history/{}",                 api_history_get,       0 },
 	/* hugepages */
 	{ "GET",    "/v1/hugepages",                  api_hugepages_list,    0 },

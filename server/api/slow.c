@@ -1,0 +1,107 @@
+#include "server/api/slow.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "server/log.h"
+
+struct item {
+	struct MHD_Connection *conn;  /* borrowed: suspended until fn has run */
+	void (*fn)(void *arg);
+	void *arg;                    /* borrowed: the request's state */
+	struct item *next;
+};
+
+struct slow {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct item *head, *tail;     /* owned */
+	bool stopping;
+};
+
+static void *worker(void *p)
+{
+	struct slow *sl = p;
+	struct sched_param none = { 0 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none))
+		log_warn("slow handlers: cannot run at SCHED_IDLE; they run at normal priority");
+	pthread_mutex_lock(&sl->lock);
+	for (;;) {
+		struct item *it = sl->head;
+		if (!it) {
+			if (sl->stopping)
+				break;
+			pthread_cond_wait(&sl->cond, &sl->lock);
+			continue;
+		}
+		sl->head = it->next;
+		if (!sl->head)
+			sl->tail = NULL;
+		pthread_mutex_unlock(&sl->lock);
+		it->fn(it->arg);
+		MHD_resume_connection(it->conn);
+		free(it);
+		pthread_mutex_lock(&sl->lock);
+	}
+	pthread_mutex_unlock(&sl->lock);
+	return NULL;
+}
+
+struct slow *slow_start(mp_err *e)
+{
+	struct slow *sl = calloc(1, sizeof *sl);
+
+	if (!sl) {
+		mp_nomem(e);
+		return NULL;
+	}
+	pthread_mutex_init(&sl->lock, NULL);
+	pthread_cond_init(&sl->cond, NULL);
+	if (pthread_create(&sl->thread, NULL, worker, sl)) {
+		mp_fail(e, MPE_HTTP_START, 0, "cannot start the thread for slow handlers");
+		pthread_cond_destroy(&sl->cond);
+		pthread_mutex_destroy(&sl->lock);
+		free(sl);
+		return NULL;
+	}
+	return sl;
+}
+
+int slow_submit(struct slow *sl, struct MHD_Connection *conn, void (*fn)(void *arg), void *arg)
+{
+	struct item *it = calloc(1, sizeof *it);
+
+	if (!it)
+		return -1;
+	it->conn = conn;
+	it->fn = fn;
+	it->arg = arg;
+	pthread_mutex_lock(&sl->lock);
+	if (sl->tail)
+		sl->tail->next = it;
+	else
+		sl->head = it;
+	sl->tail = it;
+	pthread_cond_signal(&sl->cond);
+	pthread_mutex_unlock(&sl->lock);
+	return 0;
+}
+
+void slow_stop(struct slow *sl)
+{
+	if (!sl)
+		return;
+	pthread_mutex_lock(&sl->lock);
+	sl->stopping = true;
+	pthread_cond_signal(&sl->cond);
+	pthread_mutex_unlock(&sl->lock);
+	pthread_join(sl->thread, NULL);
+	pthread_cond_destroy(&sl->cond);
+	pthread_mutex_destroy(&sl->lock);
+	free(sl);
+}

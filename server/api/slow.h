@@ -1,0 +1,22 @@
+/* Slow handlers off libmicrohttpd's workers. A connection stays with the worker thread that
+ * accepted it, so a handler that scans (GET /v1/history/stats walks up to a million rows) would
+ * hold up every other connection of that worker, root's changes included, and compete with them
+ * for the CPU. A route flagged R_SLOW is run here instead: its connection is suspended, the
+ * handler runs on one thread of its own at SCHED_IDLE (it gets a CPU only when nothing else
+ * wants one, so writers are not slowed by it; under full load it waits), and the connection is
+ * resumed to send the answer. One thread: scans run one at a time. */
+#ifndef MPD_API_SLOW_H
+#define MPD_API_SLOW_H
+
+#include "common/err.h"
+
+struct MHD_Connection;
+struct slow;
+
+struct slow *slow_start(mp_err *e);
+/* Queues fn(arg) and returns; the caller has suspended conn, which is resumed after fn ran. */
+int slow_submit(struct slow *sl, struct MHD_Connection *conn, void (*fn)(void *arg), void *arg);
+/* Runs what is queued, then stops the thread. NULL is fine. */
+void slow_stop(struct slow *sl);
+
+#endif
