@@ -335,26 +335,29 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
-	make_parent(cfg.socket);
 	if (!(app.jobs = jobs_open(&app, &e)))
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)
 		goto fail;
 	if (!(app.children = children_open(&app, &e)))
 		goto fail;
-	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &lim, &e)))
+	/* The socket is ours from here: a second daemon started on it is refused before it can mark
+	 * the first one's jobs interrupted or run its schedules. Nothing is answered yet; a client
+	 * that connects now waits in the backlog until app is complete. */
+	make_parent(cfg.socket);
+	if (!(http = http_listen(cfg.socket, cfg.listen_tcp, &lim, &e)))
 		goto fail;
-	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
-	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
 	if ((n = history_mark_unfinished(app.store, started_ns, store_now_ns(), &e)) < 0)
 		goto fail;
 	if (n > 0)
 		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);
-	/* The scheduler submits jobs: it starts after the job runner, and only once the socket is
-	 * ours (a second daemon refused on the same socket must not run schedules). */
+	/* The scheduler submits jobs: it starts after the job runner. */
 	if (!(app.scheduler = scheduler_start(&app, schedule_fire, &e)))
+		goto fail;
+	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
+	if (http_serve(http, &app, &e) < 0)
 		goto fail;
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,

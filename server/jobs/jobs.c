@@ -32,7 +32,7 @@ struct job_ctx {
 };
 
 struct jobs {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stopping;
@@ -54,7 +54,7 @@ static void ctx_free(struct job_ctx *c)
 	free(c);
 }
 
-struct jobs *jobs_open(struct app *app, mp_err *e)
+struct jobs *jobs_open(const struct app *app, mp_err *e)
 {
 	struct jobs *j = calloc(1, sizeof *j);
 

@@ -19,7 +19,7 @@
 #define MISSED_COUNT_CAP 100000
 
 struct scheduler {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	sched_fire_fn fire;
 	pthread_t thread;
 	pthread_mutex_t mu;          /* guards stop and kicked */
@@ -61,7 +61,7 @@ void sched_misfire_plan(const struct cron *c, int32_t offset_s, int64_t due_s, i
  * callback acts on it. */
 static void fire_one(struct scheduler *s, const struct sched_due *d, int64_t now_ns)
 {
-	struct app *app = s->app;
+	const struct app *app = s->app;
 	struct sched_firing f = { .schedule = d, .now_ns = now_ns, .due_s = d->next_run_ns / NS };
 	struct cron c;
 	int32_t off;
@@ -133,7 +133,7 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-struct scheduler *scheduler_start(struct app *app, sched_fire_fn fire, mp_err *e)
+struct scheduler *scheduler_start(const struct app *app, sched_fire_fn fire, mp_err *e)
 {
 	struct scheduler *s = calloc(1, sizeof *s);
 

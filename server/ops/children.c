@@ -16,7 +16,7 @@
 #include "server/ops/sample.h"
 
 struct children {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	int stopfd;                  /* owned eventfd: readable once the daemon stops */
 	pthread_mutex_t mu;
 	pthread_cond_t idle;         /* signalled when a watcher ends */
@@ -36,7 +36,7 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct children *children_open(struct app *app, mp_err *e)
+struct children *children_open(const struct app *app, mp_err *e)
 {
 	struct children *c = calloc(1, sizeof *c);
 

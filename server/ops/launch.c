@@ -43,7 +43,7 @@ static void kill_reap(pid_t pid)
 		;
 }
 
-int launch_start(struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
+int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
 {
 	struct launch_req r;
 	struct spawn_spec s;

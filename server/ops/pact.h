@@ -22,12 +22,12 @@ struct pact_target {
 
 /* Parses the pid, reads the process (404/409 on the start time the body may carry), checks the
  * caller may act on it (pmigrate.h). pact_target_free releases it. */
-int pact_target(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+int pact_target(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		struct pact_target *t, mp_err *e);
 void pact_target_free(struct pact_target *t);
 
 struct pact_args {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	pid_t pid;
 	uint64_t start_time;
 	idset from, to;              /* migrate */

@@ -177,7 +177,7 @@ static int parse_range(const json_t *body, struct pact_args *a, mp_err *e)
 	return 0;
 }
 
-json_t *collapse_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *collapse_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 			int64_t *conflict_id, mp_err *e)
 {
 	static const char *const fields[] = { "range", "start_time", NULL };

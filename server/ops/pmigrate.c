@@ -34,7 +34,7 @@ int64_t pact_mono_ns(void)
 
 /* ---- shared with pcollapse.c ------------------------------------------------------------------ */
 
-int pact_target(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+int pact_target(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		struct pact_target *t, mp_err *e)
 {
 	json_t *st = json_object_get(body, "start_time");
@@ -215,7 +215,7 @@ const struct job_kind migrate_job = {
 
 /* ---- submission -------------------------------------------------------------------------------- */
 
-json_t *migrate_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *migrate_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		       int64_t *conflict_id, mp_err *e)
 {
 	static const char *const fields[] = { "from", "to", "start_time", NULL };

@@ -21,7 +21,7 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 	return 0;
 }
 
-int process_read(struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
+int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
 {
 	int rc = pl_read(app->procfs_root, pid, expect_start, p);
 
@@ -203,7 +203,7 @@ json_t *placement_json(const struct placement *p, bool with_mappings)
 	return out;
 }
 
-int64_t process_sample_record(struct app *app, const struct proc_caller *who, const struct placement *p,
+int64_t process_sample_record(const struct app *app, const struct proc_caller *who, const struct placement *p,
 			      int64_t started_ns, mp_err *e)
 {
 	struct op_record op = { 0 };

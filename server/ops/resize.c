@@ -264,7 +264,7 @@ static json_t *resize_progress0(const void *arg)
 
 /* A resize found running at start is "interrupted"; its result is the pool of that size as
  * re-read from the kernel now. */
-static json_t *resize_interrupted(struct app *app, int64_t job_id_, const json_t *request)
+static json_t *resize_interrupted(const struct app *app, int64_t job_id_, const json_t *request)
 {
 	json_t *size = json_object_get(request, "size_kb"), *pool;
 	mp_err e = { 0 };
@@ -286,7 +286,7 @@ const struct job_kind resize_job = {
 	.interrupted = resize_interrupted,
 };
 
-struct resize_args *resize_plan(struct app *app, const struct resize_req *r, mp_err *e)
+struct resize_args *resize_plan(const struct app *app, const struct resize_req *r, mp_err *e)
 {
 	struct resize_args *a = calloc(1, sizeof *a);
 	struct topology *t = malloc(sizeof *t);
@@ -333,7 +333,7 @@ json_t *resize_plan_json(const struct resize_args *p)
 			 plan_targets_json(p, false));
 }
 
-json_t *resize_start(struct app *app, struct resize_args *p, const struct job_origin *origin,
+json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,
 		     int64_t *conflict_id, mp_err *e)
 {
 	json_t *request = plan_request_json(p), *job;

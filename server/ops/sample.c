@@ -10,7 +10,7 @@
 
 #define KIND "process.sample"
 
-void sample_record(struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status)
+void sample_record(const struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status)
 {
 	json_t *req = json_pack("{s:i, s:I, s:I, s:i, s:s}", "pid", (int)ci->pid, "start_time",
 				(json_int_t)ci->start_time, "launch_operation_id", (json_int_t)ci->launch_op_id, "seq",

@@ -269,7 +269,7 @@ static int nhook, nfreed;
 static int64_t hook_job;
 static char hook_request[128];
 
-static json_t *noted_interrupted(struct app *a, int64_t id, const json_t *request)
+static json_t *noted_interrupted(const struct app *a, int64_t id, const json_t *request)
 {
 	char *r = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
 

@@ -20,9 +20,9 @@
 
 /* Weak: resolved only if an object defining them was linked in, i.e. the scheduler pulled in ops/
  * (the old scheduler called resize_submit, which pulled in resize.o and pools.o). */
-extern json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e) __attribute__((weak));
+extern json_t *pools_get(const struct app *app, uint64_t size_kb, mp_err *e) __attribute__((weak));
 extern const struct job_kind resize_job __attribute__((weak));
-extern void schedule_fire(struct app *app, const struct sched_firing *f) __attribute__((weak));
+extern void schedule_fire(const struct app *app, const struct sched_firing *f) __attribute__((weak));
 
 static int64_t utc(int y, int mo, int d, int h, int mi)
 {
@@ -127,7 +127,7 @@ static struct sched_firing last;
 static int64_t last_id;
 
 /* What ops/schedules.c does, minus the action: note the firing, move next_run. */
-static void test_fire(struct app *a, const struct sched_firing *f)
+static void test_fire(const struct app *a, const struct sched_firing *f)
 {
 	struct sched_ran r = { .run_ns = f->now_ns, .due_ns = f->run_s * NS, .status = "submitted",
 			       .next_run_ns = f->next_run_ns };
