@@ -28,11 +28,16 @@ endif
 ifeq ($(TSAN),1)
 SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 endif
+# Test hooks (the --test-clock option) exist only in the builds the tests drive, never in the
+# plain build that is installed: see server/clock.h.
+ifneq ($(filter 1,$(SAN) $(TSAN)),)
+TESTHOOKS := -DMPD_TEST_HOOKS
+endif
 
 PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
               $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/kernel/cgroup.h"
 #include "server/kernel/topology.h"
 #include "server/store/db.h"
@@ -195,7 +196,7 @@ int cgroup_set_mems(const struct app *app, const struct proc_caller *who, const 
 	op.has_actor = who->known;
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
-	op.started_ns = store_now_ns();
+	op.started_ns = clk_wall_ns();
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/ops/sample.h"
 
@@ -31,9 +32,7 @@ struct watcher {
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clk_mono_ns() / 1000000;
 }
 
 struct children *children_open(const struct app *app, mp_err *e)

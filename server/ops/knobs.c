@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -223,7 +224,7 @@ static int record(const struct app *app, int64_t id, const struct item *items, s
 		  int err_no, const char *error, json_t *result, mp_err *e)
 {
 	struct knob_change_rec *kc = calloc(n, sizeof *kc);
-	struct op_outcome out = { status, store_now_ns(), err_no, error, result };
+	struct op_outcome out = { status, clk_wall_ns(), err_no, error, result };
 	int rc;
 
 	if (!kc)
@@ -271,7 +272,7 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	op.has_actor = who->known;
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
-	op.started_ns = store_now_ns();
+	op.started_ns = clk_wall_ns();
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;

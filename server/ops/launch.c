@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/proc.h"
 #include "server/log.h"
 #include "server/ops/children.h"
@@ -62,7 +63,7 @@ int launch_start(const struct app *app, const json_t *body, const struct launch_
 		goto out_req;
 	struct op_record op = {
 		.kind = KIND, .source = "api", .has_actor = true, .actor_uid = who->uid, .actor_name = who->name,
-		.started_ns = store_now_ns(), .status = "running", .request = r.record,
+		.started_ns = clk_wall_ns(), .status = "running", .request = r.record,
 		.kernel_release = app->caps.kernel_release,
 	};
 	/* A launch the daemon cannot record is not made. */

@@ -40,7 +40,6 @@ struct pact_args {
 json_t *pact_nodes_json(const struct placement *p);
 uint64_t pact_node_bytes(const struct placement *p, const idset *nodes);
 void pact_key(const void *arg, char *key, size_t len);
-int64_t pact_mono_ns(void);
 int pact_only_fields(const json_t *obj, const char *const *allowed, mp_err *e);
 
 #endif

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/placement.h"
 #include "server/kernel/proc.h"
@@ -24,13 +24,6 @@
 static const char *const counters[] = { "pgmigrate_success", "pgmigrate_fail", "thp_migration_success",
 					"thp_migration_fail", "thp_migration_split" };
 #define NCOUNTERS (int)(sizeof counters / sizeof counters[0])
-
-int64_t pact_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- shared with pcollapse.c ------------------------------------------------------------------ */
 
@@ -172,9 +165,9 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
 		return;
 	}
-	t0 = pact_mono_ns();
+	t0 = clk_mono_ns();
 	rc = mpol_migrate_pages(a->pid, &from, &to);
-	el = pact_mono_ns() - t0;
+	el = clk_mono_ns() - t0;
 	vmstat_read(a->app->procfs_root, counters, NCOUNTERS, v1);
 	if (rc < 0) {
 		pl_free(&before);

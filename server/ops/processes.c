@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/kernel/proc.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
@@ -221,7 +222,7 @@ int64_t process_sample_record(const struct app *app, const struct proc_caller *w
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
 	op.started_ns = started_ns;
-	op.finished_ns = store_now_ns();
+	op.finished_ns = clk_wall_ns();
 	op.status = "ok";
 	op.request = request;
 	op.result = result;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/jobs/cron.h"
 #include "server/jobs/scheduler.h"
 #include "server/log.h"
@@ -103,14 +104,14 @@ json_t *schedule_create(const struct app *app, const json_t *body, const struct 
 		return NULL;
 	resize_plan_free(plan);
 	cron_tz_format(off, tz, sizeof tz);
-	next = cron_next(&c, off, store_now_ns() / NS);
+	next = cron_next(&c, off, clk_wall_ns() / NS);
 	struct schedule_new n = {
 		.cron = json_string_value(jcron),
 		.timezone = tz,
 		.action = action,
 		.enabled = jen ? json_is_true(jen) : true,
 		.misfire_grace_s = jgrace ? json_integer_value(jgrace) : SCHED_GRACE_DEFAULT_S,
-		.created_ns = store_now_ns(),
+		.created_ns = clk_wall_ns(),
 		.has_uid = actor && actor->has_uid,
 		.uid = actor ? actor->uid : 0,
 		.name = actor ? actor->name : NULL,

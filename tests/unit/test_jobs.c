@@ -14,6 +14,7 @@
 
 #include "server/app.h"
 #include "server/api/api.h"
+#include "server/clock.h"
 #include "server/jobs/jobs.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -299,7 +300,7 @@ static const struct job_kind noted = { .name = "test.noted", .run = noted_run, .
 /* A job row as a dead daemon leaves it: "running", its history operation "running". */
 static int64_t leave_running(const char *kind, json_t *request)
 {
-	struct op_record op = { .kind = kind, .source = "api", .started_ns = store_now_ns(), .status = "running",
+	struct op_record op = { .kind = kind, .source = "api", .started_ns = clk_wall_ns(), .status = "running",
 				.request = request, .kernel_release = "test" };
 	struct job_row row = { .kind = kind, .status = "running", .source = "api", .created_ns = op.started_ns,
 			       .request = request };
