@@ -6,6 +6,7 @@
 #   make test-vm    only the multi-node QEMU stage
 #   make bench      benchmarks (bench/), results in bench/results/
 #   make fuzz       libFuzzer harnesses (tests/fuzz/) with clang, FUZZ_SECONDS (30) each
+#   make test-tsan  only the ThreadSanitizer stage (build/tsan)
 #
 # BUILD and BIN may be overridden so that several builds (sanitized, parallel work) do not collide.
 
@@ -14,6 +15,7 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
+TSAN    ?=
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral
 STD     := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
@@ -22,11 +24,20 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 ifeq ($(SAN),1)
 SANFLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 endif
+# ThreadSanitizer cannot be combined with ASan: its own build (build/tsan), run by the tsan stage.
+ifeq ($(TSAN),1)
+SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+endif
+# Test hooks (the --test-clock option) exist only in the builds the tests drive, never in the
+# plain build that is installed: see server/clock.h.
+ifneq ($(filter 1,$(SAN) $(TSAN)),)
+TESTHOOKS := -DMPD_TEST_HOOKS
+endif
 
 PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
               $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
@@ -46,7 +57,7 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 CHECK_LIBS := $(call PKGLIBS,check)
 
-.PHONY: all deps run test test-unit test-e2e test-vm bench install clean fmt fuzz fuzz-merge fuzz-bins
+.PHONY: all deps run test test-unit test-e2e test-tsan test-vm bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl
 
 deps:
@@ -116,12 +127,25 @@ run: deps all
 	$(BIN)/mempolicyd --socket run/mempolicyd.sock --db var/mempolicyd.db
 
 # The test stages run against the sanitized build (build/san); the VM stage uses the plain one,
-# because ASan's shadow memory is heavy in a 512 MiB TCG guest.
+# because ASan's shadow memory is heavy in a 512 MiB TCG guest; the tsan stage uses build/tsan.
+TSAN_MAKE := $(MAKE) TSAN=1 BUILD=build/tsan BIN=build/tsan/bin
+TSAN_RUN  := --tsan-bin build/tsan/bin --tsan-unit build/tsan/tests
+
 test: deps
 	@packaging/deps.sh test
 	$(MAKE) all
 	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
-	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN)
+	$(TSAN_MAKE) tsan-bins
+	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN) $(TSAN_RUN)
+
+# What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner.
+TSAN_UNITS := test_jobs test_scheduler
+tsan-bins: all $(TSAN_UNITS:%=$(BUILD)/tests/%)
+
+test-tsan: deps
+	@packaging/deps.sh test
+	$(TSAN_MAKE) tsan-bins
+	tests/run --bin build/tsan/bin --only tsan $(TSAN_RUN)
 
 unit-bins: $(UNIT_BIN)
 

@@ -97,6 +97,7 @@
 	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
 	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
 	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \
+	X(CONFIG_TEST_CLOCK,            "config.test_clock",            INVALID,       "start-up (test builds only): --test-clock's file cannot be read or holds no time") \
 	X(CONFIG_LIMITS,                "config.limits",                INVALID,       "start-up: a connection limit or timeout is out of range, or needs more open files than the hard limit") \
 	X(CONFIG_DB_IN_USE,             "config.db_in_use",             CONFLICT,      "start-up: another daemon already serves this database") \
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \

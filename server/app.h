@@ -1,6 +1,9 @@
 /* The daemon's shared state, built once in main() and passed to every handler and operation.
- * Everything here is set before the listeners start and read-only afterwards, except what the
- * pointed-to modules protect themselves (the store has its lock, the job runner its own). */
+ * main() sets every field before http_serve() starts the request threads; from then on the struct
+ * is read-only, and what it points to protects itself (the store has its lock, the job runner,
+ * the scheduler and the children their own). The compiler holds everyone but main() to this:
+ * handlers, operations, the job runner and the scheduler get a const struct app *. Nothing may be
+ * added that is set after serving starts; the tsan stage's test_startup_race.py is the test of it. */
 #ifndef MPD_APP_H
 #define MPD_APP_H
 
@@ -22,8 +25,8 @@ struct app {
 	gid_t admin_gid;                 /* callers in this group may change things */
 	struct store *store;             /* owned by main() */
 	struct knob_catalogue *knobs;    /* owned by main(); built at start from the live kernel */
-	struct jobs *jobs;               /* owned by main(); NULL until the job runner exists */
-	struct scheduler *scheduler;     /* owned by main(); NULL until the scheduler runs */
+	struct jobs *jobs;               /* owned by main() */
+	struct scheduler *scheduler;     /* owned by main() */
 	struct children *children;       /* owned by main(): launched processes, reaped and watched */
 	struct caps caps;                /* detected at start */
 };

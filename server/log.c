@@ -27,6 +27,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 
 	if (lvl > level)
 		return;
+	/* The kernel's time even under the test clock (server/clock.h): a log is read beside other
+	 * logs and the test's own timing, and the test clock's times are in the lines that matter. */
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	va_start(ap, fmt);

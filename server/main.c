@@ -14,6 +14,7 @@
 #include "server/api/api.h"
 #include "server/api/conn.h"
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/instance.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/scheduler.h"
@@ -37,6 +38,7 @@ struct config {
 	char *listen_tcp;     /* NULL: no TCP listener */
 	char *admin_group;    /* NULL: only root may change things */
 	char *log_level;
+	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
 };
 
@@ -63,6 +65,9 @@ static const struct option long_opts[] = {
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
+#ifdef MPD_TEST_HOOKS
+	{ "test-clock",  required_argument, NULL, 'T' },
+#endif
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -88,6 +93,10 @@ static void usage(FILE *f)
 		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
 		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
 		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT);
+#ifdef MPD_TEST_HOOKS
+	fprintf(f, "\nThis build has test hooks (never install it):\n"
+		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
+#endif
 }
 
 static char **config_slot(struct config *c, int opt)
@@ -216,6 +225,7 @@ static void config_free(struct config *c)
 		if (slot)
 			free(*slot);
 	}
+	free(c->test_clock);
 }
 
 static int parse_args(int argc, char **argv, struct config *c)
@@ -241,6 +251,10 @@ static int parse_args(int argc, char **argv, struct config *c)
 			return 0;
 		case 'E':
 			return api_list_errors(stdout) < 0 ? 1 : 0;
+		case 'T':
+			free(c->test_clock);
+			c->test_clock = strdup(optarg);
+			break;
 		case '?':
 			usage(stderr);
 			return 2;
@@ -269,6 +283,22 @@ static void make_parent(const char *path)
 	}
 }
 
+#ifdef MPD_TEST_HOOKS
+/* SIGUSR2 with --test-clock: the clock takes the file's time, and the scheduler, which waits for
+ * this rather than for a time, runs a pass at it and says so in the log (server/clock.h). */
+static void test_clock_moved(const struct app *app)
+{
+	mp_err e = { 0 };
+
+	if (clk_test_reload(&e) < 0) {
+		log_error("SIGUSR2: %s; the clock stays at %lld", e.detail, (long long)clk_wall_ns());
+		return;
+	}
+	log_info("test clock: now %lld", (long long)clk_wall_ns());
+	scheduler_kick(app->scheduler);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct config cfg = { 0 };
@@ -278,7 +308,7 @@ int main(int argc, char **argv)
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1;
-	int64_t started_ns = store_now_ns();   /* operations older than this are a previous daemon's */
+	int64_t started_ns;   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
 		goto out;
@@ -308,6 +338,18 @@ int main(int argc, char **argv)
 		app.have_admin_gid = true;
 		app.admin_gid = g->gr_gid;
 	}
+#ifdef MPD_TEST_HOOKS
+	if (cfg.test_clock) {
+		if (clk_test_open(cfg.test_clock, &e) < 0) {
+			fprintf(stderr, "mempolicyd: %s\n", e.detail);
+			rc = 2;
+			goto out;
+		}
+		log_warn("test clock: the wall clock reads %s (now %lld), again on SIGUSR2; a test build only",
+			 cfg.test_clock, (long long)clk_wall_ns());
+	}
+#endif
+	started_ns = clk_wall_ns();
 
 	/* Signals are taken by sigwait() in this thread only; every thread started below inherits
 	 * the blocked mask. */
@@ -315,6 +357,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
+	if (clk_is_test())
+		sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -335,26 +379,29 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
-	make_parent(cfg.socket);
 	if (!(app.jobs = jobs_open(&app, &e)))
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)
 		goto fail;
 	if (!(app.children = children_open(&app, &e)))
 		goto fail;
-	if (!(http = http_start(&app, cfg.socket, cfg.listen_tcp, &lim, &e)))
+	/* The socket is ours from here: a second daemon started on it is refused before it can mark
+	 * the first one's jobs interrupted or run its schedules. Nothing is answered yet; a client
+	 * that connects now waits in the backlog until app is complete. */
+	make_parent(cfg.socket);
+	if (!(http = http_listen(cfg.socket, cfg.listen_tcp, &lim, &e)))
 		goto fail;
-	/* Recovery marks what a previous daemon left running "interrupted": only once the socket is
-	 * ours, so that a second daemon refused on the same socket cannot touch the first one's jobs. */
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
-	if ((n = history_mark_unfinished(app.store, started_ns, store_now_ns(), &e)) < 0)
+	if ((n = history_mark_unfinished(app.store, started_ns, clk_wall_ns(), &e)) < 0)
 		goto fail;
 	if (n > 0)
 		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);
-	/* The scheduler submits jobs: it starts after the job runner, and only once the socket is
-	 * ours (a second daemon refused on the same socket must not run schedules). */
+	/* The scheduler submits jobs: it starts after the job runner. */
 	if (!(app.scheduler = scheduler_start(&app, schedule_fire, &e)))
+		goto fail;
+	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
+	if (http_serve(http, &app, &e) < 0)
 		goto fail;
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,
@@ -367,6 +414,12 @@ int main(int argc, char **argv)
 			log_info("SIGHUP: nothing to reload (the configuration is read at start)");
 			continue;
 		}
+#ifdef MPD_TEST_HOOKS
+		if (sig == SIGUSR2) {
+			test_clock_moved(&app);
+			continue;
+		}
+#endif
 		log_info("signal %d: stopping", sig);
 		break;
 	}
@@ -384,5 +437,8 @@ out:
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */
 	knobs_free(app.knobs);
 	config_free(&cfg);
+#ifdef MPD_TEST_HOOKS
+	clk_test_close();
+#endif
 	return rc;
 }

@@ -31,7 +31,7 @@ struct caller {
 };
 
 struct req {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	struct MHD_Connection *conn; /* borrowed */
 	const char *method;          /* borrowed from MHD */
 	const char *url;             /* borrowed from MHD, path only */
@@ -84,12 +84,16 @@ json_t *problem_json(const mp_err *e, const char *instance);
 /* The registry as lines "code<TAB>status<TAB>kind<TAB>meaning" (mempolicyd --list-errors). */
 int api_list_errors(FILE *f);
 
-/* Listeners, with the connection limits of api/conn.h (copied). */
+/* Listeners, with the connection limits of api/conn.h (copied), in two steps so that the daemon
+ * is complete before its first request: http_listen binds the sockets (the Unix socket is then
+ * ours: a second daemon is refused, and clients that connect wait in the backlog); http_serve
+ * starts answering, with app complete and read-only from then on (server/app.h). */
 struct http;
 struct conn_limits;
-struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr,
-			const struct conn_limits *lim, mp_err *e);
-/* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. */
+struct http *http_listen(const char *unix_path, const char *tcp_addr, const struct conn_limits *lim, mp_err *e);
+int http_serve(struct http *h, const struct app *app, mp_err *e);
+/* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. NULL is fine;
+ * so is a listener never served. */
 void http_stop(struct http *h);
 
 /* Handlers, one file per resource. */

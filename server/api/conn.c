@@ -12,6 +12,7 @@
 
 #include "server/api/api.h"
 #include "server/api/peer.h"
+#include "server/clock.h"
 #include "server/log.h"
 
 struct conn {
@@ -38,13 +39,6 @@ struct conn_table {
 	bool stop;
 	pthread_t reaper;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void conn_limits_default(struct conn_limits *l)
 {
@@ -115,7 +109,7 @@ static void *reaper_main(void *arg)
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
 		struct timespec ts;
-		int64_t now = mono_ns();
+		int64_t now = clk_mono_ns();
 		for (struct conn *c = t->head; c; c = c->next) {
 			if (!c->due_ns || now < c->due_ns)
 				continue;
@@ -125,6 +119,8 @@ static void *reaper_main(void *arg)
 				  c->refused ? " already refused" : "", c->who.known ? (int)c->who.uid : -1,
 				  t->lim.request_timeout_s);
 		}
+		/* A real quarter second even under the test clock (server/clock.h): this is a tick
+		 * for the monotonic deadlines above, not a time anything is due. */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 250 * 1000000;   /* a deadline is kept to within a quarter second */
 		if (ts.tv_nsec >= 1000000000) {
@@ -242,7 +238,7 @@ struct conn *conn_opened(struct conn_table *t, int fd)
 	pthread_mutex_lock(&t->mu);
 	no = over_limit(t, c, why, sizeof why);
 	if (no) {
-		int64_t now = mono_ns();
+		int64_t now = clk_mono_ns();
 		c->refused = true;
 		refuse(fd, no);
 		/* Stop writing; keep reading so the client's request is read (and dropped) rather than
@@ -264,7 +260,7 @@ struct conn *conn_opened(struct conn_table *t, int fd)
 			t->refused_since_warn = 0;
 		}
 	} else {
-		c->due_ns = mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
+		c->due_ns = clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
 		if (c->unix_listener)
 			t->unix_counted++;
 	}
@@ -319,6 +315,6 @@ void conn_request_done(struct conn_table *t, struct conn *c)
 	if (!c || c->refused)
 		return;
 	pthread_mutex_lock(&t->mu);
-	c->due_ns = mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
+	c->due_ns = clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
 	pthread_mutex_unlock(&t->mu);
 }

@@ -17,7 +17,8 @@
 #include "server/log.h"
 
 struct http {
-	struct app *app;           /* borrowed */
+	const struct app *app;     /* borrowed; NULL until http_serve() */
+	int fd_unix, fd_tcp;       /* owned until http_serve() hands them to libmicrohttpd; -1 then */
 	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
 	char *unix_path;           /* owned; unlinked at stop if still our socket */
@@ -405,30 +406,24 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_END);
 }
 
-struct http *http_start(struct app *app, const char *unix_path, const char *tcp_addr,
-			const struct conn_limits *lim, mp_err *e)
+struct http *http_listen(const char *unix_path, const char *tcp_addr, const struct conn_limits *lim, mp_err *e)
 {
 	struct http *h = calloc(1, sizeof *h);
-	int ufd = -1, tfd = -1;
 
 	if (!h) {
 		mp_nomem(e);
 		return NULL;
 	}
-	h->app = app;
+	h->fd_unix = h->fd_tcp = -1;
 	h->lim = *lim;
-	if (!(h->conns = conn_table_new(lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)))
+	if ((h->fd_unix = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
 		goto fail;
-	if ((ufd = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
-		goto fail;
-	h->unix_path = strdup(unix_path);
-	if (!(h->d_unix = start_daemon(h, ufd))) {
-		close(ufd);
-		mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", unix_path);
+	if (!(h->unix_path = strdup(unix_path))) {
+		mp_nomem(e);
 		goto fail;
 	}
 	if (tcp_addr) {
-		if ((tfd = listen_tcp_loopback(tcp_addr, e)) < 0)
+		if ((h->fd_tcp = listen_tcp_loopback(tcp_addr, e)) < 0)
 			goto fail;
 		/* The names a client on this host uses for the listener: the address as configured
 		 * and, for the loopback addresses, "localhost" with the same port. */
@@ -437,13 +432,7 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 		if (asprintf(&h->tcp_hosts[1], "localhost%s", port) < 0)
 			h->tcp_hosts[1] = NULL;
 		if (!h->tcp_hosts[0] || !h->tcp_hosts[1]) {
-			close(tfd);
 			mp_nomem(e);
-			goto fail;
-		}
-		if (!(h->d_tcp = start_daemon(h, tfd))) {
-			close(tfd);
-			mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", tcp_addr);
 			goto fail;
 		}
 	}
@@ -451,6 +440,22 @@ struct http *http_start(struct app *app, const char *unix_path, const char *tcp_
 fail:
 	http_stop(h);
 	return NULL;
+}
+
+int http_serve(struct http *h, const struct app *app, mp_err *e)
+{
+	h->app = app;
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)))
+		return -1;
+	if (!(h->d_unix = start_daemon(h, h->fd_unix)))
+		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
+	h->fd_unix = -1;   /* libmicrohttpd's now */
+	if (h->fd_tcp >= 0) {
+		if (!(h->d_tcp = start_daemon(h, h->fd_tcp)))
+			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->tcp_hosts[0]);
+		h->fd_tcp = -1;
+	}
+	return 0;
 }
 
 static unsigned connections(struct MHD_Daemon *d)
@@ -490,6 +495,12 @@ void http_stop(struct http *h)
 		if (ls[i] != MHD_INVALID_SOCKET)
 			close(ls[i]);
 	}
+	/* Listeners never served (start-up failed after http_listen): clients queued in their
+	 * backlog are refused by the close. */
+	if (h->fd_unix >= 0)
+		close(h->fd_unix);
+	if (h->fd_tcp >= 0)
+		close(h->fd_tcp);
 	conn_table_free(h->conns);
 	free(h->unix_path);
 	for (int i = 0; i < 3; i++)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "server/api/api.h"
+#include "server/clock.h"
 #include "server/kernel/proc.h"
 #include "server/ops/processes.h"
 #include "server/store/db.h"
@@ -27,7 +28,7 @@ int api_process_get(struct req *rq, mp_err *e)
 	struct placement p;
 	bool mappings = true, sample = false;
 	uint64_t start = 0;
-	int64_t started_ns = store_now_ns(), op_id = 0;
+	int64_t started_ns = clk_wall_ns(), op_id = 0;
 	pid_t pid;
 	json_t *out;
 

@@ -45,7 +45,7 @@ struct job_kind {
 	/* A job of this kind that a previous daemon left queued or running is marked "interrupted" at
 	 * start; this returns its result (a new JSON object, e.g. the resource as re-read now), or
 	 * NULL. request is the one stored at submission. NULL: no result. */
-	json_t *(*interrupted)(struct app *app, int64_t job_id, const json_t *request);
+	json_t *(*interrupted)(const struct app *app, int64_t job_id, const json_t *request);
 };
 
 /* Registers a kind (a static table entry, borrowed for the runner's life) before jobs_start();

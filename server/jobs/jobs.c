@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -32,7 +33,7 @@ struct job_ctx {
 };
 
 struct jobs {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stopping;
@@ -54,7 +55,7 @@ static void ctx_free(struct job_ctx *c)
 	free(c);
 }
 
-struct jobs *jobs_open(struct app *app, mp_err *e)
+struct jobs *jobs_open(const struct app *app, mp_err *e)
 {
 	struct jobs *j = calloc(1, sizeof *j);
 
@@ -88,13 +89,6 @@ int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e)
 	return 0;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Marks what a previous daemon left queued or running as "interrupted". */
 static int recover(struct jobs *j, mp_err *e)
 {
@@ -109,7 +103,7 @@ again:
 	for (int i = 0; i < n; i++) {
 		json_t *job, *result = NULL;
 		const struct job_kind *k;
-		int64_t now = store_now_ns();
+		int64_t now = clk_wall_ns();
 		mp_err ignore = { 0 };
 
 		job = jobs_db_get(st, ids[i], &ignore);
@@ -167,7 +161,7 @@ static void unlink_active(struct jobs *j, struct job_ctx *c)
 static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 {
 	struct store *st = j->app->store;
-	int64_t now = store_now_ns();
+	int64_t now = clk_wall_ns();
 	json_t *progress;
 	mp_err e = { 0 };
 
@@ -202,11 +196,11 @@ static void *worker(void *arg)
 		c->running = true;
 		pthread_mutex_unlock(&j->lock);
 
-		if (store_job_start(j->app->store, c->id, store_now_ns(), &e) < 0)
+		if (store_job_start(j->app->store, c->id, clk_wall_ns(), &e) < 0)
 			log_error("job %lld: %s", (long long)c->id, e.detail);
 		memset(&out, 0, sizeof out);
 		if (c->deadline_ms > 0)
-			c->deadline_mono_ns = mono_ns() + c->deadline_ms * 1000000;
+			c->deadline_mono_ns = clk_mono_ns() + c->deadline_ms * 1000000;
 		c->kind->run(c, c->arg, &out);
 		if (!out.status)
 			out.status = "failed";
@@ -287,7 +281,7 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	struct job_ctx *c = calloc(1, sizeof *c);
 	struct op_record op = { 0 };
 	struct job_row row = { 0 };
-	int64_t now = store_now_ns(), id, behind = 0, first = 0;
+	int64_t now = clk_wall_ns(), id, behind = 0, first = 0;
 	int same = 0;
 
 	if (!c || kind_named(j, k->name) != k) {
@@ -436,7 +430,7 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		;
 	if (c && !c->running) {
 		/* Never started: cancelled here, nothing to undo. */
-		int64_t now = store_now_ns();
+		int64_t now = clk_wall_ns();
 		json_t *result = json_pack("{s:b}", "started", 0);
 		struct job_end end = { .tx = "job_cancel", .job_id = id, .op_id = c->op_id, .status = "cancelled",
 				       .finished_ns = now, .reason = "cancelled before it started",
@@ -488,7 +482,7 @@ void job_progress(struct job_ctx *ctx, json_t *progress)
 
 bool job_past_deadline(struct job_ctx *ctx)
 {
-	return ctx->deadline_mono_ns > 0 && mono_ns() >= ctx->deadline_mono_ns;
+	return ctx->deadline_mono_ns > 0 && clk_mono_ns() >= ctx->deadline_mono_ns;
 }
 
 int64_t job_id(const struct job_ctx *ctx)

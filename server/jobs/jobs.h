@@ -19,7 +19,7 @@ struct app;
 struct jobs;
 
 /* Opens the runner (no threads yet). */
-struct jobs *jobs_open(struct app *app, mp_err *e);
+struct jobs *jobs_open(const struct app *app, mp_err *e);
 /* Marks jobs left queued/running by a previous daemon "interrupted" (and finishes their history
  * operations the same way; a registered kind's interrupted() gives the result), then starts
  * nworkers worker threads. Kinds are registered before (job_ctx.h: jobs_register). */

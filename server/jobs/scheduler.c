@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/jobs/cron.h"
 #include "server/log.h"
 #include "server/store/db.h"
@@ -19,7 +20,7 @@
 #define MISSED_COUNT_CAP 100000
 
 struct scheduler {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	sched_fire_fn fire;
 	pthread_t thread;
 	pthread_mutex_t mu;          /* guards stop and kicked */
@@ -61,7 +62,7 @@ void sched_misfire_plan(const struct cron *c, int32_t offset_s, int64_t due_s, i
  * callback acts on it. */
 static void fire_one(struct scheduler *s, const struct sched_due *d, int64_t now_ns)
 {
-	struct app *app = s->app;
+	const struct app *app = s->app;
 	struct sched_firing f = { .schedule = d, .now_ns = now_ns, .due_s = d->next_run_ns / NS };
 	struct cron c;
 	int32_t off;
@@ -90,7 +91,7 @@ static int64_t pass(struct scheduler *s)
 {
 	struct sched_due *due;
 	size_t n;
-	int64_t now_ns = store_now_ns(), next;
+	int64_t now_ns = clk_wall_ns(), next;
 	mp_err e = { 0 };
 
 	pthread_mutex_lock(&s->pass_mu);
@@ -104,6 +105,8 @@ static int64_t pass(struct scheduler *s)
 	sched_due_free(due, n);
 	next = sched_store_next_wake(s->app->store, &e);
 	pthread_mutex_unlock(&s->pass_mu);
+	if (clk_is_test())
+		log_info("test clock: scheduler pass at %lld done", (long long)now_ns);
 	return next;
 }
 
@@ -112,16 +115,13 @@ static void *thread_main(void *arg)
 	struct scheduler *s = arg;
 
 	for (;;) {
-		int64_t next = pass(s), now = store_now_ns(), until = now + MAX_SLEEP_S * NS;
-		struct timespec ts;
+		int64_t next = pass(s), now = clk_wall_ns(), until = now + MAX_SLEEP_S * NS;
 
 		if (next > 0 && next < until)
 			until = next;
-		ts.tv_sec = until / NS;
-		ts.tv_nsec = until % NS;
 		pthread_mutex_lock(&s->mu);
 		while (!s->stop && !s->kicked)
-			if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) != 0)
+			if (clk_cond_wait_until(&s->cond, &s->mu, until) != 0)
 				break;
 		s->kicked = false;
 		if (s->stop) {
@@ -133,7 +133,7 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-struct scheduler *scheduler_start(struct app *app, sched_fire_fn fire, mp_err *e)
+struct scheduler *scheduler_start(const struct app *app, sched_fire_fn fire, mp_err *e)
 {
 	struct scheduler *s = calloc(1, sizeof *s);
 

@@ -45,11 +45,11 @@ struct sched_firing {
 };
 /* Does what a firing asks and records it, moving the schedule's next_run to f->next_run_ns (else
  * it stays due and fires again at once). Runs on the scheduler thread. */
-typedef void (*sched_fire_fn)(struct app *app, const struct sched_firing *f);
+typedef void (*sched_fire_fn)(const struct app *app, const struct sched_firing *f);
 
 /* Starts the thread; its first pass handles what was missed while the daemon was down. Needs
  * app->store. */
-struct scheduler *scheduler_start(struct app *app, sched_fire_fn fire, mp_err *e);
+struct scheduler *scheduler_start(const struct app *app, sched_fire_fn fire, mp_err *e);
 /* Wakes the thread, waits for it to finish its pass, frees. NULL is fine. */
 void scheduler_stop(struct scheduler *s);
 /* The schedules changed: look again now. NULL is fine. */

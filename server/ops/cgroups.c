@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/kernel/cgroup.h"
 #include "server/kernel/topology.h"
 #include "server/store/db.h"
@@ -18,7 +19,7 @@
  * of the writes. */
 static pthread_mutex_t cg_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int hier(struct app *app, struct cg_hier *h, mp_err *e)
+static int hier(const struct app *app, struct cg_hier *h, mp_err *e)
 {
 	if (cg_detect(app->sysfs_root, h) < 0)
 		return mp_fail(e, MPE_CGROUP_UNAVAILABLE, ENOENT,
@@ -28,7 +29,7 @@ static int hier(struct app *app, struct cg_hier *h, mp_err *e)
 }
 
 /* Opens a checked path: the fd, or -1 with the problem. */
-static int open_cg(struct app *app, const struct cg_hier *h, const char *path, mp_err *e)
+static int open_cg(const struct app *app, const struct cg_hier *h, const char *path, mp_err *e)
 {
 	int fd;
 
@@ -65,7 +66,7 @@ static json_t *state_json(const struct cg_hier *h, const char *path, const struc
 			 "procs", (json_int_t)st->procs);
 }
 
-json_t *cgroup_get(struct app *app, const char *path, mp_err *e)
+json_t *cgroup_get(const struct app *app, const char *path, mp_err *e)
 {
 	struct cg_hier h;
 	struct cg_state st;
@@ -101,7 +102,7 @@ out:
 
 /* The body: exactly {"mems": string}; the nodes parsed, online with memory, and within the
  * parent's effective mems. */
-static int validate(struct app *app, json_t *body, const struct cg_state *parent, const char **text,
+static int validate(const struct app *app, json_t *body, const struct cg_state *parent, const char **text,
 		    idset *nodes, mp_err *e)
 {
 	json_t *v = json_object_get(body, "mems");
@@ -154,7 +155,7 @@ out:
 	return rc;
 }
 
-int cgroup_set_mems(struct app *app, const struct proc_caller *who, const char *path, json_t *body,
+int cgroup_set_mems(const struct app *app, const struct proc_caller *who, const char *path, json_t *body,
 		    json_t **out, mp_err *e)
 {
 	struct cg_hier h;
@@ -195,7 +196,7 @@ int cgroup_set_mems(struct app *app, const struct proc_caller *who, const char *
 	op.has_actor = who->known;
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
-	op.started_ns = store_now_ns();
+	op.started_ns = clk_wall_ns();
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;

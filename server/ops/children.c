@@ -12,11 +12,12 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/ops/sample.h"
 
 struct children {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	int stopfd;                  /* owned eventfd: readable once the daemon stops */
 	pthread_mutex_t mu;
 	pthread_cond_t idle;         /* signalled when a watcher ends */
@@ -31,12 +32,10 @@ struct watcher {
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clk_mono_ns() / 1000000;
 }
 
-struct children *children_open(struct app *app, mp_err *e)
+struct children *children_open(const struct app *app, mp_err *e)
 {
 	struct children *c = calloc(1, sizeof *c);
 

@@ -28,7 +28,7 @@ struct child_info {
 	char actor_name[64];
 };
 
-struct children *children_open(struct app *app, mp_err *e);
+struct children *children_open(const struct app *app, mp_err *e);
 /* Wakes every watcher, waits for them to finish; the children themselves keep running. */
 void children_close(struct children *c);
 /* Takes a slot before a launch, so that a full table refuses (503 MPE_PROCESS_TOO_MANY) before

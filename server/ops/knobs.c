@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -90,7 +91,7 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 }
 
 /* Everything is checked before anything is touched. */
-static int validate(struct app *app, json_t *knobs, struct item *items, mp_err *e)
+static int validate(const struct app *app, json_t *knobs, struct item *items, mp_err *e)
 {
 	const char *name;
 	json_t *v;
@@ -150,7 +151,7 @@ static json_t *changes_json(const struct item *items, size_t n, bool dry_run)
 
 /* Writes value and reads it back. 0, -errno, or 1 when the kernel took the write but shows
  * something else. */
-static int write_checked(struct app *app, const struct knob *k, const char *value)
+static int write_checked(const struct app *app, const struct knob *k, const char *value)
 {
 	struct knob_state st;
 	int rc = knob_write(app->knobs, k, value);
@@ -165,7 +166,7 @@ static int write_checked(struct app *app, const struct knob *k, const char *valu
 
 /* Applies items in order; on a failure restores the written ones in reverse. Returns the index of
  * the failing item or -1 when all were written; *mismatch tells how it failed. */
-static int apply(struct app *app, struct item *items, size_t n, bool *mismatch, bool *restore_failed)
+static int apply(const struct app *app, struct item *items, size_t n, bool *mismatch, bool *restore_failed)
 {
 	int fail = -1;
 
@@ -206,7 +207,7 @@ static int apply(struct app *app, struct item *items, size_t n, bool *mismatch, 
 }
 
 /* Puts every written knob back, in reverse; returns how many could not be restored. */
-static int undo(struct app *app, struct item *items, size_t n)
+static int undo(const struct app *app, struct item *items, size_t n)
 {
 	int bad = 0;
 
@@ -219,11 +220,11 @@ static int undo(struct app *app, struct item *items, size_t n)
 	return bad;
 }
 
-static int record(struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
+static int record(const struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
 		  int err_no, const char *error, json_t *result, mp_err *e)
 {
 	struct knob_change_rec *kc = calloc(n, sizeof *kc);
-	struct op_outcome out = { status, store_now_ns(), err_no, error, result };
+	struct op_outcome out = { status, clk_wall_ns(), err_no, error, result };
 	int rc;
 
 	if (!kc)
@@ -236,7 +237,7 @@ static int record(struct app *app, int64_t id, const struct item *items, size_t 
 	return rc;
 }
 
-int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
+int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
 	      mp_err *e)
 {
 	size_t n = json_object_size(knobs);
@@ -271,7 +272,7 @@ int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, boo
 	op.has_actor = who->known;
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
-	op.started_ns = store_now_ns();
+	op.started_ns = clk_wall_ns();
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;

@@ -23,7 +23,7 @@ struct knobs_actor {
  * and *out = {"operation_id", "status", "dry_run", "changes"} (owned by the caller).
  * On failure returns -1 with e filled; *out is NULL when nothing was touched or recorded
  * (validation), or the recorded result (same shape, with "operation_id") when the kernel refused. */
-int knobs_set(struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
+int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
 	      mp_err *e);
 
 /* 404 knob.unknown, quoting name only when it is safe to. Returns -1. */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/proc.h"
 #include "server/log.h"
 #include "server/ops/children.h"
@@ -43,7 +44,7 @@ static void kill_reap(pid_t pid)
 		;
 }
 
-int launch_start(struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
+int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
 {
 	struct launch_req r;
 	struct spawn_spec s;
@@ -62,7 +63,7 @@ int launch_start(struct app *app, const json_t *body, const struct launch_who *w
 		goto out_req;
 	struct op_record op = {
 		.kind = KIND, .source = "api", .has_actor = true, .actor_uid = who->uid, .actor_name = who->name,
-		.started_ns = store_now_ns(), .status = "running", .request = r.record,
+		.started_ns = clk_wall_ns(), .status = "running", .request = r.record,
 		.kernel_release = app->caps.kernel_release,
 	};
 	/* A launch the daemon cannot record is not made. */

@@ -51,13 +51,13 @@ struct launch_req {
 };
 
 /* Fills r from body, or fails with a 4xx code having changed nothing. */
-int launch_parse(struct app *app, const json_t *body, const struct launch_who *who, struct launch_req *r,
+int launch_parse(const struct app *app, const json_t *body, const struct launch_who *who, struct launch_req *r,
 		 mp_err *e);
 void launch_req_free(struct launch_req *r);
 
 /* Starts the program. On success *out is {"pid", "start_time", "operation_id", "uid", "gid",
  * "user", "policy", "watch"} (owned by the caller). */
-int launch_start(struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
+int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
 
 /* Node lists from clients: idset_parse_client's strict list form; "" only when allow_empty.
  * 400 MPE_NODES_MALFORMED naming field. */

@@ -79,7 +79,7 @@ int launch_check_nodes(const struct topology *t, const idset *set, const char *f
 
 /* ---- the policy ----------------------------------------------------------------------------- */
 
-static int parse_policy(struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,
+static int parse_policy(const struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,
 			mp_err *e)
 {
 	static const char *const fields[] = { "mode", "nodes", "flags", NULL };
@@ -295,7 +295,7 @@ static int parse_env(const json_t *env, struct launch_req *r, mp_err *e)
 	return 0;
 }
 
-static int parse_misc(struct app *app, const json_t *body, struct launch_req *r, mp_err *e)
+static int parse_misc(const struct app *app, const json_t *body, struct launch_req *r, mp_err *e)
 {
 	const char *cwd, *thp;
 	json_t *w = json_object_get(body, "watch"), *iv;
@@ -343,7 +343,7 @@ static json_t *record_of(const json_t *body)
 	return rec;
 }
 
-int launch_parse(struct app *app, const json_t *body, const struct launch_who *who, struct launch_req *r,
+int launch_parse(const struct app *app, const json_t *body, const struct launch_who *who, struct launch_req *r,
 		 mp_err *e)
 {
 	static const char *const fields[] = { "argv", "policy", "cpus", "cpunodes", "thp", "cwd", "env", "watch",

@@ -22,12 +22,12 @@ struct pact_target {
 
 /* Parses the pid, reads the process (404/409 on the start time the body may carry), checks the
  * caller may act on it (pmigrate.h). pact_target_free releases it. */
-int pact_target(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+int pact_target(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		struct pact_target *t, mp_err *e);
 void pact_target_free(struct pact_target *t);
 
 struct pact_args {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	pid_t pid;
 	uint64_t start_time;
 	idset from, to;              /* migrate */
@@ -40,7 +40,6 @@ struct pact_args {
 json_t *pact_nodes_json(const struct placement *p);
 uint64_t pact_node_bytes(const struct placement *p, const idset *nodes);
 void pact_key(const void *arg, char *key, size_t len);
-int64_t pact_mono_ns(void);
 int pact_only_fields(const json_t *obj, const char *const *allowed, mp_err *e);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/placement.h"
 #include "server/kernel/proc.h"
 #include "server/ops/pact.h"
@@ -79,7 +80,7 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 	struct pact_args *a = arg;
 	struct placement before, after;
 	struct crun r = { .ctx = ctx, .pidfd = -1, .errors = json_array() };
-	int64_t t0 = pact_mono_ns();
+	int64_t t0 = clk_mono_ns();
 	bool have_before = false, have_after = false;
 	int kr;
 
@@ -110,8 +111,8 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 			if (!collapsible(&before.mappings[i], &s, &e))
 				continue;
 			one(&r, s, e);
-			if (pact_mono_ns() - r.last_report >= REPORT_NS) {
-				r.last_report = pact_mono_ns();
+			if (clk_mono_ns() - r.last_report >= REPORT_NS) {
+				r.last_report = clk_mono_ns();
 				job_progress(ctx, json_pack("{s:s, s:I, s:I, s:I}", "phase", "collapsing", "ranges",
 							    (json_int_t)r.ranges, "collapsed", (json_int_t)r.collapsed,
 							    "failed", (json_int_t)r.failed));
@@ -124,7 +125,7 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 				"thp_bytes_after", have_after ? json_integer((json_int_t)(after.rollup_thp_kb * 1024)) : json_null(),
 				"ranges", (json_int_t)r.ranges, "collapsed", (json_int_t)r.collapsed, "failed",
 				(json_int_t)r.failed, "errors", json_incref(r.errors), "elapsed_ns",
-				(json_int_t)(pact_mono_ns() - t0));
+				(json_int_t)(clk_mono_ns() - t0));
 	if (!strcmp(out->status, "cancelled"))
 		goto out;
 	if (r.failed == 0) {
@@ -177,7 +178,7 @@ static int parse_range(const json_t *body, struct pact_args *a, mp_err *e)
 	return 0;
 }
 
-json_t *collapse_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *collapse_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 			int64_t *conflict_id, mp_err *e)
 {
 	static const char *const fields[] = { "range", "start_time", NULL };

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/placement.h"
 #include "server/kernel/proc.h"
@@ -25,16 +25,9 @@ static const char *const counters[] = { "pgmigrate_success", "pgmigrate_fail", "
 					"thp_migration_fail", "thp_migration_split" };
 #define NCOUNTERS (int)(sizeof counters / sizeof counters[0])
 
-int64_t pact_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- shared with pcollapse.c ------------------------------------------------------------------ */
 
-int pact_target(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+int pact_target(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		struct pact_target *t, mp_err *e)
 {
 	json_t *st = json_object_get(body, "start_time");
@@ -172,9 +165,9 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
 		return;
 	}
-	t0 = pact_mono_ns();
+	t0 = clk_mono_ns();
 	rc = mpol_migrate_pages(a->pid, &from, &to);
-	el = pact_mono_ns() - t0;
+	el = clk_mono_ns() - t0;
 	vmstat_read(a->app->procfs_root, counters, NCOUNTERS, v1);
 	if (rc < 0) {
 		pl_free(&before);
@@ -215,7 +208,7 @@ const struct job_kind migrate_job = {
 
 /* ---- submission -------------------------------------------------------------------------------- */
 
-json_t *migrate_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *migrate_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		       int64_t *conflict_id, mp_err *e)
 {
 	static const char *const fields[] = { "from", "to", "start_time", NULL };

@@ -37,13 +37,13 @@ extern const struct job_kind collapse_job;
  * dumpable (the kernel's PTRACE_MODE_READ_REALCREDS rule for migrate_pages, uid part, checked
  * here because the daemon's own call runs as root). Returns the job (202), or fails: 400 on the
  * body, MPE_NODES_* on the nodes, 404/409 on the process, 403, 409 MPE_JOB_CONFLICT. */
-json_t *migrate_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *migrate_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		       int64_t *conflict_id, mp_err *e);
 
 /* POST /v1/processes/{pid}/collapse {} | {"range": {"start": A, "length": N}}, "start_time": N?.
  * Admins only (process_madvise on another process needs CAP_SYS_NICE). 409
  * MPE_PROCESS_UNSUPPORTED where the kernel lacks MADV_COLLAPSE. */
-json_t *collapse_submit(struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
+json_t *collapse_submit(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 			int64_t *conflict_id, mp_err *e);
 
 #endif

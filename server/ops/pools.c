@@ -8,7 +8,7 @@
 #include "server/kernel/sysfs.h"
 #include "server/kernel/topology.h"
 
-int pools_size(struct app *app, const char *text, uint64_t *size_kb, mp_err *e)
+int pools_size(const struct app *app, const char *text, uint64_t *size_kb, mp_err *e)
 {
 	uint64_t kb;
 
@@ -35,7 +35,7 @@ json_t *pools_json(const struct htlb_pool *p)
 			 "surplus", (json_int_t)p->surplus, "overcommit", (json_int_t)p->overcommit, "nodes", nodes);
 }
 
-json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e)
+json_t *pools_get(const struct app *app, uint64_t size_kb, mp_err *e)
 {
 	struct htlb_pool *p = malloc(sizeof *p);
 	json_t *out = NULL;
@@ -54,7 +54,7 @@ json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e)
 	return out;
 }
 
-json_t *pools_list(struct app *app, mp_err *e)
+json_t *pools_list(const struct app *app, mp_err *e)
 {
 	json_t *arr = json_array();
 
@@ -69,7 +69,7 @@ json_t *pools_list(struct app *app, mp_err *e)
 	return arr;
 }
 
-json_t *pools_availability(struct app *app, uint64_t size_kb, int node, uint64_t count, mp_err *e)
+json_t *pools_availability(const struct app *app, uint64_t size_kb, int node, uint64_t count, mp_err *e)
 {
 	struct htlb_pool *p = malloc(sizeof *p);
 	struct topology *t = malloc(sizeof *t);

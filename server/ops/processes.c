@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "server/clock.h"
 #include "server/kernel/proc.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
@@ -21,7 +22,7 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 	return 0;
 }
 
-int process_read(struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
+int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
 {
 	int rc = pl_read(app->procfs_root, pid, expect_start, p);
 
@@ -203,7 +204,7 @@ json_t *placement_json(const struct placement *p, bool with_mappings)
 	return out;
 }
 
-int64_t process_sample_record(struct app *app, const struct proc_caller *who, const struct placement *p,
+int64_t process_sample_record(const struct app *app, const struct proc_caller *who, const struct placement *p,
 			      int64_t started_ns, mp_err *e)
 {
 	struct op_record op = { 0 };
@@ -221,7 +222,7 @@ int64_t process_sample_record(struct app *app, const struct proc_caller *who, co
 	op.actor_uid = who->uid;
 	op.actor_name = who->name;
 	op.started_ns = started_ns;
-	op.finished_ns = store_now_ns();
+	op.finished_ns = clk_wall_ns();
 	op.status = "ok";
 	op.request = request;
 	op.result = result;

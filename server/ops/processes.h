@@ -27,7 +27,7 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e);
 /* Reads pid's placement into *p (pl_free it). expect_start 0: any process with this pid; else it
  * must be that one (409 process.changed). 404 process.not_found when there is none or it exited
  * mid-read; 500 process.unreadable for files the parser refuses. */
-int process_read(struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e);
+int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e);
 
 /* Who may read a process's placement (its mappings and their addresses): an admin any process;
  * another local caller only a process whose real, effective and saved uid are all its own (the
@@ -41,7 +41,7 @@ json_t *placement_json(const struct placement *p, bool with_mappings);
 
 /* Records a process.sample operation of p (already read) with its summary as the result; the
  * request is {"pid", "start_time"}. Returns the operation id, or -1 with e. */
-int64_t process_sample_record(struct app *app, const struct proc_caller *who, const struct placement *p,
+int64_t process_sample_record(const struct app *app, const struct proc_caller *who, const struct placement *p,
 			      int64_t started_ns, mp_err *e);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "common/parse.h"
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/topology.h"
 #include "server/log.h"
@@ -23,13 +24,6 @@
 #define ROW_BUF         64
 #define FLUSH_NS        (250LL * 1000 * 1000)
 #define REPORT_NS       (10LL * 1000 * 1000)   /* progress for GET: fresh enough for a 100 ms poll */
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- the job --------------------------------------------------------------------------------- */
 
@@ -53,12 +47,12 @@ static void flush(struct run *r)
 	if (batches_db_insert(st, r->rows, r->nrows, &e) < 0)
 		log_error("job %lld: recording %d batches failed: %s", (long long)job_id(r->ctx), r->nrows, e.detail);
 	r->nrows = 0;
-	r->last_flush = mono_ns();
+	r->last_flush = clk_mono_ns();
 }
 
 static void report(struct run *r)
 {
-	int64_t el = (r->last_report = mono_ns()) - r->t0;
+	int64_t el = (r->last_report = clk_mono_ns()) - r->t0;
 	json_t *eta = json_null();
 
 	if (r->done > 0 && r->done < r->total)
@@ -99,12 +93,12 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 		if (step > a->batch)
 			step = a->batch;
 		want = grow ? t->now + step : t->now - step;
-		started = store_now_ns();
-		m0 = mono_ns();
+		started = clk_wall_ns();
+		m0 = clk_mono_ns();
 		rc = kfs_file_write_u64(nr, want);
 		if (rc == 0)
 			rc = kfs_file_read_u64(nr, &after);
-		el = mono_ns() - m0;
+		el = clk_mono_ns() - m0;
 		if (rc < 0) {
 			t->stop = "error";
 			out->status = "failed";
@@ -131,9 +125,9 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 		t->moved += gained;
 		r->done += gained;
 		t->now = after;
-		if (r->nrows == ROW_BUF || mono_ns() - r->last_flush >= FLUSH_NS)
+		if (r->nrows == ROW_BUF || clk_mono_ns() - r->last_flush >= FLUSH_NS)
 			flush(r);
-		if (gained == 0 || mono_ns() - r->last_report >= REPORT_NS)
+		if (gained == 0 || clk_mono_ns() - r->last_report >= REPORT_NS)
 			report(r);
 		if (gained == 0) {
 			if (a->compact && !r->compacted) {
@@ -186,7 +180,7 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	r->ctx = ctx;
 	r->a = a;
-	r->t0 = r->last_flush = mono_ns();
+	r->t0 = r->last_flush = clk_mono_ns();
 	have_vm = htlb_vmstat_read(a->app->procfs_root, &vm0) == 0;
 	/* The starting point is what the kernel says now, not at submission: another job may have
 	 * run in between. */
@@ -231,7 +225,7 @@ done:
 	format_size_kb(a->size_kb, name, sizeof name);
 	out->result = json_pack("{s:s, s:I, s:o, s:I, s:I, s:b}", "size", name, "size_kb", (json_int_t)a->size_kb,
 				"targets", plan_targets_json(a, true), "batches", (json_int_t)r->seq, "elapsed_ns",
-				(json_int_t)(mono_ns() - r->t0), "compacted", r->compacted);
+				(json_int_t)(clk_mono_ns() - r->t0), "compacted", r->compacted);
 	if (out->reason)
 		json_object_set_new(out->result, "reason", json_string(out->reason));
 	if (have_vm && htlb_vmstat_read(a->app->procfs_root, &vm1) == 0)
@@ -264,7 +258,7 @@ static json_t *resize_progress0(const void *arg)
 
 /* A resize found running at start is "interrupted"; its result is the pool of that size as
  * re-read from the kernel now. */
-static json_t *resize_interrupted(struct app *app, int64_t job_id_, const json_t *request)
+static json_t *resize_interrupted(const struct app *app, int64_t job_id_, const json_t *request)
 {
 	json_t *size = json_object_get(request, "size_kb"), *pool;
 	mp_err e = { 0 };
@@ -286,7 +280,7 @@ const struct job_kind resize_job = {
 	.interrupted = resize_interrupted,
 };
 
-struct resize_args *resize_plan(struct app *app, const struct resize_req *r, mp_err *e)
+struct resize_args *resize_plan(const struct app *app, const struct resize_req *r, mp_err *e)
 {
 	struct resize_args *a = calloc(1, sizeof *a);
 	struct topology *t = malloc(sizeof *t);
@@ -333,7 +327,7 @@ json_t *resize_plan_json(const struct resize_args *p)
 			 plan_targets_json(p, false));
 }
 
-json_t *resize_start(struct app *app, struct resize_args *p, const struct job_origin *origin,
+json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,
 		     int64_t *conflict_id, mp_err *e)
 {
 	json_t *request = plan_request_json(p), *job;

@@ -45,13 +45,13 @@ bool resize_field_ok(const char *name, enum resize_edge edge);
  * Errors: 400 MPE_RESIZE_BAD_REQUEST (both/neither total and nodes, bad types, unknown members),
  * 404 MPE_HUGEPAGES_UNKNOWN_SIZE, 422 MPE_RESIZE_BAD_NODE (a node key that is not a node id in
  * canonical decimal), MPE_RESIZE_BAD_BATCH, MPE_RESIZE_BAD_DEADLINE. */
-int resize_parse(struct app *app, const json_t *body, const char *size_text, enum resize_edge edge,
+int resize_parse(const struct app *app, const json_t *body, const char *size_text, enum resize_edge edge,
 		 struct resize_req *r, mp_err *e);
 
 /* The plan (owned by the caller: resize_plan_free), or NULL: 422 MPE_RESIZE_BAD_NODE (not online,
  * or no memory), 422 MPE_RESIZE_BAD_COUNT (beyond what the memory could hold), 500 when the
  * topology or the pool cannot be read. Writes nothing. */
-struct resize_args *resize_plan(struct app *app, const struct resize_req *r, mp_err *e);
+struct resize_args *resize_plan(const struct app *app, const struct resize_req *r, mp_err *e);
 void resize_plan_free(struct resize_args *p);
 /* A dry run's answer: {"dry_run": true, "request": {...}, "targets": [...]} (owned). */
 json_t *resize_plan_json(const struct resize_args *p);
@@ -59,7 +59,7 @@ json_t *resize_plan_json(const struct resize_args *p);
 /* Starts the plan (stolen, even on failure) as a job; returns it as GET /v1/jobs/{id} shows it
  * (owned). 409 MPE_JOB_CONFLICT when a resize of this size is queued or running (its id in
  * *conflict_id) — unless origin names a schedule: then it queues behind a few. */
-json_t *resize_start(struct app *app, struct resize_args *p, const struct job_origin *origin,
+json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,
 		     int64_t *conflict_id, mp_err *e);
 
 /* The job kind (server/ops/kinds.c registers it). */

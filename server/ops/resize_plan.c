@@ -126,7 +126,7 @@ bool resize_field_ok(const char *name, enum resize_edge edge)
 	return field_named(name, edge) != NULL;
 }
 
-int resize_parse(struct app *app, const json_t *body, const char *size_text, enum resize_edge edge,
+int resize_parse(const struct app *app, const json_t *body, const char *size_text, enum resize_edge edge,
 		 struct resize_req *r, mp_err *e)
 {
 	const json_t *size = json_object_get(body, "size");

@@ -24,7 +24,7 @@ struct resize_target {
 };
 
 struct resize_args {
-	struct app *app;             /* borrowed */
+	const struct app *app;       /* borrowed */
 	uint64_t size_kb;
 	uint64_t batch;
 	int64_t deadline_ms;         /* 0: none */

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/log.h"
 #include "server/ops/processes.h"
 #include "server/store/db.h"
@@ -10,13 +11,13 @@
 
 #define KIND "process.sample"
 
-void sample_record(struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status)
+void sample_record(const struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status)
 {
 	json_t *req = json_pack("{s:i, s:I, s:I, s:i, s:s}", "pid", (int)ci->pid, "start_time",
 				(json_int_t)ci->start_time, "launch_operation_id", (json_int_t)ci->launch_op_id, "seq",
 				(int)seq, "source", "watch");
 	json_t *res = json_pack("{s:i, s:I}", "pid", (int)ci->pid, "start_time", (json_int_t)ci->start_time);
-	int64_t now = store_now_ns();
+	int64_t now = clk_wall_ns();
 	struct op_record op = {
 		.kind = KIND, .source = "watch", .has_actor = ci->has_uid, .actor_uid = ci->actor_uid,
 		.actor_name = ci->actor_name, .started_ns = now, .finished_ns = now, .status = "ok",

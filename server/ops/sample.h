@@ -8,6 +8,6 @@
 
 /* wait_status: NULL while the process runs, else its waitpid status (it has exited). Failures
  * are logged: a missed sample is not an error of anyone's request. */
-void sample_record(struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status);
+void sample_record(const struct app *app, const struct child_info *ci, unsigned seq, const int *wait_status);
 
 #endif

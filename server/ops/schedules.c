@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/jobs/cron.h"
 #include "server/jobs/scheduler.h"
 #include "server/log.h"
@@ -33,7 +34,7 @@ static int only_fields(const json_t *obj, const char *const *allowed, const char
 
 /* The action's resize, parsed and planned. The schedule's own wording for its members comes first
  * (request.* codes naming "action.hugepages."); the resize's field table decides which exist. */
-static struct resize_args *plan_action(struct app *app, const json_t *action, mp_err *e)
+static struct resize_args *plan_action(const struct app *app, const json_t *action, mp_err *e)
 {
 	struct resize_req r;
 	const char *k;
@@ -67,7 +68,7 @@ static struct resize_args *plan_action(struct app *app, const json_t *action, mp
 	return resize_plan(app, &r, e);
 }
 
-json_t *schedule_create(struct app *app, const json_t *body, const struct job_actor *actor, int64_t *id,
+json_t *schedule_create(const struct app *app, const json_t *body, const struct job_actor *actor, int64_t *id,
 			mp_err *e)
 {
 	const json_t *jcron = json_object_get(body, "cron"), *jtz = json_object_get(body, "timezone");
@@ -103,14 +104,14 @@ json_t *schedule_create(struct app *app, const json_t *body, const struct job_ac
 		return NULL;
 	resize_plan_free(plan);
 	cron_tz_format(off, tz, sizeof tz);
-	next = cron_next(&c, off, store_now_ns() / NS);
+	next = cron_next(&c, off, clk_wall_ns() / NS);
 	struct schedule_new n = {
 		.cron = json_string_value(jcron),
 		.timezone = tz,
 		.action = action,
 		.enabled = jen ? json_is_true(jen) : true,
 		.misfire_grace_s = jgrace ? json_integer_value(jgrace) : SCHED_GRACE_DEFAULT_S,
-		.created_ns = store_now_ns(),
+		.created_ns = clk_wall_ns(),
 		.has_uid = actor && actor->has_uid,
 		.uid = actor ? actor->uid : 0,
 		.name = actor ? actor->name : NULL,
@@ -123,7 +124,7 @@ json_t *schedule_create(struct app *app, const json_t *body, const struct job_ac
 	return sched_store_get(app->store, *id, e);
 }
 
-json_t *schedule_delete(struct app *app, int64_t id, mp_err *e)
+json_t *schedule_delete(const struct app *app, int64_t id, mp_err *e)
 {
 	json_t *old;
 
@@ -163,7 +164,7 @@ static struct op_record run_op(const struct app *app, const char *status, int64_
 
 /* Starts the schedule's resize; returns the job (owned) or NULL with e filled. The action is
  * validated again: the machine may have changed since the schedule was made. */
-static json_t *start_action(struct app *app, const struct sched_due *d, int64_t *conflict, mp_err *e)
+static json_t *start_action(const struct app *app, const struct sched_due *d, int64_t *conflict, mp_err *e)
 {
 	struct job_origin origin = { .source = "scheduler", .schedule_id = d->id };
 	struct resize_args *plan;
@@ -173,7 +174,7 @@ static json_t *start_action(struct app *app, const struct sched_due *d, int64_t 
 	return resize_start(app, plan, &origin, conflict, e);
 }
 
-void schedule_fire(struct app *app, const struct sched_firing *f)
+void schedule_fire(const struct app *app, const struct sched_firing *f)
 {
 	const struct sched_due *d = f->schedule;
 	int64_t now_ns = f->now_ns, due_s = f->due_s, run_s = f->run_s, last_missed = f->last_missed_s;

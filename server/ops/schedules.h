@@ -31,13 +31,13 @@ struct sched_firing;
  * request.wrong_type, 422 schedule.bad_cron / schedule.bad_timezone / schedule.bad_grace, and the
  * resize's codes (resize.bad_request 400, hugepages.unknown_size, resize.bad_node,
  * resize.bad_count: 422). Returns the new schedule as JSON (owned by the caller), its id in *id. */
-json_t *schedule_create(struct app *app, const json_t *body, const struct job_actor *actor, int64_t *id,
+json_t *schedule_create(const struct app *app, const json_t *body, const struct job_actor *actor, int64_t *id,
 			mp_err *e);
 /* Deletes a schedule; returns it as it was (owned by the caller). 404 MPE_SCHEDULE_NOT_FOUND. Jobs it
  * started keep their schedule_id. */
-json_t *schedule_delete(struct app *app, int64_t id, mp_err *e);
+json_t *schedule_delete(const struct app *app, int64_t id, mp_err *e);
 
 /* The scheduler's callback (scheduler_start): runs the occurrence f says, records the rest. */
-void schedule_fire(struct app *app, const struct sched_firing *f);
+void schedule_fire(const struct app *app, const struct sched_firing *f);
 
 #endif

@@ -29,13 +29,6 @@ static const enum conn_id stmt_conn[ST__COUNT] = {
  * that checking it needs no lock and races with nothing. */
 static _Thread_local const struct conn *held[2];
 
-int64_t store_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void store_conn_lock(struct store *st, enum conn_id c)
 {
 	/* The mutex is not recursive: taking it twice would hang, so say where instead. */

@@ -28,7 +28,4 @@ void store_close(struct store *st);   /* NULL is fine */
 /* The schema version (PRAGMA user_version) of the open database, -1 on error. */
 int store_version(struct store *st);
 
-/* Wall-clock nanoseconds since the epoch, the unit of every *_ns column. */
-int64_t store_now_ns(void);
-
 #endif

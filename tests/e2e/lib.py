@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -51,9 +52,11 @@ class Response:
 
 
 class Daemon:
-    """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc."""
+    """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc. clock_ns: run
+    it on the test clock (server/clock.h: builds with test hooks only), starting at that wall time
+    in ns since the epoch; set_clock() moves it."""
 
-    def __init__(self, tree=None, args=(), workdir=None):
+    def __init__(self, tree=None, args=(), workdir=None, clock_ns=None):
         self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-")
         os.chmod(self.dir, 0o755)   # the CLI runs as nobody in some tests and must reach the socket
@@ -65,12 +68,49 @@ class Daemon:
         self.env = None          # extra environment variables for the next start(), or None
         self.proc = None
         self.last_log = ""
+        self.clock_file = None
+        if clock_ns is not None:
+            self.clock_file = os.path.join(self.dir, "clock")
+            self.write_clock(clock_ns)
 
     def command(self):
         cmd = [DAEMON, "--socket", self.socket, "--db", self.db, "--log-level", "debug"]
         if self.tree:
             cmd += ["--sysfs-root", self.tree.sys, "--procfs-root", self.tree.proc]
+        if self.clock_file:
+            cmd += ["--test-clock", self.clock_file]
         return cmd + self.args
+
+    # -- the test clock ----------------------------------------------------------------------------
+    PASS = re.compile(r"test clock: scheduler pass at (\d+) done")
+
+    def write_clock(self, ns):
+        """The clock file takes ns; a running daemon reads it on SIGUSR2. Written whole, then
+        renamed, so the daemon never reads half of it."""
+        tmp = self.clock_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % ns)
+        os.rename(tmp, self.clock_file)
+
+    def scheduler_passes(self):
+        """The times (ns) of the scheduler's passes on the test clock so far, from the whole log."""
+        with open(self.log) as f:
+            return [int(t) for t in self.PASS.findall(f.read())]
+
+    def set_clock(self, ns, timeout=30):
+        """Moves the test clock forward to ns and returns once the scheduler has made a pass at that
+        time or later: whatever was due by then has been submitted (or skipped) and recorded."""
+        seen = len(self.scheduler_passes())
+        self.write_clock(ns)
+        self.proc.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(t >= ns for t in self.scheduler_passes()[seen:]):
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("mempolicyd exited with %d:\n%s" % (self.proc.returncode, self.log_text()))
+            time.sleep(0.01)
+        raise RuntimeError("no scheduler pass at %d within %ds:\n%s" % (ns, timeout, self.log_text()))
 
     def start(self, timeout=10):
         logf = open(self.log, "a")

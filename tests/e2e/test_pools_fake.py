@@ -380,6 +380,7 @@ class BlockedCompaction(unittest.TestCase):
         self.tree.partial(NODE % (1, 2048, "nr_hugepages"))
         self.fifo = self.tree.path("proc/sys/vm/compact_memory")
         os.mkfifo(self.fifo)
+        self.reader = None
         self.d = Daemon(self.tree)
         self.d.start()
 
@@ -388,16 +389,15 @@ class BlockedCompaction(unittest.TestCase):
         try:
             self.d.cleanup()
         finally:
+            os.close(self.reader)
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def release(self):
-        """Opens the FIFO for reading (non-blocking) so a blocked writer completes."""
-        try:
-            fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            return
-        time.sleep(0.2)
-        os.close(fd)
+        """Opens the FIFO for reading (non-blocking) and keeps it open until tearDown, so the
+        blocked compaction write, and any later one, completes into the pipe: no guess at how long
+        the writer needs."""
+        if self.reader is None:
+            self.reader = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
 
     def start_stalled_job(self):
         r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 3, "1": 5}, "compact": True})

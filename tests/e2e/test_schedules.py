@@ -265,32 +265,39 @@ class ScheduleRestartTest(DaemonTest):
 
 
 class ScheduleDueTest(DaemonTest):
-    """One minute boundary serves every assertion: daemon A is up across it; daemon B is stopped
+    """One due minute serves every assertion, on the test clock (server/clock.h), so nothing waits
+    for a real minute: daemon A is up across it (its clock is moved past it); daemon B is stopped
     before it and started 10 s after it. All schedules name that exact minute (month, day, hour,
     minute), so each fires once and its next run is a year later."""
     tree_factory = staticmethod(tree4)
+    DUE = calendar.timegm((2031, 3, 14, 2, 0, 0))   # any minute will do; this one is not today
+    daemon_args = ()
 
     @classmethod
     def setUpClass(cls):
-        super().setUpClass()
+        # DaemonTest starts cls.d; it must be on the test clock from its start.
+        cls.tmp = tempfile.mkdtemp(prefix="mpd-tree-")
+        os.chmod(cls.tmp, 0o755)
+        cls.tree = tree4(cls.tmp)
+        cls.d = Daemon(cls.tree, clock_ns=(cls.DUE - 30) * NS)
         cls.tmp_b = tempfile.mkdtemp(prefix="mpd-tree-b-")
         os.chmod(cls.tmp_b, 0o755)
         cls.tree_b = tree4(cls.tmp_b)
-        cls.b = Daemon(cls.tree_b).start()
+        cls.b = Daemon(cls.tree_b, clock_ns=(cls.DUE - 30) * NS)
         try:
+            cls.d.start()
+            cls.b.start()
             cls._arrange()
         except BaseException:
             cls.b.cleanup()
+            cls.d.cleanup()
             shutil.rmtree(cls.tmp_b, ignore_errors=True)
+            shutil.rmtree(cls.tmp, ignore_errors=True)
             raise
 
     @classmethod
     def _arrange(cls):
-        now = time.time()
-        due = (int(now) // 60 + 1) * 60
-        if due - now < 15:   # leave time to create everything before the boundary
-            due += 60
-        cls.due = due
+        due = cls.due = cls.DUE
         tm = time.gmtime(due)
         cron = "%d %d %d %d *" % (tm.tm_min, tm.tm_hour, tm.tm_mday, tm.tm_mon)
         cls.cron = cron
@@ -309,21 +316,15 @@ class ScheduleDueTest(DaemonTest):
         cls.b_late_id = post(cls.b, body(cron, {"hugepages": {"size": "2M", "nodes": {"1": 6}}}))
         cls.b_skip_id = post(cls.b, body(cron, {"hugepages": {"size": "1G", "nodes": {"0": 1}}},
                                          misfire_grace_s=5))
+        # Nothing is due yet: the scheduler passes at start and after each create submitted nothing.
+        for d in (cls.d, cls.b):
+            if d.sql("SELECT count(*) FROM jobs") != [(0,)]:
+                raise AssertionError("a job before the due minute:\n" + d.log_text())
         cls.b.stop()
-        time.sleep(max(0, due + 10 - time.time()))
-        cls.b_started = time.time()
+        cls.d.set_clock(due * NS)            # A: the due minute comes while it runs
+        cls.b_started = due + 10
+        cls.b.write_clock(cls.b_started * NS)   # B: starts 10 s after it
         cls.b.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            rc = cls.b.cleanup()
-            if rc not in (0, None):
-                raise AssertionError("daemon B exited with %s:\n%s" % (rc, cls.b.log_text()))
-        finally:
-            shutil.rmtree(cls.tmp_b, ignore_errors=True)
-            super().tearDownClass()
-
     def jobs_of(self, d, sid):
         return d.sql("SELECT id, status, source, schedule_id, created_ns, op_id FROM jobs WHERE schedule_id = ?",
                      (sid,))
@@ -369,8 +370,8 @@ class ScheduleDueTest(DaemonTest):
         first, second = self.finished_job(self.d, self.a_id)[0], self.finished_job(self.d, self.a2_id)[0]
         self.assertEqual((first[1], second[1]), ("ok", "ok"), self.d.log_text())
         self.assertEqual(self.tree.read(POOL2M % 2), "5")
-        # One after the other (the scheduler's order: the later job id queued behind the earlier),
-        # never both at the kernel at once: the later one started after the earlier one's last write.
+        # One after the other, in the scheduler's order, never both at the kernel at once: the later
+        # one started after the earlier one's last write.
         early, late = sorted((first, second))
         writes = {j[0]: self.d.sql("SELECT min(started_ns), max(started_ns), count(*) FROM batches WHERE op_id = ?",
                                    (j[5],))[0] for j in (early, late)}
@@ -380,7 +381,8 @@ class ScheduleDueTest(DaemonTest):
         # Whether the later one had to queue depends on whether the earlier one (five pages on a
         # generated tree: about a millisecond) was still running when the scheduler fired the
         # second schedule; when it was, the runner says so. The queue itself (order, bound) is
-        # tested deterministically with gated jobs in tests/unit/test_jobs.c.
+        # tested deterministically with gated jobs in tests/unit/test_jobs.c. The test clock's
+        # readings are distinct and in order, so the comparison is exact.
         created = self.d.sql("SELECT created_ns FROM jobs WHERE id = ?", (late[0],))[0][0]
         early_done = self.d.sql("SELECT finished_ns FROM jobs WHERE id = ?", (early[0],))[0][0]
         if created < early_done:
@@ -423,7 +425,10 @@ class ScheduleDueTest(DaemonTest):
     def test_each_due_schedule_ran_exactly_once(self):
         self.finished_job(self.b, self.b_late_id)
         self.finished_job(self.d, self.a_id)
-        time.sleep(1)   # a second pass would have submitted again by now
+        # Passes after the due minute, up to the last second before the next run, submit nothing.
+        for d in (self.d, self.b):
+            d.set_clock((self.due + 59) * NS)
+            d.set_clock((self.next_year() - 1) * NS)
         self.assertEqual(len(self.jobs_of(self.d, self.a_id)), 1)
         self.assertEqual(len(self.jobs_of(self.d, self.a2_id)), 1)
         self.assertEqual(len(self.jobs_of(self.b, self.b_late_id)), 1)

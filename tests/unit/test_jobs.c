@@ -14,6 +14,7 @@
 
 #include "server/app.h"
 #include "server/api/api.h"
+#include "server/clock.h"
 #include "server/jobs/jobs.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -269,7 +270,7 @@ static int nhook, nfreed;
 static int64_t hook_job;
 static char hook_request[128];
 
-static json_t *noted_interrupted(struct app *a, int64_t id, const json_t *request)
+static json_t *noted_interrupted(const struct app *a, int64_t id, const json_t *request)
 {
 	char *r = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
 
@@ -299,7 +300,7 @@ static const struct job_kind noted = { .name = "test.noted", .run = noted_run, .
 /* A job row as a dead daemon leaves it: "running", its history operation "running". */
 static int64_t leave_running(const char *kind, json_t *request)
 {
-	struct op_record op = { .kind = kind, .source = "api", .started_ns = store_now_ns(), .status = "running",
+	struct op_record op = { .kind = kind, .source = "api", .started_ns = clk_wall_ns(), .status = "running",
 				.request = request, .kernel_release = "test" };
 	struct job_row row = { .kind = kind, .status = "running", .source = "api", .created_ns = op.started_ns,
 			       .request = request };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/app.h"
+#include "server/clock.h"
 #include "server/jobs/cron.h"
 #include "server/jobs/job_ctx.h"
 #include "server/jobs/scheduler.h"
@@ -20,9 +21,9 @@
 
 /* Weak: resolved only if an object defining them was linked in, i.e. the scheduler pulled in ops/
  * (the old scheduler called resize_submit, which pulled in resize.o and pools.o). */
-extern json_t *pools_get(struct app *app, uint64_t size_kb, mp_err *e) __attribute__((weak));
+extern json_t *pools_get(const struct app *app, uint64_t size_kb, mp_err *e) __attribute__((weak));
 extern const struct job_kind resize_job __attribute__((weak));
-extern void schedule_fire(struct app *app, const struct sched_firing *f) __attribute__((weak));
+extern void schedule_fire(const struct app *app, const struct sched_firing *f) __attribute__((weak));
 
 static int64_t utc(int y, int mo, int d, int h, int mi)
 {
@@ -127,7 +128,7 @@ static struct sched_firing last;
 static int64_t last_id;
 
 /* What ops/schedules.c does, minus the action: note the firing, move next_run. */
-static void test_fire(struct app *a, const struct sched_firing *f)
+static void test_fire(const struct app *a, const struct sched_firing *f)
 {
 	struct sched_ran r = { .run_ns = f->now_ns, .due_ns = f->run_s * NS, .status = "submitted",
 			       .next_run_ns = f->next_run_ns };
@@ -173,7 +174,7 @@ static int64_t add_due(int64_t due_ns)
 {
 	json_t *action = json_pack("{s:{s:s, s:i}}", "test", "size", "2M", "total", 1);
 	struct schedule_new n = { .cron = "* * * * *", .timezone = "UTC", .action = action, .enabled = true,
-				  .misfire_grace_s = 3600, .created_ns = store_now_ns(), .next_run_ns = due_ns };
+				  .misfire_grace_s = 3600, .created_ns = clk_wall_ns(), .next_run_ns = due_ns };
 	mp_err e = { 0 };
 	int64_t id = sched_store_insert(app.store, &n, &e);
 
@@ -210,7 +211,7 @@ END_TEST
  * latest due minute; next_run moves past now and it does not fire again. */
 START_TEST(a_due_schedule_fires_the_callback)
 {
-	int64_t now = store_now_ns(), due = (now / NS / 60 - 1) * 60 * NS, id = add_due(due);
+	int64_t now = clk_wall_ns(), due = (now / NS / 60 - 1) * 60 * NS, id = add_due(due);
 	mp_err e = { 0 };
 	struct scheduler *s = scheduler_start(&app, test_fire, &e);
 
@@ -241,7 +242,7 @@ START_TEST(nothing_fires_while_held)
 	ck_assert_msg(s != NULL, "%s", e.detail);
 	usleep(100000);              /* the first pass has found nothing */
 	scheduler_hold(s);
-	add_due(store_now_ns() - NS);
+	add_due(clk_wall_ns() - NS);
 	scheduler_kick(s);
 	usleep(300000);
 	pthread_mutex_lock(&fired_lock);
