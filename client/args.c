@@ -215,6 +215,7 @@ int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, st
 			if (a->npos >= maxpos)
 				return cli_usage_error(cmd, "unexpected argument '%s'", arg);
 			a->pos[a->npos++] = argv[i];
+			only_pos |= CLI_VERBATIM_POS(cmd);
 			continue;
 		}
 		if (strcmp(arg, "--") == 0) {

@@ -47,6 +47,11 @@ struct args {
 	struct num node_id;     /* --node N where the client checks the number itself */
 	bool dry_run, wait, no_wait, compact;
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
+	/* run: numactl's policy and CPU options; proc migrate/collapse */
+	const char *membind, *preferred, *preferred_many, *interleave, *weighted_interleave;
+	const char *cpunodebind, *physcpubind, *thp, *from, *to;
+	bool localalloc, watch;
+	struct num interval, start, length, start_time;
 	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
 	int npos;
 };
@@ -96,6 +101,10 @@ struct command {
 	const char *summary;    /* one line for the command list */
 	const char *notes;      /* free text after the option list in --help (examples), or NULL */
 };
+
+/* A command whose positional usage starts with "--" ("-- CMD [ARGS...]") takes options only before
+ * its first positional argument: the rest is verbatim (run: the program's own "-c" and all). */
+#define CLI_VERBATIM_POS(cmd) ((cmd)->positional && !strncmp((cmd)->positional, "--", 2))
 
 /* The command table (client/commands.c). */
 extern const struct command cli_commands[];

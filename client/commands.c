@@ -22,6 +22,9 @@ int cmd_schedule_add(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_schedule_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_schedule_rm(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_run(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_proc_migrate(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_proc_collapse(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0 }
 
@@ -96,6 +99,40 @@ static const struct opt schedule_add_opts[] = {
 	END,
 };
 
+/* numactl's option names, so an operator's fingers already know them. */
+static const struct opt run_opts[] = {
+	{ "--membind", "NODES", "allocate only from NODES (bind)", OPT_TEXT_IN(membind), 0 },
+	{ "--preferred", "NODE", "prefer NODE, fall back to others", OPT_TEXT_IN(preferred), 0 },
+	{ "--preferred-many", "NODES", "prefer NODES, fall back to others (5.15)", OPT_TEXT_IN(preferred_many), 0 },
+	{ "--interleave", "NODES", "interleave pages over NODES", OPT_TEXT_IN(interleave), 0 },
+	{ "--weighted-interleave", "NODES", "interleave by the nodes' weights (6.9)",
+	  OPT_TEXT_IN(weighted_interleave), 0 },
+	{ "--localalloc", NULL, "allocate on the node of the CPU that runs", OPT_FLAG_IN(localalloc), 0 },
+	{ "--cpunodebind", "NODES", "run on the CPUs of NODES", OPT_TEXT_IN(cpunodebind), 0 },
+	{ "--physcpubind", "CPUS", "run on CPUS", OPT_TEXT_IN(physcpubind), 0 },
+	{ "--thp", "MODE", "disable (or except-advised, 6.18): PR_SET_THP_DISABLE for the program",
+	  OPT_TEXT_IN(thp), 0 },
+	{ "--watch", NULL, "record its placement every second until it exits", OPT_FLAG_IN(watch), 0 },
+	{ "--interval", "MS", "watch, sampling every MS milliseconds (100..3600000)", OPT_NUM_IN(interval, 1), 0 },
+	END,
+};
+
+static const struct opt proc_migrate_opts[] = {
+	{ "--from", "NODES", "move the pages on these nodes ...", OPT_TEXT_IN(from), OPT_REQUIRED },
+	{ "--to", "NODES", "... to these nodes", OPT_TEXT_IN(to), OPT_REQUIRED },
+	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0 },
+	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0 },
+	END,
+};
+
+static const struct opt proc_collapse_opts[] = {
+	{ "--start", "ADDR", "collapse only [ADDR, ADDR+LEN) (decimal bytes) ...", OPT_NUM_IN(start, 0), 0 },
+	{ "--length", "LEN", "... default: every anonymous mapping", OPT_NUM_IN(length, 1), 0 },
+	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0 },
+	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0 },
+	END,
+};
+
 const struct command cli_commands[] = {
 	{ "status", "", cmd_status, "", 0, NULL,
 	  "daemon health, kernel, THP mode and node count", NULL },
@@ -134,6 +171,19 @@ const struct command cli_commands[] = {
 	  "one job: status, progress, per-node outcome (--wait: until it ends)", NULL },
 	{ "job", "cancel", cmd_job_cancel, "ID", 1, NULL,
 	  "cancel a job; a running resize stops before its next batch", NULL },
+	{ "run", "", cmd_run, "-- CMD [ARGS...]", -1, run_opts,
+	  "start CMD under a memory policy, as you, with numactl's options",
+	  "The daemon starts CMD as your user, in this directory, with this environment, and answers\n"
+	  "once it has exec'd (a missing program or a refused policy is an error here). CMD's output\n"
+	  "goes to /dev/null; it runs on after this command returns. Options end at CMD.\n"
+	  "Example: mempolicyctl run --membind 1 --cpunodebind 1 --watch -- ./bench --size 4G" },
+	{ "proc", "migrate", cmd_proc_migrate, "PID", 1, proc_migrate_opts,
+	  "move a process's pages between nodes (migrate_pages), before/after recorded",
+	  "Waits for the job (a progress bar on a terminal) and prints the pages per node before and\n"
+	  "after. Root, the admin group, or the process's own user.\n"
+	  "Example: mempolicyctl proc migrate 4242 --from 0 --to 1" },
+	{ "proc", "collapse", cmd_proc_collapse, "PID", 1, proc_collapse_opts,
+	  "collapse a process's anonymous memory into huge pages (MADV_COLLAPSE)", NULL },
 	{ "schedule", "add", cmd_schedule_add, "", 0, schedule_add_opts,
 	  "resize a hugetlb pool on a cron schedule",
 	  "Example: mempolicyctl schedule add --cron \"0 2 * * *\" --size 2M --node 0=4096" },

@@ -53,6 +53,62 @@ void jobview_targets(const json_t *targets, bool done)
 	table_print(t, stdout);
 }
 
+/* A process job's outcome (process.migrate, process.collapse): its counts as rows. */
+static void process_rows(struct table *t, const json_t *result)
+{
+	static const char *const keys[] = { "pid", "start_time", "from", "to", "pages_moved", "pages_not_moved",
+					    "thp_bytes_before", "thp_bytes_after", "ranges", "collapsed", "failed" };
+	const json_t *el = json_object_get(result, "elapsed_ns");
+	char a[128];
+
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+		const json_t *v = json_object_get(result, keys[k]);
+		if (!v)
+			continue;
+		out_scalar(v, a, sizeof a);
+		table_row(t, keys[k], a);
+	}
+	if (json_is_integer(el) && json_object_get(result, "pid")) {
+		jobview_ns((double)json_integer_value(el), a, sizeof a);
+		table_row(t, "elapsed", a);
+	}
+}
+
+/* Pages per node before and after a migration, beside each other. */
+static void process_nodes(const json_t *result)
+{
+	static const char *const hdr[] = { "NODE", "PAGES BEFORE", "PAGES AFTER" };
+	const json_t *before = json_object_get(result, "before"), *after = json_object_get(result, "after");
+	struct table *t = table_new(3, hdr);
+	char n[32], b[32], f[32];
+	long long seen[256];
+	int nseen = 0;
+	size_t i, j;
+	json_t *x, *y;
+
+	for (int side = 0; side < 2; side++)
+		json_array_foreach(side ? after : before, i, x) {
+			long long id = (long long)json_integer_value(json_object_get(x, "node"));
+			int k;
+			for (k = 0; k < nseen && seen[k] != id; k++)
+				;
+			if (k < nseen || nseen == 256)
+				continue;
+			seen[nseen++] = id;
+			snprintf(n, sizeof n, "%lld", id);
+			snprintf(b, sizeof b, "0");
+			snprintf(f, sizeof f, "0");
+			json_array_foreach(before, j, y)
+				if (json_integer_value(json_object_get(y, "node")) == id)
+					snprintf(b, sizeof b, "%lld", (long long)json_integer_value(json_object_get(y, "pages")));
+			json_array_foreach(after, j, y)
+				if (json_integer_value(json_object_get(y, "node")) == id)
+					snprintf(f, sizeof f, "%lld", (long long)json_integer_value(json_object_get(y, "pages")));
+			table_row(t, n, b, f);
+		}
+	table_print(t, stdout);
+}
+
 void jobview_print(const json_t *job)
 {
 	static const char *const keys[] = { "id", "kind", "status", "reason", "error", "errno", "source",
@@ -82,7 +138,10 @@ void jobview_print(const json_t *job)
 		snprintf(key, sizeof key, "%.*s", (int)(strlen(times[k]) - 3), times[k]);
 		table_row(t, key, a);
 	}
-	if (json_is_object(progress)) {
+	if (json_is_string(json_object_get(progress, "phase"))) {
+		snprintf(a, sizeof a, "%s", json_string_value(json_object_get(progress, "phase")));
+		table_row(t, "progress", a);
+	} else if (json_is_object(progress)) {
 		snprintf(a, sizeof a, "%lld of %lld pages, %lld batches",
 			 (long long)json_integer_value(json_object_get(progress, "pages_done")),
 			 (long long)json_integer_value(json_object_get(progress, "pages_total")),
@@ -93,7 +152,10 @@ void jobview_print(const json_t *job)
 			table_row(t, "eta", a);
 		}
 	}
+	process_rows(t, result);
 	table_print(t, stdout);
+	if (json_is_array(json_object_get(result, "before")))
+		process_nodes(result);
 	if (json_is_array(targets))
 		jobview_targets(targets, true);
 	else if (json_is_object(progress))

@@ -487,6 +487,53 @@ def check_launch_refuses_what_6_1_lacks(d, nodes):
     eq(d.db_snapshot(), db, "the database after refusals")
 
 
+def numastat_p(pid):
+    """numastat -p PID: the Total row, MB per node (numactl's own reading of numa_maps)."""
+    import subprocess
+    out = subprocess.run(["numastat", "-p", str(pid)], capture_output=True, text=True, check=True).stdout
+    total = [l.split()[1:] for l in out.splitlines() if l.startswith("Total")][0]
+    return [float(x) for x in total[:-1]]   # the last column is the sum
+
+
+def wait_job(d, job_id, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = ok_json(d.get("/v1/jobs/%d" % job_id), "GET job")
+        if j["status"] not in ("queued", "running"):
+            return j
+        time.sleep(0.1)
+    raise AssertionError("job %d did not finish" % job_id)
+
+
+def check_migrate_moves_pages_and_matches_numastat(d, nodes):
+    src, dst = 0, len(nodes) - 1
+    c = launch(d, {"policy": {"mode": "preferred", "nodes": str(src)}}, "preferred %d" % src)
+    try:
+        _, counts = child_mapping(c["pid"])
+        eq(set(counts), {src}, "pages before the migration")
+        ns_before = numastat_p(c["pid"])
+        r = d.request("POST", "/v1/processes/%d/migrate" % c["pid"],
+                      body={"from": str(src), "to": str(dst), "start_time": c["start_time"]})
+        expect(r.status == 202, "migrate: %r" % r)
+        job = wait_job(d, r.json["id"])
+        ns_after = numastat_p(c["pid"])
+        eq(job["status"], "ok", "the migrate job (%s)" % job.get("error"))
+        _, counts = child_mapping(c["pid"])
+        eq(set(counts), {dst}, "pages of the 16 MiB after the migration")
+        res = job["result"]
+        for side, ns in (("before", ns_before), ("after", ns_after)):
+            mine = {n["node"]: n["bytes"] / 1048576.0 for n in res[side]}
+            for node in range(len(nodes)):
+                # numastat prints MB with two decimals
+                expect(abs(mine.get(node, 0.0) - ns[node]) <= 0.02,
+                       "%s, node %d: recorded %.2f MB, numastat -p %.2f MB" % (side, node, mine.get(node, 0.0), ns[node]))
+        expect(res["pages_moved"] >= CHILD_MB << 8, "pages_moved %d" % res["pages_moved"])
+        expect(res["vmstat_delta"]["pgmigrate_success"] >= CHILD_MB << 8, "pgmigrate_success delta")
+        return "%d pages %d->%d in %.1f ms" % (res["pages_moved"], src, dst, res["elapsed_ns"] / 1e6)
+    finally:
+        kill(c["pid"])
+
+
 def injected_failure(d, nodes):
     """tests/vm/run --fault check: a check that fails, for the harness's own test."""
     eq(len(nodes), -1, "the number of nodes (failing on purpose)")
