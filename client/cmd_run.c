@@ -88,7 +88,7 @@ int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
 		       (long long)json_integer_value(json_object_get(r.body, "pid")),
 		       (long long)json_integer_value(json_object_get(r.body, "start_time")),
 		       (long long)json_integer_value(json_object_get(r.body, "operation_id")),
-		       json_is_object(json_object_get(r.body, "watch")) ? ": watched, see `proc watch PID`" : "");
+		       json_is_object(json_object_get(r.body, "watch")) ? ": watched (its samples: GET /v1/processes/PID/samples)" : "");
 	http_result_free(&r);
 	rc = EXIT_OK;
 out:

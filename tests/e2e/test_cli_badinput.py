@@ -72,8 +72,25 @@ CASES = {
     "schedule rm": {"usage": [[], ["abc"]],
                     "refused": [(["999999"], "schedule.not_found")],
                     "nobody": [["{sched}"]]},
+    # run is open to every local user (as themselves), so it has no "nobody" case
+    "run": {"usage": [[], ["--membind", "0", "--interleave", "0", "--", "true"], ["--bogus", "--", "true"],
+                      ["--membind"], ["--interval", "x", "--", "true"],
+                      ["--cpunodebind", "0", "--physcpubind", "0", "--", "true"]],
+            "refused": [(["--membind", "1,,2", "--", "true"], "nodes.malformed"),
+                        (["--membind", "9", "--", "true"], "nodes.not_in_topology"),
+                        (["--interleave", "0-", "--", "true"], "nodes.malformed"),
+                        (["--thp", "sometimes", "--", "true"], "request.invalid")]},
+    # a process's own user may migrate it: the daemon decides per process, not the router
+    "proc migrate": {"usage": [[], ["1"], ["1", "--from", "0"], ["x", "--from", "0", "--to", "1"],
+                               ["0", "--from", "0", "--to", "1"], ["1", "--from", "0", "--to", "1", "--start-time", "0"]],
+                     "refused": [(["999999", "--from", "0", "--to", "1"], "process.not_found"),
+                                 (["1", "--from", "1,,2", "--to", "1"], "nodes.malformed"),
+                                 (["1", "--from", "0", "--to", "9"], "nodes.not_in_topology")]},
+    "proc collapse": {"usage": [[], ["x"], ["1", "--start", "4096"], ["1", "--length", "0"]],
+                      "refused": [(["999999"], "process.not_found")],
+                      "nobody": [["1"]]},
 }
-CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm"}
+CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse"}
 
 
 class CliBadInput(DaemonTest):
