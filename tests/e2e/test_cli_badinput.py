@@ -72,6 +72,12 @@ CASES = {
     "schedule rm": {"usage": [[], ["abc"]],
                     "refused": [(["999999"], "schedule.not_found")],
                     "nobody": [["{sched}"]]},
+    # run, proc migrate and proc collapse (proc-act's): the usage errors, and a list the daemon's
+    # parser refuses; their refusals by the daemon and as nobody belong with their own tests.
+    "run": {"usage": [[], ["--membind", "0"], ["--interval", "0", "--", "true"], ["--bogus", "--", "true"]],
+            "refused": [(["--membind", "0-", "--", "true"], "nodes.malformed")]},
+    "proc migrate": {"usage": [[], ["1"], ["abc", "--from", "0", "--to", "1"], ["1", "--from", "0"]]},
+    "proc collapse": {"usage": [[], ["abc"], ["1", "--length", "0"], ["1", "2"]]},
     "proc show": {"usage": [[], ["abc"], ["0"], ["-1"], ["1", "2"], ["1", "--start-time", "x"],
                             ["1", "--start-time", "0"], ["1", "--bogus"]],
                   "refused": [(["4194305"], "process.bad_pid"), (["4194304"], "process.not_found")]},
