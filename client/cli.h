@@ -46,6 +46,7 @@ struct args {
 	struct num limit, count, total, batch, grace;
 	struct num node_id;     /* --node N where the client checks the number itself */
 	bool dry_run, wait, no_wait, compact;
+	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
 	/* run: numactl's policy and CPU options; proc migrate/collapse */
 	const char *membind, *preferred, *preferred_many, *interleave, *weighted_interleave;

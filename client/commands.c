@@ -25,6 +25,10 @@ int cmd_schedule_rm(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_run(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_proc_migrate(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_proc_collapse(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_proc_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_proc_watch(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_cgroup_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_cgroup_mems(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0 }
 
@@ -133,6 +137,21 @@ static const struct opt proc_collapse_opts[] = {
 	END,
 };
 
+static const struct opt proc_show_opts[] = {
+	{ "--mappings", NULL, "also every mapping: range, policy, page size, pages per node, THP, file",
+	  OPT_FLAG_IN(mappings), 0 },
+	{ "--start-time", "T", "refuse if PID now names another process than the one started at T\n"
+	  "(clock ticks after boot, as shown)", OPT_NUM_IN(start_time, 1), 0 },
+	END,
+};
+
+static const struct opt proc_watch_opts[] = {
+	{ "--start-time", "T", "the process started at T (default: the one with PID now, else the\n"
+	  "last one sampled)", OPT_NUM_IN(start_time, 1), 0 },
+	{ "--limit", "N", "the newest N samples (1..10000, default 100)", OPT_NUM_IN(limit, 1), 0 },
+	END,
+};
+
 const struct command cli_commands[] = {
 	{ "status", "", cmd_status, "", 0, NULL,
 	  "daemon health, kernel, THP mode and node count", NULL },
@@ -184,6 +203,13 @@ const struct command cli_commands[] = {
 	  "Example: mempolicyctl proc migrate 4242 --from 0 --to 1" },
 	{ "proc", "collapse", cmd_proc_collapse, "PID", 1, proc_collapse_opts,
 	  "collapse a process's anonymous memory into huge pages (MADV_COLLAPSE)", NULL },
+	{ "proc", "show", cmd_proc_show, "PID", 1, proc_show_opts,
+	  "where a process's memory is: per node base, THP and hugetlb pages; policies, locality",
+	  "Read from /proc/PID/numa_maps, smaps and status by the daemon. Root and the admin group may\n"
+	  "read any process, other users their own. Record it with `curl .../v1/processes/PID?sample=true`\n"
+	  "or launch with `run --watch`; `proc watch` shows the records." },
+	{ "proc", "watch", cmd_proc_watch, "PID", 1, proc_watch_opts,
+	  "a process's placement over time: its recorded samples, per node, THP, locality", NULL },
 	{ "schedule", "add", cmd_schedule_add, "", 0, schedule_add_opts,
 	  "resize a hugetlb pool on a cron schedule",
 	  "Example: mempolicyctl schedule add --cron \"0 2 * * *\" --size 2M --node 0=4096" },
@@ -193,5 +219,13 @@ const struct command cli_commands[] = {
 	  "one schedule in full", NULL },
 	{ "schedule", "rm", cmd_schedule_rm, "ID", 1, NULL,
 	  "delete a schedule (jobs it started stay in history)", NULL },
+	{ "cgroup", "show", cmd_cgroup_show, "PATH", 1, NULL,
+	  "a cgroup's cpuset mems (v2 or v1), effective mems, processes and children (PATH / is the root)",
+	  NULL },
+	{ "cgroup", "mems", cmd_cgroup_mems, "PATH NODES", 2, NULL,
+	  "set a cgroup's cpuset.mems (root or the admin group); recorded as cgroup.mems",
+	  "NODES is a node list such as 0-1,3 (\"\" empties it: on cgroup v2 that inherits the parent's).\n"
+	  "On v2 the kernel migrates the tasks' pages; on v1 only with cpuset.memory_migrate = 1.\n"
+	  "Example: mempolicyctl cgroup mems system.slice/db.service 1" },
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

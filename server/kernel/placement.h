@@ -53,6 +53,9 @@ struct pl_policy {
 	idset nodes;                   /* the nodes the policy names; empty for default and local */
 	bool maybe_truncated;          /* 63 characters: nodes may be a prefix of the real list */
 	char text[PL_POLICY_TEXT];     /* as the kernel printed it, e.g. "prefer (many)=static:0-1" */
+	bool names_nodes;              /* nodes is not empty: locality means something */
+	/* Summary (pl_summarise): */
+	uint64_t mappings, bytes, local_bytes; /* governed, resident bytes, of them on its nodes */
 };
 
 /* Parses one policy text ("bind=static|balancing:0-1"). 0 or -EINVAL. */
@@ -166,12 +169,16 @@ static inline uint64_t pl_count_bytes(const struct pl_mapping *m, const struct p
 	return c->pages * m->page_kb * 1024;
 }
 
-/* Reads and summarises pid's placement from procfs_root: stat (start time), status, smaps_rollup,
- * numa_maps, then smaps when the rollup shows THP (for per-mapping AnonHugePages) or maps when
- * not (ends only: maps does not walk page tables), then stat again. 0; -ESRCH when there is no
+/* Reads and summarises pid's placement from procfs_root: stat (start time), status, numa_maps
+ * while a second thread reads smaps_rollup and maps (ends only: maps does not walk page tables),
+ * then smaps when the rollup shows THP (per-mapping AnonHugePages), then stat again. 0; -ESRCH when there is no
  * such process or it exited while being read (a zombie's files are empty); -ESTALE when the pid
  * named another process by the end; -EINVAL for text that does not parse; -ENOMEM; -E2BIG.
  * If expect_start is non-zero the process must have that start time (else -ESTALE). */
 int pl_read(const char *procfs_root, pid_t pid, uint64_t expect_start, struct placement *p);
+/* pl_read with flags. PL_NO_ENDS: the mappings' ends are not needed (a summary without the
+ * mapping list), so maps is not read; they stay 0 unless smaps was read for THP. */
+#define PL_NO_ENDS 0x1u
+int pl_read_opts(const char *procfs_root, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p);
 
 #endif

@@ -199,6 +199,7 @@ int pl_parse_policy(const char *text, struct pl_policy *p)
 	} else if (*rest) {
 		return -EINVAL;
 	}
+	p->names_nodes = idset_count(&p->nodes) > 0;
 	return 0;
 }
 

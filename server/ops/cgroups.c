@@ -28,15 +28,23 @@ static int hier(const struct app *app, struct cg_hier *h, mp_err *e)
 	return 0;
 }
 
+/* The path as text, before anything is looked at: a bad path is 400 on any host. */
+static int check_path(const char *path, mp_err *e)
+{
+	if (cg_path_check(path) < 0)
+		return mp_fail(e, MPE_CGROUP_BAD_PATH, EINVAL,
+			       "a cgroup path is names of 1 to 255 bytes separated by single '/': no '..', '.', "
+			       "empty segment, leading or trailing '/', or control character");
+	return 0;
+}
+
 /* Opens a checked path: the fd, or -1 with the problem. */
 static int open_cg(const struct app *app, const struct cg_hier *h, const char *path, mp_err *e)
 {
 	int fd;
 
-	if (cg_path_check(path) < 0)
-		return mp_fail(e, MPE_CGROUP_BAD_PATH, EINVAL,
-			       "a cgroup path is names of 1 to 255 bytes separated by single '/': no '..', '.', "
-			       "empty segment, leading or trailing '/', or control character");
+	if (check_path(path, e) < 0)
+		return -1;
 	fd = cg_open(app->sysfs_root, h, path);
 	if (fd >= 0)
 		return fd;
@@ -75,7 +83,7 @@ json_t *cgroup_get(const struct app *app, const char *path, mp_err *e)
 	json_t *out = NULL, *kids;
 	int fd, rc;
 
-	if (hier(app, &h, e) < 0 || (fd = open_cg(app, &h, path, e)) < 0)
+	if (check_path(path, e) < 0 || hier(app, &h, e) < 0 || (fd = open_cg(app, &h, path, e)) < 0)
 		return NULL;
 	if (read_cg(fd, &h, path, &st, e) < 0)
 		goto out;
@@ -170,7 +178,7 @@ int cgroup_set_mems(const struct app *app, const struct proc_caller *who, const 
 
 	*out = NULL;
 	pthread_mutex_lock(&cg_lock);
-	if (hier(app, &h, e) < 0 || (fd = open_cg(app, &h, path, e)) < 0)
+	if (check_path(path, e) < 0 || hier(app, &h, e) < 0 || (fd = open_cg(app, &h, path, e)) < 0)
 		goto out;
 	if (!*path) {
 		mp_fail(e, MPE_CGROUP_ROOT, 0, "the root cgroup's mems cannot be set (it has every node)");

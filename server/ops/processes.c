@@ -24,7 +24,13 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 
 int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
 {
-	int rc = pl_read(app->procfs_root, pid, expect_start, p);
+	return process_read_opts(app, pid, expect_start, 0, p, e);
+}
+
+int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p,
+		      mp_err *e)
+{
+	int rc = pl_read_opts(app->procfs_root, pid, expect_start, flags, p);
 
 	switch (rc) {
 	case 0:
@@ -106,33 +112,19 @@ static json_t *node_json(const struct placement *p, const struct pl_node *n)
 			 "total_bytes", (json_int_t)(n->base_bytes + n->thp_bytes + n->hugetlb_bytes));
 }
 
-/* Per distinct policy: how many mappings and bytes it governs. */
+/* Per distinct policy: how many mappings and bytes it governs (summed by pl_summarise). */
 static json_t *policies_json(const struct placement *p)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < p->n_policies; i++) {
 		const struct pl_policy *pol = &p->policies[i];
-		uint64_t bytes = 0, local = 0, n = 0;
-		bool names = idset_count(&pol->nodes) > 0;
-		for (size_t m = 0; m < p->n_mappings; m++) {
-			const struct pl_mapping *mp = &p->mappings[m];
-			if (mp->policy != i)
-				continue;
-			n++;
-			for (uint32_t c = 0; c < mp->n_counts; c++) {
-				const struct pl_count *pc = &p->counts[mp->first_count + c];
-				bytes += pl_count_bytes(mp, pc);
-				if (names && idset_has(&pol->nodes, pc->node))
-					local += pl_count_bytes(mp, pc);
-			}
-		}
 		json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:o, s:b, s:I, s:I, s:o}", "policy", pol->text,
 						   "mode", pl_mode_name(pol->mode), "flags", flags_json(pol->flags),
-						   "nodes", names ? nodes_text(&pol->nodes) : json_null(),
-						   "maybe_truncated", pol->maybe_truncated, "mappings", (json_int_t)n,
-						   "bytes", (json_int_t)bytes,
-						   "locality", names ? share(local, bytes) : json_null()));
+						   "nodes", pol->names_nodes ? nodes_text(&pol->nodes) : json_null(),
+						   "maybe_truncated", pol->maybe_truncated, "mappings", (json_int_t)pol->mappings,
+						   "bytes", (json_int_t)pol->bytes,
+						   "locality", pol->names_nodes ? share(pol->local_bytes, pol->bytes) : json_null()));
 	}
 	return a;
 }
@@ -140,7 +132,7 @@ static json_t *policies_json(const struct placement *p)
 static json_t *mapping_json(const struct placement *p, const struct pl_mapping *m)
 {
 	const struct pl_policy *pol = &p->policies[m->policy];
-	bool names = idset_count(&pol->nodes) > 0;
+	bool names = pol->names_nodes;
 	char start[24], end[24], key[16];
 	json_t *nodes = json_object(), *o;
 	uint64_t bytes = 0, local = 0;

@@ -28,6 +28,9 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e);
  * must be that one (409 process.changed). 404 process.not_found when there is none or it exited
  * mid-read; 500 process.unreadable for files the parser refuses. */
 int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e);
+/* The same with pl_read_opts flags (PL_NO_ENDS for a summary without the mapping list). */
+int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p,
+		      mp_err *e);
 
 /* Who may read a process's placement (its mappings and their addresses): an admin any process;
  * another local caller only a process whose real, effective and saved uid are all its own (the

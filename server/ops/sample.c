@@ -35,7 +35,7 @@ void sample_record(const struct app *app, const struct child_info *ci, unsigned 
 	if (!wait_status && res) {
 		struct placement p;
 		mp_err pe = { 0 };
-		if (process_read(app, ci->pid, ci->start_time, &p, &pe) == 0) {
+		if (process_read_opts(app, ci->pid, ci->start_time, PL_NO_ENDS, &p, &pe) == 0) {
 			json_t *pj = placement_json(&p, false);
 			if (pj)
 				json_object_update(res, pj);

@@ -90,6 +90,25 @@ class CgroupMemsReal(DaemonTest):
         self.assertEqual(op["result"]["mems_after"], want)
         self.assertEqual(op["actor"]["uid"], 0)
 
+    def test_cli_show_and_mems(self):
+        want = str(self.nodes[0])
+        p = self.d.ctl("cgroup", "mems", NAME, want)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"operation \d+: mems \(empty\) -> %s" % want)
+        self.assertEqual(real_file(os.path.join(self.dir, MEMS)), want)
+        p = self.d.ctl("cgroup", "show", "/" + NAME)
+        self.assertRegex(p.stdout, r"(?m)^mems\s+%s$" % want)
+        p = self.d.ctl("cgroup", "show", "/")
+        self.assertRegex(p.stdout, r"(?m)^children\s+.*%s" % NAME)
+        db = self.d.db_snapshot()
+        p = self.d.ctl("cgroup", "mems", NAME, "1,,2")
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertIn("(nodes.malformed)", p.stderr)
+        p = self.d.ctl("cgroup", "mems", NAME, want, user="nobody")
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertIn("(auth.forbidden)", p.stderr)
+        self.assertEqual(self.d.db_snapshot(), db)
+
     def test_bad_input_changes_nothing(self):
         self.assertEqual(self.put(NAME, {"mems": str(self.nodes[0])}).status, 200)
         before_file, db = real_file(os.path.join(self.dir, MEMS)), self.d.db_snapshot()

@@ -89,8 +89,20 @@ CASES = {
     "proc collapse": {"usage": [[], ["x"], ["1", "--start", "4096"], ["1", "--length", "0"]],
                       "refused": [(["999999"], "process.not_found")],
                       "nobody": [["1"]]},
+    "proc show": {"usage": [[], ["abc"], ["0"], ["-1"], ["1", "2"], ["1", "--start-time", "x"],
+                            ["1", "--start-time", "0"], ["1", "--bogus"]],
+                  "refused": [(["4194305"], "process.bad_pid"), (["4194304"], "process.not_found")]},
+    "proc watch": {"usage": [[], ["x"], ["1", "--limit", "0"], ["1", "--mappings"]],
+                   "refused": [(["1", "--limit", "20000"], "request.bad_query"),
+                               (["4194304"], "process.not_found")]},
+    "cgroup show": {"usage": [[], ["a", "b"], ["a", "--bogus"]],
+                    "refused": [(["a/../b"], "cgroup.bad_path"), (["a//b"], "cgroup.bad_path"),
+                                (["a"], "cgroup.unavailable")]},   # the generated host has no cpuset
+    "cgroup mems": {"usage": [[], ["a"], ["a", "0", "1"]],
+                    "refused": [(["a/../b", "0"], "cgroup.bad_path"), (["a", "0"], "cgroup.unavailable")],
+                    "nobody": [["a", "0"]]},
 }
-CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse"}
+CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems"}
 
 
 class CliBadInput(DaemonTest):

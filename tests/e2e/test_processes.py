@@ -217,6 +217,32 @@ class ProcessPlacementReal(SpecDaemonTest):
             self.assertEqual([p["mode"] for p in res["policies"]], ["bind"])
             self.assertEqual(res["locality"]["share"], 1.0)
 
+    def test_cli_proc_show_and_watch(self):
+        """The tables say what the API says: the node row and its THP, every policy, and one row
+        per recorded sample; --json is the API's answer."""
+        c = self.child("anon:512", "policy:b:%d:0:0" % MPOL_BIND)
+        api = self.call("GET", "/v1/processes/%d?mappings=false" % c.pid).json
+        p = self.d.ctl("proc", "show", str(c.pid))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("process %d (python3), started at %d" % (c.pid, start_time(c.pid)), p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^NODE\s+BASE\s+THP\s+TOTAL")
+        self.assertRegex(p.stdout, r"(?m)^bind:0\s+1\s+64 KiB\s+100\.0%")
+        for n in api["nodes"]:
+            self.assertRegex(p.stdout, r"(?m)^%d\s" % n["node"])
+        p = self.d.ctl("proc", "show", str(c.pid), "--mappings")
+        self.assertIn(c.regions["b"], p.stdout)
+        j = self.d.ctl("--json", "proc", "show", str(c.pid))
+        self.assertEqual(json.loads(j.stdout)["nodes"], self.call("GET", "/v1/processes/%d?mappings=false" % c.pid).json["nodes"])
+        for _ in range(3):
+            self.call("GET", "/v1/processes/%d?sample=true&mappings=false" % c.pid)
+        p = self.d.ctl("proc", "watch", str(c.pid))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("%d samples" % 3, p.stdout)
+        self.assertEqual(len([l for l in p.stdout.splitlines() if l.startswith("20")]), 3)
+        p = self.d.ctl("proc", "show", str(c.pid), "--start-time", str(start_time(c.pid) + 1))
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertIn("(process.changed)", p.stderr)
+
     def test_bad_input_is_refused_and_changes_nothing(self):
         c = self.child("anon:64")
         st = start_time(c.pid)

@@ -162,6 +162,12 @@ START_TEST(locality_over_policies_that_name_nodes)
 	ck_assert_uint_eq(p.nodes[0].base_bytes, 19 * 4096);
 	ck_assert_uint_eq(p.nodes[0].hugetlb_bytes, 0);
 	ck_assert_uint_eq(p.resident_bytes, 48 * 4096);
+	/* Per policy: bind=static|balancing:0 governs one mapping, 2 pages, none on node 0. */
+	ck_assert_uint_eq(pol(&p, 10)->mappings, 1);
+	ck_assert_uint_eq(pol(&p, 10)->bytes, 2 * 4096);
+	ck_assert_uint_eq(pol(&p, 10)->local_bytes, 0);
+	ck_assert(!pol(&p, 0)->names_nodes);
+	ck_assert_uint_eq(pol(&p, 0)->mappings, 2);   /* the first and the last line */
 	pl_free(&p);
 }
 END_TEST
@@ -456,6 +462,7 @@ static void make_tree(void)
 	copy_fixture("smaps_rollup", "smaps_rollup");
 	copy_fixture("huge.numa_maps", "numa_maps");
 	copy_fixture("huge.smaps", "smaps");
+	copy_fixture("huge.maps", "maps");
 }
 
 static void remove_tree(void)
@@ -513,6 +520,38 @@ START_TEST(read_generated_tree)
 }
 END_TEST
 
+START_TEST(ends_from_maps_without_thp)
+{
+	/* No THP in the rollup: smaps is not read, the ends come from maps (read beside numa_maps),
+	 * and with PL_NO_ENDS maps is not read at all (here it is missing: no error). */
+	char path[PATH_MAX];
+	FILE *f;
+	struct placement p;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/4242/smaps_rollup", root);
+	f = fopen(path, "w");
+	fputs("0-1 ---p 00000000 00:00 0 [rollup]\nAnonHugePages:         0 kB\n", f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/4242/smaps", root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pl_read(root, 4242, 0, &p), 0);
+	ck_assert(!p.smaps_read);
+	ck_assert_uint_eq(p.mappings[0].end, 0x7f2000800000);
+	ck_assert_uint_eq(p.mappings[5].end, 0x7f2080c00000);
+	ck_assert_uint_eq(p.thp_bytes, 0);
+	pl_free(&p);
+	snprintf(path, sizeof path, "%s/4242/maps", root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pl_read(root, 4242, 0, &p), -ESRCH);   /* maps wanted, and gone */
+	ck_assert_int_eq(pl_read_opts(root, 4242, 0, PL_NO_ENDS, &p), 0);
+	ck_assert_uint_eq(p.mappings[0].end, 0);
+	ck_assert_uint_eq(p.n_mappings, 6);
+	pl_free(&p);
+	remove_tree();
+}
+END_TEST
+
 START_TEST(read_self_on_the_real_kernel)
 {
 	/* 8 MiB touched: resident anonymous memory this process really has, on some node. */
@@ -560,6 +599,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rollup_thp);
 	tcase_add_test(tc, stat_start_time);
 	tcase_add_test(tc, read_generated_tree);
+	tcase_add_test(tc, ends_from_maps_without_thp);
 	tcase_add_test(tc, read_self_on_the_real_kernel);
 	suite_add_tcase(s, tc);
 	return s;

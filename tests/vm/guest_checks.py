@@ -534,6 +534,91 @@ def check_migrate_moves_pages_and_matches_numastat(d, nodes):
         kill(c["pid"])
 
 
+CG = "/sys/fs/cgroup"
+
+
+def placement_of_mapping(d, pid, policy_prefix=None):
+    """The daemon's view of the child's big mapping: {node: pages}, and the whole answer."""
+    r = ok_json(d.get("/v1/processes/%d" % pid), "GET /v1/processes/%d" % pid)
+    want = CHILD_MB << 8
+    for m in r["mappings"]:
+        if m["kind"] == "anon" and m["pages"] == want and (policy_prefix is None or m["policy"].startswith(policy_prefix)):
+            return {int(k): v for k, v in m["nodes"].items()}, r
+    raise AssertionError("the daemon shows no %d-page anonymous mapping of pid %d" % (want, pid))
+
+
+def check_cgroup_mems_confine_a_process_started_in_it(d, nodes):
+    """cgroup v2: a cgroup made here, its cpuset.mems set through the API to the last node; a
+    program started in it writes 16 MiB, and the daemon's placement reader (checked against
+    numa_maps) finds every page on that node. Then the mems move to node 0 and v2 migrates the
+    pages there. Everything made is removed, the root's subtree_control restored."""
+    n = len(nodes) - 1
+    cg = CG + "/mpdvm"
+    sc = real_file(CG + "/cgroup.subtree_control").split()
+    if "cpuset" not in sc:
+        real_write(CG + "/cgroup.subtree_control", "+cpuset")
+    pid = None
+    os.mkdir(cg)
+    try:
+        root = ok_json(d.get("/v1/cgroups"), "GET /v1/cgroups")
+        eq((root["version"], root["mount"]), (2, "fs/cgroup"), "the guest's hierarchy")
+        eq(root["mems_effective"], "0-%d" % n, "the root's effective mems")
+        r = d.request("PUT", "/v1/cgroups/mpdvm", body={"mems": str(n)})
+        eq(r.status, 200, "PUT mems: %r" % r)
+        eq(real_file(cg + "/cpuset.mems.effective"), str(n), "cpuset.mems.effective")
+        r = d.request("PUT", "/v1/cgroups/mpdvm", body={"mems": str(n + 1)})
+        eq((r.status, r.json["code"]), (422, "nodes.not_in_topology"), "a node past the last")
+        import subprocess
+        p = subprocess.Popen(["/bin/sh", "-c", "echo $$ > %s/cgroup.procs && exec /usr/bin/python3 -c \"$0\" %d"
+                              % (cg, CHILD_MB), CHILD])
+        pid = p.pid
+        _, counts = child_mapping(pid)
+        eq(set(counts), {n}, "numa_maps: pages of a process in a cgroup with mems %d" % n)
+        got, whole = placement_of_mapping(d, pid)
+        eq(got, counts, "the daemon's per-node pages against numa_maps")
+        eq(whole["mems_allowed"], str(n), "Mems_allowed_list as the daemon reads it")
+        expect(any(x["node"] == n and x["total_bytes"] >= CHILD_MB << 20 for x in whole["nodes"]),
+               "node %d holds the 16 MiB in the per-node table: %r" % (n, whole["nodes"]))
+        if n > 0:
+            r = d.request("PUT", "/v1/cgroups/mpdvm", body={"mems": "0"})
+            eq(r.status, 200, "PUT mems 0: %r" % r)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                got, whole = placement_of_mapping(d, pid)
+                if set(got) == {0}:
+                    break
+                time.sleep(0.2)
+            eq(set(got), {0}, "v2 migrates the pages when mems change")
+            eq(whole["mems_allowed"], "0", "Mems_allowed_list after the change")
+        ops = ok_json(d.get("/v1/history?kind=cgroup.mems"), "history")["operations"]
+        expect(len(ops) >= 1 and ops[0]["status"] == "ok", "cgroup.mems recorded: %r" % ops[:2])
+        return "16 MiB on node %d, then moved to node 0" % n
+    finally:
+        if pid:
+            kill(pid)
+            os.waitpid(pid, 0)
+        os.rmdir(cg)
+        if "cpuset" not in sc:
+            real_write(CG + "/cgroup.subtree_control", "-cpuset")
+
+
+def check_placement_reader_on_an_interleaved_process(d, nodes):
+    """The daemon's per-mapping counts equal numa_maps for pages spread over every node, and the
+    per-node totals add up to the resident bytes."""
+    k = len(nodes)
+    c = launch(d, {"policy": {"mode": "interleave", "nodes": "0-%d" % (k - 1)}, "thp": "disable"}, "interleave")
+    try:
+        _, counts = child_mapping(c["pid"])
+        got, whole = placement_of_mapping(d, c["pid"], "interleave")
+        eq(got, counts, "the daemon's per-node pages against numa_maps")
+        eq(sum(x["total_bytes"] for x in whole["nodes"]), whole["totals"]["resident_bytes"], "per-node sum")
+        pol = [x for x in whole["policies"] if x["mode"] == "interleave"]
+        eq(len(pol), 1, "one interleave policy")
+        eq(pol[0]["locality"], 1.0, "every interleaved page on a node of the policy")
+    finally:
+        kill(c["pid"])
+
+
 def injected_failure(d, nodes):
     """tests/vm/run --fault check: a check that fails, for the harness's own test."""
     eq(len(nodes), -1, "the number of nodes (failing on purpose)")
