@@ -94,6 +94,7 @@
 	X(STORE_BAD_ROW,                "store.bad_row",                INTERNAL,      "a row the daemon wrote cannot be read back") \
 	X(STORE_OPEN,                   "store.open",                   INTERNAL,      "start-up: the database cannot be opened") \
 	X(STORE_MIGRATE,                "store.migrate",                INTERNAL,      "start-up: a schema migration failed") \
+	X(STORE_SCHEMA,                 "store.schema",                 INTERNAL,      "start-up: the database lacks a table or column its schema version promises") \
 	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
 	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
 	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \

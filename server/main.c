@@ -308,7 +308,6 @@ int main(int argc, char **argv)
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1;
-	int64_t started_ns;   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
 		goto out;
@@ -349,7 +348,6 @@ int main(int argc, char **argv)
 			 cfg.test_clock, (long long)clk_wall_ns());
 	}
 #endif
-	started_ns = clk_wall_ns();
 
 	/* Signals are taken by sigwait() in this thread only; every thread started below inherits
 	 * the blocked mask. */
@@ -393,7 +391,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
-	if ((n = history_mark_unfinished(app.store, started_ns, clk_wall_ns(), &e)) < 0)
+	if ((n = history_mark_unfinished(app.store, clk_wall_ns(), &e)) < 0)
 		goto fail;
 	if (n > 0)
 		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);

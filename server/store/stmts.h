@@ -44,13 +44,13 @@
 	X(VERSION,          R, "PRAGMA user_version") \
 	/* operations (history.c) */ \
 	X(OP_INSERT,        W, "INSERT INTO operations (kind, source, actor_uid, actor_name, started_ns, finished_ns, " \
-	                       "status, errno, error, request, result, kernel_release) " \
-	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)") \
+	                       "status, errno, error, request, result, kernel_release, instance) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)") \
 	X(OP_FINISH,        W, "UPDATE operations SET status = ?2, finished_ns = ?3, errno = ?4, error = ?5, " \
 	                       "result = coalesce(?6, result) WHERE id = ?1") \
 	X(OP_UNFINISHED,    W, "UPDATE operations SET status = 'interrupted', finished_ns = ?1, " \
 	                       "error = 'the daemon stopped, or could not record the outcome, before this operation " \
-	                       "finished' WHERE status = 'running' AND started_ns < ?2") \
+	                       "finished' WHERE status = 'running' AND instance IS NOT ?2") \
 	X(KNOB_CHANGE,      W, "INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) " \
 	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
 	/* one statement for every filter combination: a NULL parameter disables its condition */ \
@@ -63,7 +63,7 @@
 	                       "ORDER BY seq") \
 	/* jobs and batches (jobs.c) */ \
 	X(JOB_INSERT,       W, "INSERT INTO jobs (kind, status, conflict_key, source, schedule_id, actor_uid, " \
-	                       "actor_name, op_id, created_ns, request, progress) VALUES (?,?,?,?,?,?,?,?,?,?,?)") \
+	                       "actor_name, op_id, created_ns, request, progress, instance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") \
 	X(JOB_RUNNING,      W, "UPDATE jobs SET status = 'running', started_ns = ? WHERE id = ?") \
 	X(JOB_FINISH,       W, "UPDATE jobs SET status = ?, finished_ns = ?, reason = ?, errno = ?, error = ?, " \
 	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \
@@ -72,7 +72,7 @@
 	                       "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3) " \
 	                       "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5") \
 	X(JOB_ACTIVE,       R, "SELECT id, coalesce(op_id, 0) FROM jobs WHERE status IN ('queued', 'running') " \
-	                       "ORDER BY id LIMIT ?") \
+	                       "AND instance IS NOT ?2 ORDER BY id LIMIT ?1") \
 	X(BATCH_INSERT,     W, "INSERT INTO batches (op_id, seq, kind, size_kb, node, direction, started_ns, before, " \
 	                       "written, after, requested, achieved, elapsed_ns, latency_ns) " \
 	                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
