@@ -77,10 +77,12 @@
 	                       "written, after, requested, achieved, elapsed_ns, latency_ns) " \
 	                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
 	/* schedules (schedules.c) */ \
+	/* the cap is checked in the INSERT itself: two creations at once cannot both pass a count */ \
 	X(SCHED_INSERT,     W, "INSERT INTO schedules (cron, timezone, action, enabled, misfire_grace_s, created_ns, " \
-	                       "created_by_uid, created_by_name, next_run_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
+	                       "created_by_uid, created_by_name, next_run_ns) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 " \
+	                       "WHERE (SELECT count(*) FROM schedules) < ?10") \
 	X(SCHED_GET,        R, "SELECT " SCHED_COLS " FROM schedules WHERE id = ?1") \
-	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules ORDER BY id") \
+	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules WHERE id > ?1 ORDER BY id LIMIT ?2") \
 	X(SCHED_DELETE,     W, "DELETE FROM schedules WHERE id = ?1") \
 	X(SCHED_DUE,        R, "SELECT id, cron, timezone, action, misfire_grace_s, next_run_ns FROM schedules " \
 	                       "WHERE enabled = 1 AND next_run_ns IS NOT NULL AND next_run_ns <= ?1 " \
@@ -96,6 +98,22 @@
 	X(SAMPLES_LAST,     R, "SELECT json_extract(request, '$.start_time') FROM operations " \
 	                       "WHERE kind = 'process.sample' AND json_extract(request, '$.pid') = ?1 " \
 	                       "ORDER BY id DESC LIMIT 1") \
+	/* retention (retain.c): the bounds are read on the reader, the deletes run in small chunks */ \
+	X(RET_OP_YOUNG,     R, "SELECT id FROM operations WHERE started_ns >= ?1 ORDER BY started_ns, id LIMIT 1") \
+	X(RET_OP_END,       R, "SELECT coalesce(max(id), 0) + 1 FROM operations") \
+	X(RET_OP_NTH,       R, "SELECT id FROM operations ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_BATCH_NTH,    R, "SELECT op_id FROM batches ORDER BY op_id DESC, seq DESC LIMIT 1 OFFSET ?1") \
+	X(RET_JOB_YOUNG,    R, "SELECT min(id) FROM jobs WHERE coalesce(finished_ns, created_ns) >= ?1") \
+	X(RET_JOB_END,      R, "SELECT coalesce(max(id), 0) + 1 FROM jobs") \
+	X(RET_JOB_NTH,      R, "SELECT id FROM jobs ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_BATCH_DEL,    W, "DELETE FROM batches WHERE rowid IN (SELECT b.rowid FROM operations o JOIN batches b " \
+	                       "ON b.op_id = o.id WHERE o.id < ?1 AND o.status != 'running' ORDER BY o.id LIMIT ?2)") \
+	X(RET_OP_DEL,       W, "DELETE FROM operations WHERE id IN (SELECT id FROM operations o WHERE id < ?1 " \
+	                       "AND status != 'running' AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.op_id = o.id) " \
+	                       "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.op_id = o.id " \
+	                       "AND j.status IN ('queued', 'running')) ORDER BY id LIMIT ?2)") \
+	X(RET_JOB_DEL,      W, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE id < ?1 " \
+	                       "AND status NOT IN ('queued', 'running') ORDER BY id LIMIT ?2)") \
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)

@@ -24,15 +24,17 @@ class Migrations(unittest.TestCase):
         self.addCleanup(self.d.cleanup)
 
     def old_database(self, version):
-        """A database as the first `version` migrations left it, with one recorded operation."""
+        """A database as the first `version` migrations left it, with one recorded operation (of
+        today: one from 1970 would be retention's to remove at start)."""
+        now = time.time_ns()
         con = sqlite3.connect(self.d.db)
         for path in SCHEMA[:version]:
             with open(path) as f:
                 con.executescript(f.read())
         con.execute("PRAGMA user_version = %d" % version)
         con.execute("INSERT INTO operations(kind, source, actor_uid, actor_name, started_ns, finished_ns, status,"
-                    " request, kernel_release) VALUES ('knobs.set', 'api', 0, 'root', 1000, 2000, 'ok',"
-                    " '{\"knobs\":{\"thp.enabled\":\"never\"}}', 'old')")
+                    " request, kernel_release) VALUES ('knobs.set', 'api', 0, 'root', ?, ?, 'ok',"
+                    " '{\"knobs\":{\"thp.enabled\":\"never\"}}', 'old')", (now, now + 1000))
         con.execute("INSERT INTO knob_changes(op_id, seq, knob, old, new, status) VALUES (1, 0, 'thp.enabled',"
                     " 'madvise', 'never', 'written')")
         con.commit()
@@ -159,6 +161,10 @@ class Instance(unittest.TestCase):
         con.close()
         self.d.start()
         try:
+            # the marking runs once the socket is the daemon's, just after it starts answering
+            deadline = time.monotonic() + 20
+            while "left unfinished by the previous daemon" not in self.d.log_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
             ops = self.d.get("/v1/history?kind=knobs.set").json["operations"]
             self.assertEqual(len(ops), 2 if "instance" in cols else 1)
             for op in ops:

@@ -246,7 +246,7 @@ START_TEST(a_kill_inside_a_schedule_run_leaves_neither_operation_nor_run)
 	struct store *st = open_store();
 	json_t *action = json_pack("{s:{s:i}}", "hugepages", "total", 1);
 	struct schedule_new s = { .cron = "* * * * *", .timezone = "UTC", .action = action, .enabled = true,
-				  .misfire_grace_s = 60, .created_ns = 1, .next_run_ns = 8 };
+				  .misfire_grace_s = 60, .created_ns = 1, .next_run_ns = 8, .max_schedules = 10 };
 	mp_err e = { 0 };
 	int64_t id = sched_store_insert(st, &s, &e);
 	int n;
