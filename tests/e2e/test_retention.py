@@ -237,6 +237,74 @@ class Retention(unittest.TestCase):
                 self.assertIn(args[0][2:] + " wants a number", str(cm.exception))
 
 
+class SimulatedMonth(unittest.TestCase):
+    """Two minutely schedules (grow node 0's 2 MiB pool, shrink it back: two resize jobs with their
+    batches, and two skip records for the minutes between steps) run for a simulated month on the
+    test clock, moved two hours at a time, with retain-days 3. Once retention has kicked in, the
+    rows and the database's pages stop growing while the schedules keep writing."""
+
+    STEP_S = 2 * 3600
+    DAYS = 30
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mpd-month-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.tree = FakeTree(self.tmp, nodes=4)
+        self.t0 = 1767225600   # 2026-01-01T00:00:00Z
+        self.d = Daemon(self.tree, ("--retain-days", "3"), clock_ns=self.t0 * NS)
+        self.addCleanup(self.d.cleanup)
+        self.d.start()
+
+    def retention_passes(self):
+        with open(self.d.log) as f:
+            return [int(t) for t in re.findall(r"retention: pass at (\d+) done", f.read())]
+
+    def step(self, t):
+        self.d.set_clock(t * NS)
+        deadline = time.monotonic() + 60
+        while self.d.sql("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0]:
+            self.assertLess(time.monotonic(), deadline, "jobs did not finish:\n" + self.d.log_text())
+            time.sleep(0.01)
+
+    def measure(self, t):
+        """After a retention pass at t or later: rows per table, pages in use, the file's size."""
+        deadline = time.monotonic() + 60
+        while not any(p >= t * NS for p in self.retention_passes()):
+            self.assertLess(time.monotonic(), deadline, "no retention pass:\n" + self.d.log_text())
+            time.sleep(0.02)
+        rows = {t: self.d.sql("SELECT count(*) FROM %s" % t)[0][0] for t in ("operations", "jobs", "batches")}
+        used = self.d.sql("PRAGMA page_count")[0][0] - self.d.sql("PRAGMA freelist_count")[0][0]
+        return rows, used, os.path.getsize(self.d.db)
+
+    def test_a_month_of_minutely_schedules_stays_bounded(self):
+        for target in (8, 0):
+            r = self.d.request("POST", "/v1/schedules", body={
+                "cron": "* * * * *", "action": {"hugepages": {"size": "2M", "nodes": {"0": target}, "batch": 1}}})
+            self.assertEqual(r.status, 201, r.raw)
+        seen = {}
+        t = self.t0
+        for day in range(1, self.DAYS + 1):
+            for _ in range(86400 // self.STEP_S):
+                t += self.STEP_S
+                self.step(t)
+            if day in (10, 20, 30):
+                seen[day] = self.measure(t)
+        written = self.d.sql("SELECT max(id) FROM operations")[0][0]
+        (r10, used10, size10), (r20, used20, size20), (r30, used30, size30) = seen[10], seen[20], seen[30]
+        # the schedules kept writing: ~4 operations a step for 30 days, far more than is kept
+        self.assertGreater(written, 4 * 12 * self.DAYS * 0.9)
+        self.assertLess(r30["operations"], written / 5)
+        self.assertGreater(r30["batches"], 0)
+        # kept: about three days' worth, the same at day 10, 20 and 30
+        for r in (r20, r30):
+            for table in ("operations", "jobs", "batches"):
+                self.assertLessEqual(r[table], r10[table] * 1.1 + 8, (table, seen))
+        # and the database stops growing: pages in use and the file's size
+        self.assertLessEqual(used30, used10 * 1.1 + 16, seen)
+        self.assertLessEqual(size30, size20 * 1.1 + 65536, seen)
+
+
 class Export(DaemonTest):
     tree_factory = staticmethod(tree4)
 
