@@ -82,6 +82,8 @@ int store_prune(struct store *st, const struct retention *r, int64_t now_ns, int
 	struct bounds b;
 
 	read_bounds(st, r, now_ns, &b);
+	if (b.op <= 0 && b.batch <= 0 && b.job <= 0)
+		return 0;   /* nothing is old enough: no transaction, nothing written */
 	for (int t = 0; t < max_tx; t++) {
 		int nb, no = 0, nj, rc;
 
