@@ -4,7 +4,7 @@
   * held: `nobody` holds its per-uid maximum (64) of half-sent connections and keeps trying more
     (each refused with a 503) in a tight loop;
   * readers: four reader processes list the largest collections in a loop, GET
-    /v1/history?limit=1000 and GET /v1/schedules (1000 disabled schedules, 1000+ operations).
+    /v1/history?limit=1000 and GET /v1/schedules?limit=1000 (1000 disabled schedules, 1000+ operations).
 
 Each change is what `mempolicyctl knob set` sends: a new Unix-socket connection (connect and
 accept are part of what an attacker contends for) and PUT /v1/knobs/thp.khugepaged.pages_to_scan
@@ -63,7 +63,7 @@ import benchlib as bl
 c = bl.UnixHTTPConnection(sys.argv[1])
 print("ready", flush=True)
 while True:
-    for path in ("/v1/history?limit=1000", "/v1/schedules"):
+    for path in ("/v1/history?limit=1000", "/v1/schedules?limit=1000"):
         bl.http_call(c, "GET", path)
 """
 

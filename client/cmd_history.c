@@ -30,30 +30,6 @@ static void time_text(const json_t *op, const char *key, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
-/* " --opt value" for the "more:" line, the value in single quotes unless it is plainly safe. */
-static void print_opt(const char *opt, const char *val)
-{
-	if (!val)
-		return;
-	if (val[0] && strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:+-") == strlen(val)) {
-		printf(" %s %s", opt, val);
-		return;
-	}
-	printf(" %s '", opt);
-	for (const char *p = val; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (c == '\'')
-			fputs("'\\''", stdout);
-		else if (c < 0x20 || c == 0x7f)   /* never raw to the terminal: bash's $'\xNN' instead */
-			printf("'$'\\x%02x''", c);
-		else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] < 0xa0)   /* C1 */
-			printf("'$'\\xc2\\x%02x''", (unsigned char)*++p);
-		else
-			putchar(c);
-	}
-	putchar('\'');
-}
-
 int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR" };
@@ -93,12 +69,12 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 	if (json_is_string(next)) {
 		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
 		printf("more: mempolicyctl history");
-		print_opt("--kind", a->kind);
-		print_opt("--status", a->status);
-		print_opt("--since", a->since);
-		print_opt("--until", a->until);
-		print_opt("--limit", a->limit.set ? limit : NULL);
-		print_opt("--cursor", json_string_value(next));   /* the daemon's text: quoted like the rest */
+		out_more_opt("--kind", a->kind);
+		out_more_opt("--status", a->status);
+		out_more_opt("--since", a->since);
+		out_more_opt("--until", a->until);
+		out_more_opt("--limit", a->limit.set ? limit : NULL);
+		out_more_opt("--cursor", json_string_value(next));   /* the daemon's text: quoted like the rest */
 		putchar('\n');
 	}
 	http_result_free(&r);
@@ -163,4 +139,65 @@ int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a)
 	}
 	http_result_free(&r);
 	return EXIT_OK;
+}
+
+/* `history export`: every operation matching the filters, in full (as `history show --json` has
+ * it), one compact JSON object per line, newest first. Streamed page by page with the history
+ * cursor, each operation fetched and written before the next page is asked for, so it works on a
+ * history of any size in constant memory; run it before retention removes what you want kept. */
+int cmd_history_export(struct cli *c, const struct command *cmd, struct args *a)
+{
+	char cursor[64] = "";
+	int rc = EXIT_OK;
+
+	do {
+		struct query q;
+		struct http_result r;
+		const json_t *op, *next;
+		const char *path;
+		size_t i;
+
+		query_init(&q, "/v1/history");
+		query_arg(&q, "kind", a->kind);
+		query_arg(&q, "status", a->status);
+		query_arg(&q, "since", a->since);
+		query_arg(&q, "until", a->until);
+		query_arg(&q, "limit", "1000");
+		query_arg(&q, "cursor", cursor[0] ? cursor : NULL);
+		if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK ||
+		    (rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+			return rc;
+		json_array_foreach(json_object_get(r.body, "operations"), i, op) {
+			struct query one;
+			struct http_result full;
+			const char *one_path;
+			query_init(&one, "/v1/history");
+			query_segment_u64(&one, (uint64_t)json_integer_value(json_object_get(op, "id")));
+			if ((rc = cli_path(cmd, &one, &one_path)) != EXIT_OK)
+				break;
+			if (http_call(c, "GET", one_path, NULL, &full) < 0) {
+				out_unreachable(c, full.error);
+				rc = EXIT_UNREACHABLE;
+			} else if (full.status == 404) {
+				;   /* removed meanwhile (retention ran): simply not exported */
+			} else if (full.status / 100 != 2 || !full.body) {
+				out_problem(&full);
+				rc = EXIT_REFUSED;
+			} else if (json_dumpf(full.body, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) < 0 ||
+				   putchar('\n') == EOF) {
+				/* JSON_ENSURE_ASCII: the daemon's strings never reach a terminal raw (as --json) */
+				rc = EXIT_REFUSED;
+			}
+			http_result_free(&full);
+			if (rc != EXIT_OK)
+				break;
+		}
+		next = json_object_get(r.body, "next_cursor");
+		if (rc == EXIT_OK && json_is_string(next))
+			snprintf(cursor, sizeof cursor, "%s", json_string_value(next));
+		else
+			cursor[0] = '\0';
+		http_result_free(&r);
+	} while (rc == EXIT_OK && cursor[0]);
+	return rc;
 }

@@ -38,6 +38,7 @@ int cmd_job_list(struct cli *c, const struct command *cmd, struct args *a)
 	query_arg_u64(&q, "limit", a->limit.set ? a->limit.v : 50);
 	query_arg(&q, "kind", a->kind);
 	query_arg(&q, "status", a->status);
+	query_arg(&q, "cursor", a->cursor);
 	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
 		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
@@ -60,6 +61,17 @@ int cmd_job_list(struct cli *c, const struct command *cmd, struct args *a)
 		table_row(t, cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6]);
 	}
 	table_print(t, stdout);
+	if (json_is_string(json_object_get(r.body, "next_cursor"))) {
+		char limit[24];
+		snprintf(limit, sizeof limit, "%llu", (unsigned long long)a->limit.v);
+		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
+		printf("more: mempolicyctl job list");
+		out_more_opt("--kind", a->kind);
+		out_more_opt("--status", a->status);
+		out_more_opt("--limit", a->limit.set ? limit : NULL);
+		out_more_opt("--cursor", json_string_value(json_object_get(r.body, "next_cursor")));
+		putchar('\n');
+	}
 	http_result_free(&r);
 	return EXIT_OK;
 }

@@ -125,13 +125,20 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "ID", "CRON", "TZ", "ACTION", "NEXT RUN", "LAST RUN", "LAST", "JOB" };
 	struct http_result r;
+	struct query q;
+	const char *path;
 	const json_t *s;
+	char limit[24];
 	size_t i;
 	int rc;
 
-	(void)cmd;
-	(void)a;
-	if ((rc = http_show(c, "GET", "/v1/schedules", NULL, &r)) != EXIT_OK || !r.body)
+	snprintf(limit, sizeof limit, "%llu", (unsigned long long)a->limit.v);
+	query_init(&q, "/v1/schedules");
+	query_arg(&q, "limit", a->limit.set ? limit : NULL);
+	query_arg(&q, "cursor", a->cursor);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	struct table *t = table_new(8, hdr);
 	json_array_foreach(json_object_get(r.body, "schedules"), i, s) {
@@ -147,6 +154,12 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a)
 		table_row(t, id, cron, tz, act, next, last, st, job);
 	}
 	table_print(t, stdout);
+	if (json_is_string(json_object_get(r.body, "next_cursor"))) {
+		printf("more: mempolicyctl schedule list");
+		out_more_opt("--limit", a->limit.set ? limit : NULL);
+		out_more_opt("--cursor", json_string_value(json_object_get(r.body, "next_cursor")));
+		putchar('\n');
+	}
 	http_result_free(&r);
 	return EXIT_OK;
 }

@@ -10,6 +10,7 @@ int cmd_knob_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_knob_get(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_knob_set(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_history_export(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_stats(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_pool_list(struct cli *c, const struct command *cmd, struct args *a);
@@ -48,6 +49,15 @@ static const struct opt history_opts[] = {
 	END,
 };
 
+static const struct opt history_export_opts[] = {
+	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0 },
+	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0 },
+	{ "--since", "T", "started at or after T (RFC 3339 UTC, e.g. 2026-01-02T10:00:00Z, or ns)",
+	  OPT_TEXT_IN(since), 0 },
+	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0 },
+	END,
+};
+
 static const struct opt history_stats_opts[] = {
 	{ "--size", "SIZE", "only batches of this page size (2M, 1G)", OPT_TEXT_IN(size), 0 },
 	{ "--node", "N", "only batches that wrote node N's pool", OPT_TEXT_IN(node), 0 },
@@ -81,7 +91,14 @@ static const struct opt pool_avail_opts[] = {
 static const struct opt job_list_opts[] = {
 	{ "--kind", "K", "only jobs of this kind (e.g. hugepages.resize)", OPT_TEXT_IN(kind), 0 },
 	{ "--status", "S", "only this status (queued, running, ok, partial, failed, ...)", OPT_TEXT_IN(status), 0 },
-	{ "--limit", "N", "at most N jobs (default 50)", OPT_NUM_IN(limit, 1), 0 },
+	{ "--limit", "N", "at most N jobs (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0 },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	END,
+};
+
+static const struct opt schedule_list_opts[] = {
+	{ "--limit", "N", "at most N schedules (1..1000, default 100)", OPT_NUM_IN(limit, 1), 0 },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
 	END,
 };
 
@@ -171,6 +188,9 @@ const struct command cli_commands[] = {
 	  "recorded operations, newest first", NULL },
 	{ "history", "show", cmd_history_show, "ID", 1, NULL,
 	  "one operation in full, with its knob changes", NULL },
+	{ "history", "export", cmd_history_export, "", 0, history_export_opts,
+	  "every operation in full as JSON lines, newest first (keep them before retention removes them)",
+	  "Streamed a page at a time, so it works on a history of any size: mempolicyctl history export > ops.jsonl" },
 	{ "history", "stats", cmd_history_stats, "", 0, history_stats_opts,
 	  "per-page resize latency: min, quartiles, max, mean, stddev (mmtests style, ms)",
 	  "Quartiles are floor nearest rank without interpolation, stddev is the sample one (n-1)." },
@@ -213,8 +233,8 @@ const struct command cli_commands[] = {
 	{ "schedule", "add", cmd_schedule_add, "", 0, schedule_add_opts,
 	  "resize a hugetlb pool on a cron schedule",
 	  "Example: mempolicyctl schedule add --cron \"0 2 * * *\" --size 2M --node 0=4096" },
-	{ "schedule", "list", cmd_schedule_list, "", 0, NULL,
-	  "every schedule with its next and last run", NULL },
+	{ "schedule", "list", cmd_schedule_list, "", 0, schedule_list_opts,
+	  "schedules with their next and last run, by id, a page at a time", NULL },
 	{ "schedule", "show", cmd_schedule_show, "ID", 1, NULL,
 	  "one schedule in full", NULL },
 	{ "schedule", "rm", cmd_schedule_rm, "ID", 1, NULL,

@@ -340,3 +340,27 @@ void out_idlist(const json_t *arr, char *buf, size_t len)
 	if (idset_count(&s) == 0 || idset_format(&s, buf, len) < 0)
 		snprintf(buf, len, "-");
 }
+
+/* " --opt value" for the "more:" line, the value in single quotes unless it is plainly safe. */
+void out_more_opt(const char *opt, const char *val)
+{
+	if (!val)
+		return;
+	if (val[0] && strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:+-") == strlen(val)) {
+		printf(" %s %s", opt, val);
+		return;
+	}
+	printf(" %s '", opt);
+	for (const char *p = val; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\'')
+			fputs("'\\''", stdout);
+		else if (c < 0x20 || c == 0x7f)   /* never raw to the terminal: bash's $'\xNN' instead */
+			printf("'$'\\x%02x''", c);
+		else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] < 0xa0)   /* C1 */
+			printf("'$'\\xc2\\x%02x''", (unsigned char)*++p);
+		else
+			putchar(c);
+	}
+	putchar('\'');
+}

@@ -55,4 +55,9 @@ void out_time_ns(long long ns, char *buf, size_t len);
 /* A JSON array of integers as a kernel list "0-3,8"; "-" when empty. */
 void out_idlist(const json_t *arr, char *buf, size_t len);
 
+/* " --opt value" on stdout for a "more:" line (the command that fetches the next page), the
+ * value in single quotes unless it is plainly safe, control characters as bash's $'\xNN': the
+ * line is ready to paste and never raw to the terminal. NULL val prints nothing. */
+void out_more_opt(const char *opt, const char *val);
+
 #endif

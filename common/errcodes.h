@@ -64,6 +64,7 @@
 	X(SCHEDULE_BAD_CRON,            "schedule.bad_cron",            UNPROCESSABLE, "a cron expression that is not five valid fields or a known @name") \
 	X(SCHEDULE_BAD_TIMEZONE,        "schedule.bad_timezone",        UNPROCESSABLE, "a time zone other than UTC or a fixed offset") \
 	X(SCHEDULE_BAD_GRACE,           "schedule.bad_grace",           UNPROCESSABLE, "a misfire grace period out of range") \
+	X(SCHEDULE_LIMIT,               "schedule.limit",               CONFLICT,      "the daemon holds as many schedules as max-schedules allows; delete one first") \
 	X(SCHEDULE_NO_RUNNER,           "schedule.no_runner",           UNAVAILABLE,   "the scheduler cannot start without the job runner") \
 	X(SCHEDULE_THREAD,              "schedule.thread",              INTERNAL,      "the scheduler thread could not be started") \
 	X(PROCESS_BAD_POLICY,           "process.bad_policy",           UNPROCESSABLE, "an unknown policy mode, or nodes or flags the mode does not take") \
@@ -86,6 +87,7 @@
 	X(CGROUP_ROOT,                  "cgroup.root",                  CONFLICT,      "the root cgroup's mems cannot be set") \
 	X(CGROUP_BAD_NODES,             "cgroup.bad_nodes",             UNPROCESSABLE, "mems outside the parent cgroup's effective mems") \
 	X(CGROUP_KERNEL_REFUSED,        "cgroup.kernel_refused",        KERNEL,        "the kernel refused the cpuset.mems write (a child uses other nodes, a populated cgroup emptied...)") \
+	X(MAINT_THREAD,                 "maint.thread",                 INTERNAL,      "start-up: the maintenance (retention) thread could not be started") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \
@@ -94,6 +96,7 @@
 	X(STORE_BAD_ROW,                "store.bad_row",                INTERNAL,      "a row the daemon wrote cannot be read back") \
 	X(STORE_OPEN,                   "store.open",                   INTERNAL,      "start-up: the database cannot be opened") \
 	X(STORE_MIGRATE,                "store.migrate",                INTERNAL,      "start-up: a schema migration failed") \
+	X(STORE_SCHEMA,                 "store.schema",                 INTERNAL,      "start-up: the database lacks a table or column its schema version promises") \
 	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
 	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
 	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "server/kernel/caps.h"
+#include "server/store/retain.h"
 
 struct store;
 struct knob_catalogue;
@@ -29,6 +30,8 @@ struct app {
 	struct scheduler *scheduler;     /* owned by main() */
 	struct children *children;       /* owned by main(): launched processes, reaped and watched */
 	struct caps caps;                /* detected at start */
+	int64_t max_schedules;           /* the schedules collection's cap (max-schedules) */
+	struct retention retain;         /* what the maintenance pass keeps (retain-*) */
 };
 
 #endif

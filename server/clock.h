@@ -47,9 +47,9 @@ bool clk_is_test(void);
 /* Start-up, before any thread: reads path and puts the wall clock on it from now on. Fails with
  * config.test_clock when the file cannot be read or does not hold a time. */
 int clk_test_open(const char *path, mp_err *e);
-/* Re-reads the file (on SIGUSR2). On failure the clock keeps its time. Any thread. A test that
- * restarts the daemon moves the clock on first: operations started before the daemon's start time
- * (strictly) are the ones a previous daemon left unfinished. */
+/* Re-reads the file (on SIGUSR2). On failure the clock keeps its time. Any thread. (A restarted
+ * daemon tells a previous one's unfinished operations by their instance id, not by their time, so
+ * a test need not move the clock on across a restart.) */
 int clk_test_reload(mp_err *e);
 /* Start-up's end: frees what clk_test_open() kept. */
 void clk_test_close(void);

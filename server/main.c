@@ -17,6 +17,7 @@
 #include "server/clock.h"
 #include "server/instance.h"
 #include "server/jobs/jobs.h"
+#include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
@@ -40,12 +41,27 @@ struct config {
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
+	char *keep[5];        /* max-schedules, retain-*: as written; NULL: default */
 };
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
 #define OPT_LIMIT 256
 static const char *const limit_names[5] = {
 	"max-connections", "max-connections-per-uid", "admin-reserve", "idle-timeout", "request-timeout",
+};
+
+/* The collections' caps and retention (store/retain.h): option OPT_KEEP + i is keep[i]. A value
+ * of 0 switches a retain-* bound off (keep regardless); max-schedules is at least 1. */
+#define OPT_KEEP 320
+static const struct {
+	const char *name;
+	uint64_t def, min, max;
+} keep_opts[5] = {
+	{ "max-schedules",     1000,                      1, 100000 },
+	{ "retain-days",       RETAIN_DEFAULT_DAYS,       0, 36500 },
+	{ "retain-operations", RETAIN_DEFAULT_OPERATIONS, 0, 1000000000 },
+	{ "retain-batches",    RETAIN_DEFAULT_BATCHES,    0, 1000000000 },
+	{ "retain-jobs",       RETAIN_DEFAULT_JOBS,       0, 1000000000 },
 };
 
 static const struct option long_opts[] = {
@@ -62,6 +78,11 @@ static const struct option long_opts[] = {
 	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
 	{ "idle-timeout",            required_argument, NULL, OPT_LIMIT + 3 },
 	{ "request-timeout",         required_argument, NULL, OPT_LIMIT + 4 },
+	{ "max-schedules",           required_argument, NULL, OPT_KEEP + 0 },
+	{ "retain-days",             required_argument, NULL, OPT_KEEP + 1 },
+	{ "retain-operations",       required_argument, NULL, OPT_KEEP + 2 },
+	{ "retain-batches",          required_argument, NULL, OPT_KEEP + 3 },
+	{ "retain-jobs",             required_argument, NULL, OPT_KEEP + 4 },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -90,9 +111,15 @@ static void usage(FILE *f)
 		"  --admin-reserve N    of max-connections, kept for root and the admin group (default %d)\n"
 		"  --idle-timeout S     close a connection silent for S seconds (default %d)\n"
 		"  --request-timeout S  close a connection whose request (headers and body) takes longer (default %d)\n"
+		"  --max-schedules N    schedules the daemon holds at most (default 1000)\n"
+		"  --retain-days N      history, batches and finished jobs older than N days are removed (default %d; 0: by count only)\n"
+		"  --retain-operations N  history operations kept at most, newest first (default %d; 0: no cap)\n"
+		"  --retain-batches N   resize batch rows kept at most (default %d; 0: no cap)\n"
+		"  --retain-jobs N      finished jobs kept at most (default %d; 0: no cap)\n"
 		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
 		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
-		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT);
+		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT, RETAIN_DEFAULT_DAYS, RETAIN_DEFAULT_OPERATIONS,
+		RETAIN_DEFAULT_BATCHES, RETAIN_DEFAULT_JOBS);
 #ifdef MPD_TEST_HOOKS
 	fprintf(f, "\nThis build has test hooks (never install it):\n"
 		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
@@ -111,6 +138,8 @@ static char **config_slot(struct config *c, int opt)
 	case 'l': return &c->log_level;
 	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
 		return &c->limit[opt - OPT_LIMIT];
+	case OPT_KEEP + 0: case OPT_KEEP + 1: case OPT_KEEP + 2: case OPT_KEEP + 3: case OPT_KEEP + 4:
+		return &c->keep[opt - OPT_KEEP];
 	default:  return NULL;
 	}
 }
@@ -218,6 +247,29 @@ static int config_limits(const struct config *c, struct conn_limits *l)
 	return 0;
 }
 
+/* The caps and the retention rule as numbers into app. 0, or -1 with the reason on stderr. */
+static int config_keep(const struct config *c, struct app *app)
+{
+	uint64_t v[5];
+
+	for (int i = 0; i < 5; i++) {
+		v[i] = keep_opts[i].def;
+		if (c->keep[i] && (parse_u64(c->keep[i], &v[i]) < 0 || v[i] < keep_opts[i].min || v[i] > keep_opts[i].max)) {
+			fprintf(stderr, "mempolicyd: %s wants a number from %llu to %llu, not '%s'\n", keep_opts[i].name,
+				(unsigned long long)keep_opts[i].min, (unsigned long long)keep_opts[i].max, c->keep[i]);
+			return -1;
+		}
+	}
+	app->max_schedules = (int64_t)v[0];
+	app->retain = (struct retention){
+		.max_age_ns = (int64_t)v[1] * 86400 * 1000000000LL,
+		.max_operations = (int64_t)v[2],
+		.max_batches = (int64_t)v[3],
+		.max_jobs = (int64_t)v[4],
+	};
+	return 0;
+}
+
 static void config_free(struct config *c)
 {
 	for (const struct option *o = long_opts; o->name; o++) {
@@ -286,7 +338,7 @@ static void make_parent(const char *path)
 #ifdef MPD_TEST_HOOKS
 /* SIGUSR2 with --test-clock: the clock takes the file's time, and the scheduler, which waits for
  * this rather than for a time, runs a pass at it and says so in the log (server/clock.h). */
-static void test_clock_moved(const struct app *app)
+static void test_clock_moved(const struct app *app, struct maint *maint)
 {
 	mp_err e = { 0 };
 
@@ -296,6 +348,7 @@ static void test_clock_moved(const struct app *app)
 	}
 	log_info("test clock: now %lld", (long long)clk_wall_ns());
 	scheduler_kick(app->scheduler);
+	maint_kick(maint);
 }
 #endif
 
@@ -305,10 +358,10 @@ int main(int argc, char **argv)
 	struct app app = { 0 };
 	struct conn_limits lim;
 	struct http *http = NULL;
+	struct maint *maint = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1;
-	int64_t started_ns;   /* operations older than this are a previous daemon's */
 
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
 		goto out;
@@ -322,7 +375,7 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	if (config_limits(&cfg, &lim) < 0) {
+	if (config_limits(&cfg, &lim) < 0 || config_keep(&cfg, &app) < 0) {
 		rc = 2;
 		goto out;
 	}
@@ -349,7 +402,6 @@ int main(int argc, char **argv)
 			 cfg.test_clock, (long long)clk_wall_ns());
 	}
 #endif
-	started_ns = clk_wall_ns();
 
 	/* Signals are taken by sigwait() in this thread only; every thread started below inherits
 	 * the blocked mask. */
@@ -393,12 +445,15 @@ int main(int argc, char **argv)
 		goto fail;
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
-	if ((n = history_mark_unfinished(app.store, started_ns, clk_wall_ns(), &e)) < 0)
+	if ((n = history_mark_unfinished(app.store, clk_wall_ns(), &e)) < 0)
 		goto fail;
 	if (n > 0)
 		log_warn("%d operation(s) left unfinished by the previous daemon: marked interrupted", n);
 	/* The scheduler submits jobs: it starts after the job runner. */
 	if (!(app.scheduler = scheduler_start(&app, schedule_fire, &e)))
+		goto fail;
+	/* Retention after recovery: what recovery marks interrupted is finished, and may then age out. */
+	if (!(maint = maint_start(app.store, &app.retain, &e)))
 		goto fail;
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
@@ -411,12 +466,14 @@ int main(int argc, char **argv)
 		if (sigwait(&sigs, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP: nothing to reload (the configuration is read at start)");
+			/* The configuration is read only at start; SIGHUP runs retention now (after an export). */
+			log_info("SIGHUP: a retention pass now (the configuration is read only at start)");
+			maint_kick(maint);
 			continue;
 		}
 #ifdef MPD_TEST_HOOKS
 		if (sig == SIGUSR2) {
-			test_clock_moved(&app);
+			test_clock_moved(&app, maint);
 			continue;
 		}
 #endif
@@ -431,6 +488,7 @@ out:
 	http_stop(http);
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */
 	scheduler_stop(app.scheduler);
+	maint_stop(maint);
 	jobs_close(app.jobs);
 	store_close(app.store);
 	if (lock_fd >= 0)

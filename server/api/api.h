@@ -75,6 +75,16 @@ int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);
 int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e);
 int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e);
 
+/* Paging (api/cursor.c): one keyset cursor for every list, bound to the list's scope (its name and
+ * filters, as text hashed by cursor_scope). req_cursor reads ?cursor (absent: *key 0; malformed:
+ * request.bad_query; given out for another scope: request.cursor_mismatch). A handler asks the
+ * store for limit + 1 rows; cursor_page drops the extra one and sets *next to the last id shown
+ * (0: no more), which cursor_json turns into "next_cursor" (a string, or null). */
+uint32_t cursor_scope(const char *text);
+int req_cursor(struct req *rq, uint32_t scope, int64_t *key, mp_err *e);
+int cursor_page(json_t *items, int limit, int64_t *next);
+json_t *cursor_json(int64_t next, uint32_t scope);
+
 /* Problems (api/problem.c): the HTTP status of an error (its http_status when a handler set one,
  * else its code's kind), the reason phrase of a status, and the problem+json body. */
 int api_kind_status(enum mp_kind kind, int sys_errno);

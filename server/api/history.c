@@ -49,44 +49,14 @@ int api_parse_time_ns(const char *s, int64_t *out)
 	return 0;
 }
 
-/* The cursor is opaque to clients: "c" + the hex of the last id returned + "-" + 8 hex digits of
- * a hash of the filters it was given out for (kind, status, since, until as parsed; not limit), so
- * that a cursor replayed with other filters is refused instead of paging through something else. */
+/* The history's cursor scope (api/cursor.c): kind, status, since, until as parsed; not limit. */
 static uint32_t filter_hash(const struct history_filter *f)
 {
 	char text[256];
-	uint32_t h = 2166136261u;   /* FNV-1a */
 
 	snprintf(text, sizeof text, "%s\n%s\n%d:%lld\n%d:%lld", f->kind ? f->kind : "", f->status ? f->status : "",
 		 f->has_since, (long long)f->since_ns, f->has_until, (long long)f->until_ns);
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return h;
-}
-
-static void cursor_encode(int64_t before, uint32_t filters, char *buf, size_t len)
-{
-	snprintf(buf, len, "c%llx-%08x", (unsigned long long)before, filters);
-}
-
-static int cursor_decode(const char *s, int64_t *before, uint32_t *filters)
-{
-	const char *dash = strchr(s, '-');
-	char *end;
-	unsigned long long v;
-
-	if (s[0] != 'c' || !dash || dash == s + 1 || dash - s > 17 || strlen(dash + 1) != 8)
-		return -1;
-	for (const char *p = s + 1; *p; p++)
-		if (p != dash && !((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return -1;
-	errno = 0;
-	v = strtoull(s + 1, &end, 16);
-	if (errno || end != dash || v == 0 || v > INT64_MAX)
-		return -1;
-	*before = (int64_t)v;
-	*filters = (uint32_t)strtoul(dash + 1, NULL, 16);
-	return 0;
+	return cursor_scope(text);
 }
 
 static const char *const list_query[] = { "kind", "status", "since", "until", "limit", "cursor", NULL };
@@ -109,7 +79,6 @@ int api_history_list(struct req *rq, mp_err *e)
 	const char *v;
 	json_t *ops;
 	int64_t next;
-	char cur[32];
 
 	if (req_query_only(rq, list_query, e) < 0 || short_text(rq, "kind", &f.kind, e) < 0 ||
 	    short_text(rq, "status", &f.status, e) < 0 || req_query_u64(rq, "limit", 1, 1000, &limit, e) < 0)
@@ -127,19 +96,11 @@ int api_history_list(struct req *rq, mp_err *e)
 				       "(2026-11-29T10:00:00Z) or integer nanoseconds since the epoch");
 		f.has_until = true;
 	}
-	if ((v = req_query(rq, "cursor"))) {
-		uint32_t given;
-		if (cursor_decode(v, &f.before_id, &given) < 0)
-			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "cursor: not a cursor this daemon gave out");
-		if (given != filter_hash(&f))
-			return mp_fail(e, MPE_REQUEST_CURSOR_MISMATCH, 0, "cursor: it was given out for other "
-				       "filters; repeat the same kind, status, since and until (limit may change)");
-	}
-	if (history_list(rq->app->store, &f, &ops, &next, e) < 0)
+	if (req_cursor(rq, filter_hash(&f), &f.before_id, e) < 0 ||
+	    history_list(rq->app->store, &f, &ops, &next, e) < 0)
 		return -1;
-	cursor_encode(next, filter_hash(&f), cur, sizeof cur);
 	return req_reply(rq, 200, json_pack("{s:o, s:o}", "operations", ops, "next_cursor",
-					    next ? json_string(cur) : json_null()));
+					    cursor_json(next, filter_hash(&f))));
 }
 
 int api_history_get(struct req *rq, mp_err *e)

@@ -1,4 +1,6 @@
 /* /v1/jobs: long operations, their progress and outcome; DELETE cancels between batches. */
+#include <stdio.h>
+
 #include "common/parse.h"
 #include "server/api/api.h"
 #include "server/jobs/jobs.h"
@@ -13,11 +15,22 @@ static int job_id_param(struct req *rq, int64_t *id, mp_err *e)
 	return 0;
 }
 
+/* The jobs list's cursor scope (api/cursor.c): its filters as given; not limit. */
+static uint32_t jobs_scope(const struct job_filter *f)
+{
+	char text[192];
+
+	snprintf(text, sizeof text, "jobs\n%s\n%s\n%lld", f->kind ? f->kind : "", f->status ? f->status : "",
+		 (long long)f->schedule_id);
+	return cursor_scope(text);
+}
+
 int api_jobs_list(struct req *rq, mp_err *e)
 {
-	static const char *const allowed[] = { "kind", "status", "schedule_id", "before", "limit", NULL };
+	static const char *const allowed[] = { "kind", "status", "schedule_id", "before", "limit", "cursor", NULL };
 	struct job_filter f = { .limit = 50 };
 	uint64_t v = 0;
+	int64_t next;
 	json_t *arr;
 
 	if (req_query_only(rq, allowed, e) < 0)
@@ -28,16 +41,22 @@ int api_jobs_list(struct req *rq, mp_err *e)
 		return -1;
 	f.schedule_id = (int64_t)v;
 	v = 0;
+	/* before=ID is the older spelling of a cursor (ids below ID); kept, but not with a cursor. */
 	if (req_query_u64(rq, "before", 1, INT64_MAX, &v, e) < 0)
 		return -1;
+	if (v && req_query(rq, "cursor"))
+		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "give either cursor or before, not both");
 	f.before_id = (int64_t)v;
+	if (!v && req_cursor(rq, jobs_scope(&f), &f.before_id, e) < 0)
+		return -1;
 	v = 50;
 	if (req_query_u64(rq, "limit", 1, 1000, &v, e) < 0)
 		return -1;
-	f.limit = (int)v;
+	f.limit = (int)v + 1;   /* one more tells whether there is a next page */
 	if (!(arr = jobs_list(rq->app->jobs, &f, e)))
 		return -1;
-	return req_reply(rq, 200, json_pack("{s:o}", "jobs", arr));
+	cursor_page(arr, (int)v, &next);
+	return req_reply(rq, 200, json_pack("{s:o, s:o}", "jobs", arr, "next_cursor", cursor_json(next, jobs_scope(&f))));
 }
 
 int api_job_get(struct req *rq, mp_err *e)

@@ -49,15 +49,21 @@ static int schedule_id(struct req *rq, int64_t *id, mp_err *e)
 
 int api_schedules_list(struct req *rq, mp_err *e)
 {
-	static const char *const none[] = { NULL };
+	static const char *const allowed[] = { "limit", "cursor", NULL };
+	uint32_t scope = cursor_scope("schedules");   /* no filters: the list is the scope */
+	uint64_t limit = 100;
+	int64_t after, next;
 	json_t *arr, *s;
 	size_t i;
 
-	if (req_query_only(rq, none, e) < 0 || !(arr = sched_store_list(rq->app->store, e)))
+	if (req_query_only(rq, allowed, e) < 0 || req_query_u64(rq, "limit", 1, 1000, &limit, e) < 0 ||
+	    req_cursor(rq, scope, &after, e) < 0 ||
+	    !(arr = sched_store_list(rq->app->store, after, (int)limit + 1, e)))
 		return -1;
+	cursor_page(arr, (int)limit, &next);
 	json_array_foreach(arr, i, s)
 		present(s);
-	return req_reply(rq, 200, json_pack("{s:o}", "schedules", arr));
+	return req_reply(rq, 200, json_pack("{s:o, s:o}", "schedules", arr, "next_cursor", cursor_json(next, scope)));
 }
 
 int api_schedules_create(struct req *rq, mp_err *e)

@@ -37,7 +37,7 @@ struct job_filter {
 	const char *status;          /* NULL: any */
 	int64_t schedule_id;         /* 0: any */
 	int64_t before_id;           /* 0: from the newest; else only ids < before_id (pagination) */
-	int limit;                   /* 1..1000 */
+	int limit;                   /* 1..1001 (the API asks one more than a page) */
 };
 /* Newest first, as a JSON array (owned by the caller). */
 json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e);

@@ -115,6 +115,7 @@ json_t *schedule_create(const struct app *app, const json_t *body, const struct 
 		.has_uid = actor && actor->has_uid,
 		.uid = actor ? actor->uid : 0,
 		.name = actor ? actor->name : NULL,
+		.max_schedules = app->max_schedules,
 	};
 	n.next_run_ns = n.enabled && next > 0 ? next * NS : 0;
 	if ((*id = sched_store_insert(app->store, &n, e)) < 0)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "server/log.h"
@@ -118,6 +119,25 @@ int store_version(struct store *st)
 	return v;
 }
 
+static int too_new(int v, mp_err *e)
+{
+	return mp_fail(e, MPE_STORE_TOO_NEW, 0, "database schema version %d is newer than this mempolicyd (%zu); "
+		       "refusing to touch it", v, mpd_schema_count);
+}
+
+/* Before anything writes (the WAL switch changes the header): a database newer than this binary,
+ * or one that lacks a table or column its version promises, is refused as it is. */
+static int trust(struct store *st, mp_err *e)
+{
+	int v = raw_version(st);
+
+	if (v < 0)
+		return store_fail(st, W, e, "read schema version");
+	if ((size_t)v > mpd_schema_count)
+		return too_new(v, e);
+	return store_check_schema(st->c[W].db, v, e);
+}
+
 static int migrate(struct store *st, mp_err *e)
 {
 	int v = raw_version(st);
@@ -125,9 +145,7 @@ static int migrate(struct store *st, mp_err *e)
 	if (v < 0)
 		return store_fail(st, W, e, "read schema version");
 	if ((size_t)v > mpd_schema_count)
-		return mp_fail(e, MPE_STORE_TOO_NEW, 0,
-			       "database schema version %d is newer than this mempolicyd (%zu); refusing to "
-			       "touch it", v, mpd_schema_count);
+		return too_new(v, e);
 	for (size_t i = (size_t)v; i < mpd_schema_count; i++) {
 		char pragma[64];
 		snprintf(pragma, sizeof pragma, "PRAGMA user_version = %zu", i + 1);
@@ -183,9 +201,26 @@ static void read_kill_at(struct store *st)
 	log_warn("test fault point armed: SIGKILL after statement %d of transaction %s", n, st->kill_tx);
 }
 
+/* A random id for this daemon start, stamped on every operation and job it writes, so that the
+ * next start tells its predecessors' unfinished work from its own without trusting the wall clock.
+ * 63 bits: a collision with the one previous instance that matters is not a practical concern. */
+static int new_instance(int64_t *out, mp_err *e)
+{
+	uint64_t v = 0;
+
+	while (v == 0) {
+		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+			return mp_fail(e, MPE_STORE_OPEN, errno, "cannot draw an instance id: %s", strerror(errno));
+		v &= INT64_MAX;
+	}
+	*out = (int64_t)v;
+	return 0;
+}
+
 struct store *store_open(const char *path, mp_err *e)
 {
 	struct store *st = calloc(1, sizeof *st);
+	int hv;
 
 	if (!st) {
 		mp_nomem(e);
@@ -193,8 +228,15 @@ struct store *store_open(const char *path, mp_err *e)
 	}
 	pthread_mutex_init(&st->c[W].mu, NULL);
 	pthread_mutex_init(&st->c[R].mu, NULL);
-	if (open_conn(st, W, path, e) < 0)
+	if (new_instance(&st->instance, e) < 0 || store_check_header(path, &hv, e) < 0)
 		goto fail;
+	if (hv >= 0 && (size_t)hv > mpd_schema_count) {
+		too_new(hv, e);
+		goto fail;
+	}
+	if (open_conn(st, W, path, e) < 0 || trust(st, e) < 0)
+		goto fail;
+	st->trusted = true;
 	/* WAL + NORMAL survives a daemon crash (SIGKILL); an OS crash may lose the last commits. WAL
 	 * is also what lets the reader scan while the writer commits. */
 	if (exec(st, W, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
@@ -203,8 +245,9 @@ struct store *store_open(const char *path, mp_err *e)
 	for (int i = 0; i < ST__COUNT; i++)
 		if (sqlite3_prepare_v3(st->c[stmt_conn[i]].db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
 				       &st->stmts[i], NULL) != SQLITE_OK) {
-			store_fail(st, stmt_conn[i], e, "prepare");
-			mp_fail(e, MPE_STORE_OPEN, 0, "statement %d: %s", i, e->detail);
+			/* Not e->detail as its own argument: formatting a buffer into itself garbled it. */
+			mp_fail(e, MPE_STORE_OPEN, 0, "statement %d cannot be prepared: %s", i,
+				sqlite3_errmsg(st->c[stmt_conn[i]].db));
 			goto fail;
 		}
 	sqlite3_wal_hook(st->c[W].db, wal_hook, st);   /* replaces the autocheckpoint */
@@ -222,10 +265,9 @@ void store_close(struct store *st)
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(st->stmts[i]);
 	sqlite3_close_v2(st->c[R].db);
-	if (st->c[W].db) {
+	if (st->c[W].db && st->trusted)   /* never a write into a file refused at open */
 		sqlite3_exec(st->c[W].db, "PRAGMA optimize", NULL, NULL, NULL);
-		sqlite3_close_v2(st->c[W].db);
-	}
+	sqlite3_close_v2(st->c[W].db);
 	pthread_mutex_destroy(&st->c[W].mu);
 	pthread_mutex_destroy(&st->c[R].mu);
 	free(st);

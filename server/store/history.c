@@ -27,6 +27,7 @@ int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 	if (bind_json(s, 10, op->request) != SQLITE_OK || bind_json(s, 11, op->result) != SQLITE_OK)
 		return mp_nomem(e);
 	bind_text_or_null(s, 12, op->kernel_release);
+	sqlite3_bind_int64(s, 13, st->instance);
 	return run_insert(st, s, e, "insert operation");
 }
 
@@ -66,7 +67,7 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
 	return rc;
 }
 
-int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e)
+int history_mark_unfinished(struct store *st, int64_t now_ns, mp_err *e)
 {
 	sqlite3_stmt *s;
 	int n = -1;
@@ -74,7 +75,7 @@ int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t n
 	store_conn_lock(st, W);
 	s = stmt(st, ST_OP_UNFINISHED);
 	sqlite3_bind_int64(s, 1, now_ns);
-	sqlite3_bind_int64(s, 2, daemon_start_ns);
+	sqlite3_bind_int64(s, 2, st->instance);
 	if (run_write(st, s, e, "mark unfinished operations") == 0)
 		n = sqlite3_changes(sqlite3_db_handle(s));
 	store_conn_unlock(st, W);

@@ -32,11 +32,13 @@ struct op_record {
 /* Inserts an operation (one autocommit) and returns its id (> 0), or -1. */
 int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e);
 
-/* At start, after the job runner's recovery: marks every operation still "running" that started
- * before this daemon did (a knob change cut short by a crash, or one whose outcome could not be
- * recorded) "interrupted", finished now. Changes this daemon is already making are left alone.
- * Returns how many, or -1. */
-int history_mark_unfinished(struct store *st, int64_t daemon_start_ns, int64_t now_ns, mp_err *e);
+/* At start, after the job runner's recovery: marks every operation still "running" that another
+ * daemon instance wrote (a knob change cut short by a crash, or one whose outcome could not be
+ * recorded) "interrupted", finished now. Rows carry the instance id of the store that wrote them
+ * (store_instance), so changes this daemon is already making are left alone whatever the wall
+ * clock did in between (a clock stepped back made "started before us" a lie). Returns how many,
+ * or -1. */
+int history_mark_unfinished(struct store *st, int64_t now_ns, mp_err *e);
 
 /* One knob write of an operation (the knob_changes table). */
 struct knob_change_rec {

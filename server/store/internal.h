@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -32,7 +33,17 @@ struct store {
 	char kill_tx[32];                     /* MEMPOLICYD_TEST_KILL_AT=<tx>:<n>; "" when unset */
 	int kill_at;
 	int scans;                            /* statistics scans in progress (atomic): no checkpoint meanwhile */
+	int64_t instance;                     /* this daemon start's random id, written with every operation and job */
+	bool trusted;                         /* the file passed store_check_schema: closing may write */
 };
+
+/* Trust before touch (check.c). store_check_header reads the file's header with a plain read(2),
+ * no SQLite, nothing created: *version is its user_version, -1 when there is no database yet (no
+ * file, or an empty one); not a SQLite file is store.open. store_check_schema compares the tables
+ * and columns of db with what the first `version` migrations make (built in memory), and names
+ * what is missing (store.schema). Neither writes anything. */
+int store_check_header(const char *path, int *version, mp_err *e);
+int store_check_schema(sqlite3 *db, int version, mp_err *e);
 
 /* Locking. lock() records, per thread, which connections it holds; hold() checks it. */
 void store_conn_lock(struct store *st, enum conn_id c);

@@ -26,6 +26,7 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	sqlite3_bind_int64(s, 9, r->created_ns);
 	if (bind_json(s, 10, r->request) != SQLITE_OK || bind_json(s, 11, r->progress) != SQLITE_OK)
 		return mp_nomem(e);
+	sqlite3_bind_int64(s, 12, st->instance);
 	return run_insert(st, s, e, "insert job");
 }
 
@@ -161,6 +162,7 @@ int jobs_db_active(struct store *st, int64_t *ids, int64_t *op_ids, int max, mp_
 	store_conn_lock(st, R);
 	s = stmt(st, ST_JOB_ACTIVE);
 	sqlite3_bind_int(s, 1, max);
+	sqlite3_bind_int64(s, 2, st->instance);
 	while (n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		ids[n] = sqlite3_column_int64(s, 0);
 		op_ids[n] = sqlite3_column_int64(s, 1);

@@ -58,7 +58,8 @@ json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e);
 json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int64_t schedule_id,
 		     int64_t before_id, int limit, mp_err *e);
 
-/* Jobs left queued or running by a previous daemon: fills up to max ids (and their op ids). */
+/* Jobs left queued or running by another daemon instance (not this store's): fills up to max ids
+ * (and their op ids). */
 int jobs_db_active(struct store *st, int64_t *ids, int64_t *op_ids, int max, mp_err *e);
 
 struct batch_row {

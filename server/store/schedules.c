@@ -28,7 +28,14 @@ int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_er
 		sqlite3_bind_text(s, 8, n->name, -1, SQLITE_TRANSIENT);
 	if (n->next_run_ns)
 		sqlite3_bind_int64(s, 9, n->next_run_ns);
-	id = run_insert(st, s, e, "insert schedule");
+	sqlite3_bind_int64(s, 10, n->max_schedules);
+	if (run_write(st, s, e, "insert schedule") < 0)
+		goto out;
+	if (sqlite3_changes(st->c[W].db) == 0)
+		mp_fail(e, MPE_SCHEDULE_LIMIT, 0, "the daemon already holds %lld schedules, as many as max-schedules "
+			"allows; delete one first", (long long)n->max_schedules);
+	else
+		id = sqlite3_last_insert_rowid(st->c[W].db);
 out:
 	store_conn_unlock(st, W);
 	return id;
@@ -77,12 +84,16 @@ json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
 	return out;
 }
 
-json_t *sched_store_list(struct store *st, mp_err *e)
+json_t *sched_store_list(struct store *st, int64_t after_id, int limit, mp_err *e)
 {
+	sqlite3_stmt *s;
 	json_t *arr;
 
 	store_conn_lock(st, R);
-	arr = read_many(st, R, stmt(st, ST_SCHED_LIST), row_json, e, "list schedules");
+	s = stmt(st, ST_SCHED_LIST);
+	sqlite3_bind_int64(s, 1, after_id);
+	sqlite3_bind_int(s, 2, limit);
+	arr = read_many(st, R, s, row_json, e, "list schedules");
 	store_conn_unlock(st, R);
 	return arr;
 }

@@ -23,15 +23,17 @@ struct schedule_new {
 	uid_t uid;
 	const char *name;            /* NULL or "" when the uid has no name */
 	int64_t next_run_ns;         /* 0: none (disabled) */
+	int64_t max_schedules;       /* the cap: with this many already, nothing is inserted */
 };
 
-/* Inserts; returns the new id (> 0) or -1. */
+/* Inserts, unless max_schedules are there already (409 MPE_SCHEDULE_LIMIT; the count and the
+ * insert are one statement); returns the new id (> 0) or -1. */
 int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e);
 
 /* One schedule as the API shows it (owned by the caller); NULL + 404 MPE_SCHEDULE_NOT_FOUND. */
 json_t *sched_store_get(struct store *st, int64_t id, mp_err *e);
-/* Every schedule, by id, as a JSON array (owned by the caller). */
-json_t *sched_store_list(struct store *st, mp_err *e);
+/* Up to limit schedules with ids above after_id, by id, as a JSON array (owned by the caller). */
+json_t *sched_store_list(struct store *st, int64_t after_id, int limit, mp_err *e);
 /* Deletes one; 404 MPE_SCHEDULE_NOT_FOUND when there is none. */
 int sched_store_delete(struct store *st, int64_t id, mp_err *e);
 

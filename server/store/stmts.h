@@ -44,13 +44,13 @@
 	X(VERSION,          R, "PRAGMA user_version") \
 	/* operations (history.c) */ \
 	X(OP_INSERT,        W, "INSERT INTO operations (kind, source, actor_uid, actor_name, started_ns, finished_ns, " \
-	                       "status, errno, error, request, result, kernel_release) " \
-	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)") \
+	                       "status, errno, error, request, result, kernel_release, instance) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)") \
 	X(OP_FINISH,        W, "UPDATE operations SET status = ?2, finished_ns = ?3, errno = ?4, error = ?5, " \
 	                       "result = coalesce(?6, result) WHERE id = ?1") \
 	X(OP_UNFINISHED,    W, "UPDATE operations SET status = 'interrupted', finished_ns = ?1, " \
 	                       "error = 'the daemon stopped, or could not record the outcome, before this operation " \
-	                       "finished' WHERE status = 'running' AND started_ns < ?2") \
+	                       "finished' WHERE status = 'running' AND instance IS NOT ?2") \
 	X(KNOB_CHANGE,      W, "INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) " \
 	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
 	/* one statement for every filter combination: a NULL parameter disables its condition */ \
@@ -63,7 +63,7 @@
 	                       "ORDER BY seq") \
 	/* jobs and batches (jobs.c) */ \
 	X(JOB_INSERT,       W, "INSERT INTO jobs (kind, status, conflict_key, source, schedule_id, actor_uid, " \
-	                       "actor_name, op_id, created_ns, request, progress) VALUES (?,?,?,?,?,?,?,?,?,?,?)") \
+	                       "actor_name, op_id, created_ns, request, progress, instance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") \
 	X(JOB_RUNNING,      W, "UPDATE jobs SET status = 'running', started_ns = ? WHERE id = ?") \
 	X(JOB_FINISH,       W, "UPDATE jobs SET status = ?, finished_ns = ?, reason = ?, errno = ?, error = ?, " \
 	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \
@@ -72,15 +72,17 @@
 	                       "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3) " \
 	                       "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5") \
 	X(JOB_ACTIVE,       R, "SELECT id, coalesce(op_id, 0) FROM jobs WHERE status IN ('queued', 'running') " \
-	                       "ORDER BY id LIMIT ?") \
+	                       "AND instance IS NOT ?2 ORDER BY id LIMIT ?1") \
 	X(BATCH_INSERT,     W, "INSERT INTO batches (op_id, seq, kind, size_kb, node, direction, started_ns, before, " \
 	                       "written, after, requested, achieved, elapsed_ns, latency_ns) " \
 	                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
 	/* schedules (schedules.c) */ \
+	/* the cap is checked in the INSERT itself: two creations at once cannot both pass a count */ \
 	X(SCHED_INSERT,     W, "INSERT INTO schedules (cron, timezone, action, enabled, misfire_grace_s, created_ns, " \
-	                       "created_by_uid, created_by_name, next_run_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") \
+	                       "created_by_uid, created_by_name, next_run_ns) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 " \
+	                       "WHERE (SELECT count(*) FROM schedules) < ?10") \
 	X(SCHED_GET,        R, "SELECT " SCHED_COLS " FROM schedules WHERE id = ?1") \
-	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules ORDER BY id") \
+	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules WHERE id > ?1 ORDER BY id LIMIT ?2") \
 	X(SCHED_DELETE,     W, "DELETE FROM schedules WHERE id = ?1") \
 	X(SCHED_DUE,        R, "SELECT id, cron, timezone, action, misfire_grace_s, next_run_ns FROM schedules " \
 	                       "WHERE enabled = 1 AND next_run_ns IS NOT NULL AND next_run_ns <= ?1 " \
@@ -96,6 +98,22 @@
 	X(SAMPLES_LAST,     R, "SELECT json_extract(request, '$.start_time') FROM operations " \
 	                       "WHERE kind = 'process.sample' AND json_extract(request, '$.pid') = ?1 " \
 	                       "ORDER BY id DESC LIMIT 1") \
+	/* retention (retain.c): the bounds are read on the reader, the deletes run in small chunks */ \
+	X(RET_OP_YOUNG,     R, "SELECT id FROM operations WHERE started_ns >= ?1 ORDER BY started_ns, id LIMIT 1") \
+	X(RET_OP_END,       R, "SELECT coalesce(max(id), 0) + 1 FROM operations") \
+	X(RET_OP_NTH,       R, "SELECT id FROM operations ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_BATCH_NTH,    R, "SELECT op_id FROM batches ORDER BY op_id DESC, seq DESC LIMIT 1 OFFSET ?1") \
+	X(RET_JOB_YOUNG,    R, "SELECT min(id) FROM jobs WHERE coalesce(finished_ns, created_ns) >= ?1") \
+	X(RET_JOB_END,      R, "SELECT coalesce(max(id), 0) + 1 FROM jobs") \
+	X(RET_JOB_NTH,      R, "SELECT id FROM jobs ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_BATCH_DEL,    W, "DELETE FROM batches WHERE rowid IN (SELECT b.rowid FROM operations o JOIN batches b " \
+	                       "ON b.op_id = o.id WHERE o.id < ?1 AND o.status != 'running' ORDER BY o.id LIMIT ?2)") \
+	X(RET_OP_DEL,       W, "DELETE FROM operations WHERE id IN (SELECT id FROM operations o WHERE id < ?1 " \
+	                       "AND status != 'running' AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.op_id = o.id) " \
+	                       "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.op_id = o.id " \
+	                       "AND j.status IN ('queued', 'running')) ORDER BY id LIMIT ?2)") \
+	X(RET_JOB_DEL,      W, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE id < ?1 " \
+	                       "AND status NOT IN ('queued', 'running') ORDER BY id LIMIT ?2)") \
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)

@@ -321,6 +321,13 @@ START_TEST(interrupted_hook_of_a_registered_kind_runs_at_start)
 	mp_err e = { 0 };
 	json_t *job;
 
+	/* The next daemon opens the database anew: its own store, so its own instance id (the
+	 * fixture's runner, idle, keeps the first store meanwhile). */
+	struct store *first = app.store;
+	char path[96];
+	snprintf(path, sizeof path, "%s/j.db", dir);
+	app.store = store_open(path, &e);
+	ck_assert_msg(app.store != NULL, "%s", e.detail);
 	nhook = 0;
 	next = jobs_open(&app, &e);
 	ck_assert_ptr_nonnull(next);
@@ -341,6 +348,8 @@ START_TEST(interrupted_hook_of_a_registered_kind_runs_at_start)
 	ck_assert(json_is_null(json_object_get(job, "result")) || !json_object_get(job, "result"));
 	json_decref(job);
 	jobs_close(next);
+	store_close(app.store);
+	app.store = first;
 	json_decref(req);
 }
 END_TEST

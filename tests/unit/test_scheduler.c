@@ -174,7 +174,8 @@ static int64_t add_due(int64_t due_ns)
 {
 	json_t *action = json_pack("{s:{s:s, s:i}}", "test", "size", "2M", "total", 1);
 	struct schedule_new n = { .cron = "* * * * *", .timezone = "UTC", .action = action, .enabled = true,
-				  .misfire_grace_s = 3600, .created_ns = clk_wall_ns(), .next_run_ns = due_ns };
+				  .misfire_grace_s = 3600, .created_ns = clk_wall_ns(), .next_run_ns = due_ns,
+				  .max_schedules = 1000 };
 	mp_err e = { 0 };
 	int64_t id = sched_store_insert(app.store, &n, &e);
 

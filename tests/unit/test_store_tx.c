@@ -14,6 +14,7 @@
 #include "server/store/history.h"
 #include "server/store/internal.h"
 #include "server/store/jobs.h"
+#include "server/store/retain.h"
 #include "server/store/schedules.h"
 #include "tests/unit/check_main.h"
 
@@ -246,7 +247,7 @@ START_TEST(a_kill_inside_a_schedule_run_leaves_neither_operation_nor_run)
 	struct store *st = open_store();
 	json_t *action = json_pack("{s:{s:i}}", "hugepages", "total", 1);
 	struct schedule_new s = { .cron = "* * * * *", .timezone = "UTC", .action = action, .enabled = true,
-				  .misfire_grace_s = 60, .created_ns = 1, .next_run_ns = 8 };
+				  .misfire_grace_s = 60, .created_ns = 1, .next_run_ns = 8, .max_schedules = 10 };
 	mp_err e = { 0 };
 	int64_t id = sched_store_insert(st, &s, &e);
 	int n;
@@ -263,6 +264,69 @@ START_TEST(a_kill_inside_a_schedule_run_leaves_neither_operation_nor_run)
 	/* the schedule points at the failure's operation */
 	ck_assert_int_eq(count("SELECT count(*) FROM schedules s JOIN operations o ON o.id = s.last_op_id "
 			       "WHERE o.status = 'failed' AND s.next_run_ns = 100"), 1);
+}
+END_TEST
+
+static int prune(struct store *st, void *p)
+{
+	struct retention r = { .max_age_ns = 1000 };   /* now is 10^6: everything started before 999000 */
+	struct retain_counts n = { 0 };
+	mp_err e = { 0 };
+
+	(void)p;
+	return store_prune(st, &r, 1000000, 1, &n, &e) < 0 ? -1 : 0;
+}
+
+static int64_t rows(void)
+{
+	return count("SELECT (SELECT count(*) FROM operations) * 10000 + (SELECT count(*) FROM batches) * 100 + "
+		     "(SELECT count(*) FROM knob_changes) * 10 + (SELECT count(*) FROM jobs)");
+}
+
+/* Retention's transaction: a kill after any of its deletes (an operation's batches, the operations
+ * and their knob changes, the jobs) removes nothing; run to its end it removes the old operations
+ * whole, the finished job, and leaves the queued job and its running operation. */
+START_TEST(a_kill_inside_retention_removes_nothing_and_leaves_no_orphan)
+{
+	struct store *st = open_store();
+	static const struct knob_change_rec kc = { 0, "thp.enabled", "madvise", "never", "written", 0 };
+	struct batch_row b = { .kind = "hugepages.resize", .size_kb = 2048, .node = 0, .grow = true, .started_ns = 1 };
+	struct op_outcome out = { "ok", 2, 0, NULL, NULL };
+	struct op_record op = { .kind = "knobs.set", .source = "api", .started_ns = 1, .status = "running" };
+	struct op_record held = { .kind = "test.job", .source = "api", .started_ns = 1, .status = "running" };
+	struct job_row queued = { .kind = "test.job", .status = "queued", .source = "api", .created_ns = 1 };
+	mp_err e = { 0 };
+	int64_t id, held_op, held_job, before;
+	int n;
+
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_gt(id = history_insert(st, &op, &e), 0);
+		ck_assert_int_eq(history_record_knobs(st, id, &kc, 1, &out, &e), 0);
+		b.op_id = id;
+		for (b.seq = 0; b.seq < 2; b.seq++)
+			ck_assert_int_eq(batches_db_insert(st, &b, 1, &e), 0);
+	}
+	ck_assert_int_eq(store_job_submit(st, &held, &queued, &held_op, &held_job, &e), 0);
+	b.op_id = held_op;
+	ck_assert_int_eq(batches_db_insert(st, &b, 1, &e), 0);
+	store_close(st);
+	/* a finished old job of the first operation */
+	ck_assert_int_eq(count("SELECT count(*) FROM operations"), 4);
+	{
+		sqlite3 *db;
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO jobs (kind, status, source, op_id, created_ns, finished_ns) "
+					      "VALUES ('test.job', 'ok', 'api', 1, 1, 2)", NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	}
+	before = rows();
+	ck_assert_int_eq(before, 4 * 10000 + 7 * 100 + 3 * 10 + 2);
+	for (n = 1; run_killed("retain", n, prune, NULL); n++)
+		ck_assert_int_eq(rows(), before);
+	ck_assert_int_eq(n, 4);   /* batches, operations (and their knob changes), jobs */
+	ck_assert_int_eq(rows(), 1 * 10000 + 1 * 100 + 0 * 10 + 1);
+	ck_assert_int_eq(count("SELECT count(*) FROM jobs WHERE status = 'queued'"), 1);   /* held_job */
+	ck_assert_int_eq(count("SELECT count(*) FROM operations WHERE status = 'running'"), 1);
 }
 END_TEST
 
@@ -286,6 +350,7 @@ static Suite *suite(void)
 	tcase_add_test(t, a_kill_inside_submit_leaves_neither_row);
 	tcase_add_test(t, a_kill_inside_a_knob_record_leaves_the_operation_running_and_no_changes);
 	tcase_add_test(t, a_kill_inside_a_schedule_run_leaves_neither_operation_nor_run);
+	tcase_add_test(t, a_kill_inside_retention_removes_nothing_and_leaves_no_orphan);
 	tcase_add_test_raise_signal(t, a_helper_without_its_lock_aborts, SIGABRT);
 	suite_add_tcase(s, t);
 	return s;

@@ -1,0 +1,136 @@
+#include "server/jobs/maint.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "server/clock.h"
+#include "server/log.h"
+
+/* Transactions per step, and the pause between steps: at most 8 × RETAIN_CHUNK rows per table
+ * in a burst, then the writer is left alone for 20 ms. A backlog of a million rows (retention
+ * switched on for an old database) drains in a few minutes without starving anyone. */
+#define STEP_TX 8
+#define STEP_PAUSE_NS 20000000LL
+
+struct maint {
+	struct store *st;            /* borrowed */
+	struct retention rule;
+	pthread_t thread;
+	pthread_mutex_t mu;          /* guards stop and kicked */
+	pthread_cond_t cond;
+	bool stop, kicked;
+};
+
+/* Waits MAINT_INTERVAL_S on the daemon's wall clock (with the test clock: until it moves, see
+ * server/clock.h), or until kicked or stopped; true when stopping. */
+static bool wait_next(struct maint *m)
+{
+	int64_t until = clk_wall_ns() + MAINT_INTERVAL_S * CLK_NS;
+	bool stop;
+
+	pthread_mutex_lock(&m->mu);
+	while (!m->stop && !m->kicked)
+		if (clk_cond_wait_until(&m->cond, &m->mu, until) != 0)
+			break;
+	m->kicked = false;
+	stop = m->stop;
+	pthread_mutex_unlock(&m->mu);
+	return stop;
+}
+
+/* The pause between two bursts is real time given to the writers, not an event on the wall
+ * clock (which a test clock stands still): a plain sleep. */
+static bool pause_step(struct maint *m)
+{
+	struct timespec ts = { 0, STEP_PAUSE_NS };
+	bool stop;
+
+	nanosleep(&ts, NULL);
+	pthread_mutex_lock(&m->mu);
+	stop = m->stop;
+	pthread_mutex_unlock(&m->mu);
+	return stop;
+}
+
+static bool pass(struct maint *m)
+{
+	struct retain_counts n = { 0 };
+	mp_err e = { 0 };
+	int rc;
+
+	int64_t now = clk_wall_ns();
+
+	do {
+		rc = store_prune(m->st, &m->rule, now, STEP_TX, &n, &e);
+		if (rc < 0) {
+			/* A full disk or a busy database: the next pass tries again. */
+			log_warn("retention: %s", e.detail);
+			break;
+		}
+		if (rc > 0 && pause_step(m))
+			return true;
+	} while (rc > 0);
+	if (n.operations || n.batches || n.jobs)
+		log_info("retention: removed %lld operation(s), %lld batch(es), %lld job(s)", (long long)n.operations,
+			 (long long)n.batches, (long long)n.jobs);
+	/* What a test waits for (the test clock's time of the pass: tests/e2e/test_retention.py). */
+	log_debug("retention: pass at %lld done", (long long)now);
+	return false;
+}
+
+static void *thread_main(void *arg)
+{
+	struct maint *m = arg;
+
+	while (!pass(m) && !wait_next(m))
+		;
+	return NULL;
+}
+
+struct maint *maint_start(struct store *st, const struct retention *r, mp_err *e)
+{
+	struct maint *m = calloc(1, sizeof *m);
+
+	if (!m) {
+		mp_nomem(e);
+		return NULL;
+	}
+	m->st = st;
+	m->rule = *r;
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	if (pthread_create(&m->thread, NULL, thread_main, m) != 0) {
+		mp_fail(e, MPE_MAINT_THREAD, 0, "cannot start the maintenance thread");
+		pthread_cond_destroy(&m->cond);
+		pthread_mutex_destroy(&m->mu);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void maint_kick(struct maint *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->kicked = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void maint_stop(struct maint *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stop = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->mu);
+	pthread_join(m->thread, NULL);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
