@@ -1,10 +1,12 @@
 #include "server/api/slow.h"
 
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "server/log.h"
 
@@ -22,6 +24,30 @@ struct slow {
 	struct item *head, *tail;     /* owned */
 	bool stopping;
 };
+
+#ifdef MPD_TEST_HOOKS
+/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each slow handler waits until a
+ * test has opened the FIFO for writing and then closed it, so a test can hold a scan "running"
+ * for as long as it needs to show what else is served meanwhile, with no timing involved. */
+static void test_hold(void)
+{
+	const char *fifo = getenv("MEMPOLICYD_TEST_HOLD_SLOW");
+	char c;
+
+	if (fifo && *fifo) {
+		int fd = open(fifo, O_RDONLY | O_CLOEXEC);   /* blocks until the test opens it */
+		if (fd >= 0) {
+			while (read(fd, &c, 1) > 0)
+				;                             /* until the test closes it */
+			close(fd);
+		}
+	}
+}
+#else
+static void test_hold(void)
+{
+}
+#endif
 
 static void *worker(void *p)
 {
@@ -43,6 +69,7 @@ static void *worker(void *p)
 		if (!sl->head)
 			sl->tail = NULL;
 		pthread_mutex_unlock(&sl->lock);
+		test_hold();
 		it->fn(it->arg);
 		MHD_resume_connection(it->conn);
 		free(it);
