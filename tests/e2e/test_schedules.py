@@ -328,6 +328,16 @@ class ScheduleDueTest(DaemonTest):
         cls.b_started = due + 10
         cls.b.write_clock(cls.b_started * NS)   # B: starts 10 s after it
         cls.b.start()
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.b.cleanup()
+            if rc not in (0, None):
+                raise AssertionError("daemon B exited with %s:\n%s" % (rc, cls.b.last_log))
+        finally:
+            shutil.rmtree(cls.tmp_b, ignore_errors=True)
+            super().tearDownClass()
+
     def jobs_of(self, d, sid):
         return d.sql("SELECT id, status, source, schedule_id, created_ns, op_id FROM jobs WHERE schedule_id = ?",
                      (sid,))
