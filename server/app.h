@@ -32,6 +32,7 @@ struct app {
 	struct caps caps;                /* detected at start */
 	int64_t max_schedules;           /* the schedules collection's cap (max-schedules) */
 	struct retention retain;         /* what the maintenance pass keeps (retain-*) */
+	unsigned probe_mem_pct;          /* a probe may take this share (%) of free memory */
 };
 
 #endif

@@ -23,6 +23,9 @@
 #include "server/log.h"
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
+#include "server/ops/probes.h"
+#include "server/ops/restore.h"
+#include "server/probes/probe.h"
 #include "server/ops/schedules.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
@@ -42,6 +45,7 @@ struct config {
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
 	char *keep[5];        /* max-schedules, retain-*: as written; NULL: default */
+	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 };
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
@@ -83,6 +87,7 @@ static const struct option long_opts[] = {
 	{ "retain-operations",       required_argument, NULL, OPT_KEEP + 2 },
 	{ "retain-batches",          required_argument, NULL, OPT_KEEP + 3 },
 	{ "retain-jobs",             required_argument, NULL, OPT_KEEP + 4 },
+	{ "probe-memory-share", required_argument, NULL, 'M' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -116,10 +121,12 @@ static void usage(FILE *f)
 		"  --retain-operations N  history operations kept at most, newest first (default %d; 0: no cap)\n"
 		"  --retain-batches N   resize batch rows kept at most (default %d; 0: no cap)\n"
 		"  --retain-jobs N      finished jobs kept at most (default %d; 0: no cap)\n"
+		"  --probe-memory-share PCT\n"
+		"                       a probe may take at most this share of free memory (default %d)\n"
 		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
 		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
 		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT, RETAIN_DEFAULT_DAYS, RETAIN_DEFAULT_OPERATIONS,
-		RETAIN_DEFAULT_BATCHES, RETAIN_DEFAULT_JOBS);
+		RETAIN_DEFAULT_BATCHES, RETAIN_DEFAULT_JOBS, PROBE_DEFAULT_MEM_PCT);
 #ifdef MPD_TEST_HOOKS
 	fprintf(f, "\nThis build has test hooks (never install it):\n"
 		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
@@ -136,6 +143,7 @@ static char **config_slot(struct config *c, int opt)
 	case 't': return &c->listen_tcp;
 	case 'g': return &c->admin_group;
 	case 'l': return &c->log_level;
+	case 'M': return &c->probe_share;
 	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
 		return &c->limit[opt - OPT_LIMIT];
 	case OPT_KEEP + 0: case OPT_KEEP + 1: case OPT_KEEP + 2: case OPT_KEEP + 3: case OPT_KEEP + 4:
@@ -363,6 +371,9 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1;
 
+	/* A probe's child (ops/probe_child.c): the daemon's own binary, exec'd to run one workload. */
+	if (argc >= 2 && !strcmp(argv[1], "--probe-child"))
+		return probe_child_main(argc, argv);
 	if ((rc = parse_args(argc, argv, &cfg)) >= 0)
 		goto out;
 	rc = 1;
@@ -378,6 +389,17 @@ int main(int argc, char **argv)
 	if (config_limits(&cfg, &lim) < 0 || config_keep(&cfg, &app) < 0) {
 		rc = 2;
 		goto out;
+	}
+	app.probe_mem_pct = PROBE_DEFAULT_MEM_PCT;
+	if (cfg.probe_share) {
+		uint64_t v;
+		if (parse_u64(cfg.probe_share, &v) < 0 || v < 1 || v > 90) {
+			fprintf(stderr, "mempolicyd: probe-memory-share wants a percentage from 1 to 90, not '%s'\n",
+				cfg.probe_share);
+			rc = 2;
+			goto out;
+		}
+		app.probe_mem_pct = (unsigned)v;
 	}
 	app.sysfs_root = cfg.sysfs_root;
 	app.procfs_root = cfg.procfs_root;
@@ -431,6 +453,11 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
+	/* What a probe changed and a dead daemon did not put back, before anyone can ask for anything. */
+	if ((n = restore_at_start(&app, &e)) < 0)
+		goto fail;
+	if (n > 0)
+		log_warn("%d value(s) a probe of the previous daemon changed: restored (probe.restore in history)", n);
 	if (!(app.jobs = jobs_open(&app, &e)))
 		goto fail;
 	if (ops_register_kinds(app.jobs, &e) < 0)

@@ -138,5 +138,7 @@ int api_cgroup_put(struct req *rq, mp_err *e);
 int api_cgroup_root_put(struct req *rq, mp_err *e);
 int api_process_migrate(struct req *rq, mp_err *e);
 int api_process_collapse(struct req *rq, mp_err *e);
+int api_probes_list(struct req *rq, mp_err *e);
+int api_probe_start(struct req *rq, mp_err *e);
 
 #endif

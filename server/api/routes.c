@@ -42,6 +42,9 @@ const struct route api_routes[] = {
 	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY },
 	{ "GET",    "/v1/cgroups/{}",                 api_cgroup_get,        R_TAIL },
 	{ "PUT",    "/v1/cgroups/{}",                 api_cgroup_put,        R_ADMIN | R_BODY | R_TAIL },
+	/* probes */
+	{ "GET",    "/v1/probes",                     api_probes_list,       0 },
+	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

@@ -87,7 +87,9 @@ static __attribute__((noreturn)) void child(const struct spawn_spec *s, int fd, 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();   /* not in the daemon's session: a terminal's ^C for the daemon is not for it */
-	if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+	if (s->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(devnull, 0) < 0 || dup2(s->stdout_fd > 0 ? s->stdout_fd : devnull, 1) < 0 || dup2(devnull, 2) < 0)
 		child_fail(fd, SPAWN_STDIO, errno);
 	/* Nothing of the daemon's (sockets, the database) survives exec; fd (the report pipe) is
 	 * close-on-exec already. */

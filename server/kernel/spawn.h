@@ -34,6 +34,10 @@ struct spawn_spec {
 	int policy;                  /* MPD_MPOL_* | MPD_MPOL_F_* */
 	struct mpol_mask nodes;      /* empty (maxnode 0) for default/local */
 	enum spawn_thp thp;
+	bool die_with_parent;        /* SIGKILL when the forking thread (a daemon worker) dies */
+	int stdout_fd;               /* > 0: the child's stdout (a pipe the caller reads; the child's
+	                              * copy is the only one of the caller's fds that survives exec);
+	                              * 0: /dev/null like stdin and stderr */
 };
 
 /* The step of the child's set-up that failed. */

@@ -4,6 +4,7 @@
 
 #include "server/jobs/job_ctx.h"
 #include "server/ops/pmigrate.h"
+#include "server/ops/probes.h"
 #include "server/ops/resize.h"
 
 static const struct job_kind *const kinds[] = {
@@ -17,5 +18,5 @@ int ops_register_kinds(struct jobs *j, mp_err *e)
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (jobs_register(j, kinds[i], e) < 0)
 			return -1;
-	return 0;
+	return probes_register(j, e);   /* one kind per entry of the probe table */
 }

@@ -59,6 +59,13 @@ void launch_req_free(struct launch_req *r);
  * "user", "policy", "watch"} (owned by the caller). */
 int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
 
+/* The "policy" object and the "cpus"/"cpunodes" members of a launch, also what a probe takes
+ * (ops/probes.c): fill r->mode/policy/nodes and r->cpus/cpus_size/cpus_text, or fail 4xx. */
+int launch_parse_policy(const struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,
+			mp_err *e);
+int launch_parse_cpus(const char *cpus, const char *cpunodes, const struct topology *t, struct launch_req *r,
+		      mp_err *e);
+
 /* Node lists from clients: idset_parse_client's strict list form; "" only when allow_empty.
  * 400 MPE_NODES_MALFORMED naming field. */
 int launch_parse_nodes(const char *text, const char *field, bool allow_empty, idset *out, mp_err *e);

@@ -79,7 +79,7 @@ int launch_check_nodes(const struct topology *t, const idset *set, const char *f
 
 /* ---- the policy ----------------------------------------------------------------------------- */
 
-static int parse_policy(const struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,
+int launch_parse_policy(const struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,
 			mp_err *e)
 {
 	static const char *const fields[] = { "mode", "nodes", "flags", NULL };
@@ -150,7 +150,7 @@ static int parse_policy(const struct app *app, const json_t *p, const struct top
 
 /* ---- CPUs ----------------------------------------------------------------------------------- */
 
-static int parse_cpus(const char *cpus, const char *cpunodes, const struct topology *t, struct launch_req *r,
+int launch_parse_cpus(const char *cpus, const char *cpunodes, const struct topology *t, struct launch_req *r,
 		      mp_err *e)
 {
 	idset want, online;
@@ -366,9 +366,9 @@ int launch_parse(const struct app *app, const json_t *body, const struct launch_
 		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -kr, "reading the topology: %s", strerror(-kr));
 		goto out;
 	}
-	if ((p = json_object_get(body, "policy")) && parse_policy(app, p, t, r, e) < 0)
+	if ((p = json_object_get(body, "policy")) && launch_parse_policy(app, p, t, r, e) < 0)
 		goto out;
-	if ((cpus || cpunodes) && parse_cpus(cpus, cpunodes, t, r, e) < 0)
+	if ((cpus || cpunodes) && launch_parse_cpus(cpus, cpunodes, t, r, e) < 0)
 		goto out;
 	if (parse_user(body, who, r, e) < 0)
 		goto out;

@@ -114,6 +114,10 @@
 	                       "AND j.status IN ('queued', 'running')) ORDER BY id LIMIT ?2)") \
 	X(RET_JOB_DEL,      W, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE id < ?1 " \
 	                       "AND status NOT IN ('queued', 'running') ORDER BY id LIMIT ?2)") \
+	/* pending restores (restores.c); W for the list too: it is read at start to write back */ \
+	X(RESTORE_ADD,      W, "INSERT INTO restores (op_id, what, target, value, created_ns) VALUES (?1, ?2, ?3, ?4, ?5)") \
+	X(RESTORE_DONE,     W, "DELETE FROM restores WHERE id = ?1") \
+	X(RESTORE_PENDING,  W, "SELECT id, op_id, what, target, value FROM restores ORDER BY id DESC") \
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)

@@ -20,7 +20,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DAEMON = os.path.join(BIN, "mempolicyd")
 # Dotted names that share a registry prefix but are operation (history) kinds, not problem codes.
 OPERATION_KINDS = {"hugepages.resize", "schedule.run", "knobs.set", "process.launch", "process.migrate",
-                   "process.collapse", "process.sample", "cgroup.mems"}
+                   "process.collapse", "process.sample", "cgroup.mems", "probe.touch", "probe.fragment",
+                   "probe.restore"}
 
 
 def registry():

@@ -15,6 +15,7 @@
 #include "server/store/internal.h"
 #include "server/store/jobs.h"
 #include "server/store/retain.h"
+#include "server/store/restores.h"
 #include "server/store/schedules.h"
 #include "tests/unit/check_main.h"
 
@@ -330,6 +331,37 @@ START_TEST(a_kill_inside_retention_removes_nothing_and_leaves_no_orphan)
 }
 END_TEST
 
+static int record_restores(struct store *st, void *p)
+{
+	struct op_record op = { .kind = "probe.restore", .source = "daemon", .started_ns = 1, .finished_ns = 1,
+				.status = "ok" };
+	mp_err e = { 0 };
+
+	return restores_db_record(st, &op, p, 2, &e) > 0 ? 0 : -1;
+}
+
+START_TEST(a_kill_inside_the_start_up_restore_record_keeps_every_row_to_restore_again)
+{
+	struct store *st = open_store();
+	mp_err e = { 0 };
+	int64_t ids[2];
+	int n;
+
+	ids[0] = restores_db_add(st, 0, "knob", "thp.enabled", "madvise", &e);
+	ids[1] = restores_db_add(st, 0, "pool", "2048:0", "3", &e);
+	ck_assert_msg(ids[0] > 0 && ids[1] > 0, "%s", e.detail);
+	store_close(st);
+	for (n = 1; run_killed("restore_at_start", n, record_restores, ids); n++) {
+		/* killed before the commit: nothing recorded, both rows still there to restore again */
+		ck_assert_int_eq(count("SELECT count(*) FROM operations"), 0);
+		ck_assert_int_eq(count("SELECT count(*) FROM restores"), 2);
+	}
+	ck_assert_int_eq(n, 4);   /* the operation and two deletions */
+	ck_assert_int_eq(count("SELECT count(*) FROM operations WHERE kind = 'probe.restore'"), 1);
+	ck_assert_int_eq(count("SELECT count(*) FROM restores"), 0);
+}
+END_TEST
+
 /* The lock rule's check: a helper that needs the writer's lock, called without it, aborts. */
 START_TEST(a_helper_without_its_lock_aborts)
 {
@@ -351,6 +383,7 @@ static Suite *suite(void)
 	tcase_add_test(t, a_kill_inside_a_knob_record_leaves_the_operation_running_and_no_changes);
 	tcase_add_test(t, a_kill_inside_a_schedule_run_leaves_neither_operation_nor_run);
 	tcase_add_test(t, a_kill_inside_retention_removes_nothing_and_leaves_no_orphan);
+	tcase_add_test(t, a_kill_inside_the_start_up_restore_record_keeps_every_row_to_restore_again);
 	tcase_add_test_raise_signal(t, a_helper_without_its_lock_aborts, SIGABRT);
 	suite_add_tcase(s, t);
 	return s;

@@ -1,0 +1,85 @@
+/* Strict members for probe parsers: the type first (400), then the range (422 probe.bad_param),
+ * each error naming the member. */
+#include "server/probes/probe.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/parse.h"
+
+int probe_only(const json_t *params, const char *const *allowed, mp_err *e)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)params, k, v) {
+		const char *const *a = allowed;
+		while (*a && strcmp(*a, k))
+			a++;
+		if (!*a)
+			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %.64s", k);
+	}
+	return 0;
+}
+
+int probe_u64(const json_t *params, const char *key, uint64_t min, uint64_t max, uint64_t def, uint64_t *out,
+	      mp_err *e)
+{
+	json_t *v = json_object_get(params, key);
+
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"%s\" must be an integer", key);
+	if (json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < min ||
+	    (uint64_t)json_integer_value(v) > max)
+		return mp_fail(e, MPE_PROBE_BAD_PARAM, EINVAL, "\"%s\" must be from %llu to %llu", key,
+			       (unsigned long long)min, (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+int probe_size(const json_t *params, const char *key, uint64_t min, uint64_t max, uint64_t def, uint64_t *out,
+	       mp_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	uint64_t kb;
+
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0)
+			goto range;
+		*out = (uint64_t)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		if (strlen(json_string_value(v)) > 32 || parse_size_kb(json_string_value(v), &kb) < 0 ||
+		    kb > UINT64_MAX / 1024)
+			return mp_fail(e, MPE_PROBE_BAD_PARAM, EINVAL, "\"%s\" is bytes or a size like \"64M\"", key);
+		*out = kb * 1024;
+	} else {
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"%s\" must be an integer or a string like \"64M\"", key);
+	}
+	if (*out >= min && *out <= max)
+		return 0;
+range:
+	return mp_fail(e, MPE_PROBE_BAD_PARAM, EINVAL, "\"%s\" must be from %llu to %llu bytes", key,
+		       (unsigned long long)min, (unsigned long long)max);
+}
+
+int probe_bool(const json_t *params, const char *key, int def, int *out, mp_err *e)
+{
+	json_t *v = json_object_get(params, key);
+
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (!json_is_boolean(v))
+		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"%s\" must be true or false", key);
+	*out = json_is_true(v);
+	return 0;
+}

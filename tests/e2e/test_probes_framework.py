@@ -1,0 +1,207 @@
+"""The probe framework against the real kernel, with the framework's own probe `touch` (map a
+region, write every base page, count pages per node with move_pages): POST /v1/probes/{kind} is a
+job whose workload runs in a child process under the requested policy and CPU binding; the THP
+setting a probe changes is put back when it ends, fails (timeout), is cancelled, and at the next
+start after the daemon was killed (a probe.restore operation records that). Bad requests change
+nothing: no job, no row, /sys untouched. Every test restores thp.enabled itself as well."""
+import json
+import os
+import pwd
+import signal
+import subprocess
+import time
+
+from lib import Daemon, DaemonTest, bracketed, real_file, real_write
+
+ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def wait_job(d, job_id, until=("ok", "failed", "cancelled", "partial", "interrupted"), timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = d.get("/v1/jobs/%d" % job_id)
+        if r.status == 200 and r.json["status"] in until:
+            return r.json
+        time.sleep(0.05)
+    raise AssertionError("job %d not %s within %ds: %s" % (job_id, until, timeout, d.get("/v1/jobs/%d" % job_id).raw))
+
+
+def wait_for(cond, timeout=30, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def other_thp(value):
+    return "never" if value != "never" else "always"
+
+
+class ProbeFrameworkTest(DaemonTest):
+    def setUp(self):
+        self.thp0 = bracketed(real_file(ENABLED))
+        self.addCleanup(real_write, ENABLED, self.thp0)
+
+    def start(self, kind, body):
+        r = self.d.request("POST", "/v1/probes/" + kind, body)
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(r.headers.get("Location"), "/v1/jobs/%d" % r.json["id"])
+        self.assertEqual(r.json["kind"], "probe." + kind)
+        return r.json
+
+    def test_list_names_every_kind_with_its_job(self):
+        r = self.d.get("/v1/probes")
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertIn({"kind": "touch", "job": "probe.touch"}, r.json["probes"])
+
+    def test_touch_runs_in_a_bound_child_and_is_recorded(self):
+        cpu = sorted(os.sched_getaffinity(0))[0]
+        job = self.start("touch", {"size": "8M", "cpus": str(cpu), "policy": {"mode": "bind", "nodes": "0"}})
+        done = wait_job(self.d, job["id"])
+        self.assertEqual(done["status"], "ok", done)
+        res = done["result"]
+        self.assertEqual(res["probe"], "touch")
+        self.assertEqual(len(res["passes"]), 1)
+        p = res["passes"][0]["result"]
+        self.assertEqual(p["bytes"], 8 << 20)
+        self.assertEqual(p["pages"], (8 << 20) // os.sysconf("SC_PAGE_SIZE"))
+        # every page placed, all on node 0 (bound there), the counts adding up to the pages touched
+        self.assertEqual(p["pages_unplaced"], 0)
+        self.assertEqual(sum(p["pages_per_node"].values()), p["pages"])
+        self.assertEqual(list(p["pages_per_node"]), ["0"])
+        self.assertGreater(p["mib_per_s"], 0)
+        self.assertEqual(done["request"]["cpus"], str(cpu))
+        op = self.d.get("/v1/history/%d" % done["op_id"]).json
+        self.assertEqual((op["kind"], op["status"]), ("probe.touch", "ok"))
+        self.assertEqual(op["result"]["passes"][0]["result"]["pages"], p["pages"])
+        # the daemon itself touched nothing: the child did (its pid is gone, nothing left running)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+
+    def test_thp_passes_set_the_setting_and_put_it_back(self):
+        first = other_thp(self.thp0)
+        job = self.start("touch", {"size": "4M", "thp": [first, self.thp0]})
+        done = wait_job(self.d, job["id"])
+        self.assertEqual(done["status"], "ok", done)
+        self.assertEqual([p["label"] for p in done["result"]["passes"]], [first, self.thp0])
+        self.assertEqual(done["result"]["passes"][0]["settings"], {"thp.enabled": first})
+        self.assertEqual(done["result"]["restored"],
+                         [{"what": "knob", "target": "thp.enabled", "value": self.thp0, "status": "restored"}])
+        self.assertEqual(bracketed(real_file(ENABLED)), self.thp0)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+
+    def held_pass(self, body):
+        """Starts a probe whose first pass sets thp.enabled to the other value and holds; returns
+        the job once /sys shows the pass's setting."""
+        first = other_thp(self.thp0)
+        job = self.start("touch", dict(body, size="4M", thp=[first]))
+        wait_for(lambda: bracketed(real_file(ENABLED)) == first, what="the pass's THP setting")
+        wait_for(lambda: self.d.sql("SELECT count(*) FROM restores") == [(1,)], what="the restore row")
+        return job, first
+
+    def test_cancel_kills_the_child_and_restores(self):
+        job, _ = self.held_pass({"hold_ms": 60000})
+        r = self.d.request("DELETE", "/v1/jobs/%d" % job["id"])
+        self.assertIn(r.status, (200, 202), r.raw)
+        done = wait_job(self.d, job["id"], timeout=10)
+        self.assertEqual(done["status"], "cancelled", done)
+        self.assertEqual(done["result"]["passes"][0]["status"], "cancelled")
+        self.assertEqual(done["result"]["restored"][0]["status"], "restored")
+        self.assertEqual(bracketed(real_file(ENABLED)), self.thp0)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+
+    def test_timeout_fails_the_probe_and_restores(self):
+        job, _ = self.held_pass({"hold_ms": 60000, "timeout_s": 1})
+        done = wait_job(self.d, job["id"], timeout=20)
+        self.assertEqual((done["status"], done["reason"]), ("failed", "timeout"), done)
+        self.assertEqual(done["result"]["passes"][0]["status"], "timeout")
+        self.assertEqual(bracketed(real_file(ENABLED)), self.thp0)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+
+    def test_bad_requests_change_nothing(self):
+        before = self.d.db_snapshot()
+        first = other_thp(self.thp0)
+        cases = [
+            ("nope", {}, 404, "probe.unknown"),
+            ("touch", {"size": 2 << 40}, 422, "probe.bad_param"),
+            ("touch", {"size": "64X"}, 422, "probe.bad_param"),
+            ("touch", {"size": "1000G"}, 409, "probe.too_large"),
+            ("touch", {"size": 4097}, 422, "probe.bad_param"),
+            ("touch", {"size": 0}, 422, "probe.bad_param"),
+            ("touch", {"size": "8M", "bogus": 1}, 400, "request.unknown_field"),
+            ("touch", {"size": "8M", "timeout_s": 0}, 422, "probe.bad_param"),
+            ("touch", {"size": "8M", "timeout_s": 100000}, 422, "probe.bad_param"),
+            ("touch", {"size": "8M", "timeout_s": "5"}, 400, "request.wrong_type"),
+            ("touch", {"size": "8M", "hold_ms": -1}, 422, "probe.bad_param"),
+            ("touch", {"size": "8M", "thp": [first, "sometimes"]}, 422, "probe.bad_param"),
+            ("touch", {"size": "8M", "policy": {"mode": "bind", "nodes": "4000"}}, 422, "nodes.not_in_topology"),
+            ("touch", {"size": "8M", "policy": {"mode": "bind", "nodes": "1-0"}}, 400, "nodes.malformed"),
+            ("touch", {"size": "8M", "cpus": "4000"}, 422, "process.bad_cpus"),
+            ("touch", {"size": "8M", "policy": {"mode": "sideways"}}, 422, "process.bad_policy"),
+        ]
+        for kind, body, status, code in cases:
+            with self.subTest(kind=kind, body=body):
+                self.assertProblem(self.d.request("POST", "/v1/probes/" + kind, body), status, code)
+        self.assertEqual(self.d.db_snapshot(), before)
+        self.assertEqual(bracketed(real_file(ENABLED)), self.thp0)
+
+    def test_a_caller_without_admin_rights_is_refused(self):
+        before = self.d.db_snapshot()
+        gid = str(pwd.getpwnam("nobody").pw_gid)
+        out = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", gid, "--clear-groups", "--", "curl", "-sS",
+                              "--unix-socket", self.d.socket, "-H", "Content-Type: application/json", "-d",
+                              '{"size": "4M"}', "http://x/v1/probes/touch"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(json.loads(out.stdout)["code"], "auth.forbidden", out)
+        self.assertEqual(self.d.db_snapshot(), before)
+
+
+class ProbeCrashTest(DaemonTest):
+    """SIGKILL of the daemon in the middle of a pass: the child dies with it, the THP setting stays
+    changed until the next start, which puts it back before serving and records probe.restore."""
+
+    def test_next_start_restores_what_a_killed_probe_changed(self):
+        thp0 = bracketed(real_file(ENABLED))
+        self.addCleanup(real_write, ENABLED, thp0)
+        first = other_thp(thp0)
+        r = self.d.request("POST", "/v1/probes/touch", {"size": "4M", "thp": [first], "hold_ms": 60000})
+        self.assertEqual(r.status, 202, r.raw)
+        job_id = r.json["id"]
+        wait_for(lambda: self.d.sql("SELECT count(*) FROM restores") == [(1,)], what="the restore row")
+        wait_for(lambda: bracketed(real_file(ENABLED)) == first, what="the pass's THP setting")
+        wait_for(lambda: self.d.get("/v1/jobs/%d" % job_id).json["progress"].get("pass") == 1, what="the pass")
+        children = child_pids(self.d.proc.pid)
+        self.d.stop(signal.SIGKILL)
+        self.assertEqual(bracketed(real_file(ENABLED)), first)   # nobody put it back yet
+        for pid in children:   # the probe child does not outlive the daemon (PR_SET_PDEATHSIG)
+            wait_for(lambda: not os.path.exists("/proc/%d" % pid) or zombie(pid), timeout=5, what="child exit")
+        self.d.start()
+        self.assertEqual(bracketed(real_file(ENABLED)), thp0)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+        ops = self.d.get("/v1/history?kind=probe.restore").json["operations"]
+        self.assertEqual(len(ops), 1, ops)
+        op = self.d.get("/v1/history/%d" % ops[0]["id"]).json
+        self.assertEqual(op["status"], "ok")
+        self.assertEqual(op["source"], "daemon")
+        self.assertEqual([(x["target"], x["value"], x["status"]) for x in op["result"]["restored"]],
+                         [("thp.enabled", thp0, "restored")])
+        self.assertEqual(self.d.get("/v1/jobs/%d" % job_id).json["status"], "interrupted")
+
+
+def child_pids(pid):
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
