@@ -109,6 +109,66 @@ static void process_nodes(const json_t *result)
 	table_print(t, stdout);
 }
 
+/* One node's free blocks at the end, as the reason the kernel gave fewer pages than asked. */
+static size_t why_node(const json_t *buddy, const char *node, unsigned order, char *buf, size_t len)
+{
+	const json_t *nb = json_object_get(buddy, node), *blocks = json_object_get(nb, "free_blocks");
+	size_t norders = json_array_size(blocks);
+	long long big = 0;
+
+	if (!norders)
+		return 0;
+	if (order >= norders)   /* gigantic pages: beyond the buddy allocator's largest order */
+		return (size_t)snprintf(buf, len, "node %s: order %u is beyond buddyinfo (largest order %zu), %lld free "
+					"order-%zu blocks; ", node, order, norders - 1,
+					(long long)json_integer_value(json_array_get(blocks, norders - 1)), norders - 1);
+	for (size_t o = order; o < norders; o++)
+		big += json_integer_value(json_array_get(blocks, o));
+	return (size_t)snprintf(buf, len, "node %s: %lld free order-%u+ blocks left (unusable index %.2f); ", node, big,
+				order, json_real_value(json_array_get(json_object_get(nb, "unusable_index"), order)));
+}
+
+/* Why a resize stopped short, in one line, from the free blocks and compaction counters the job
+ * recorded (result.conditions). Empty when the job did not stop for lack of pages. */
+static void why_line(const json_t *job, char *buf, size_t len)
+{
+	const json_t *res = json_object_get(job, "result"), *cond = json_object_get(res, "conditions");
+	const json_t *buddy = json_object_get(json_object_get(cond, "buddyinfo"), "after");
+	const json_t *vm = json_object_get(cond, "vmstat_delta"), *targets = json_object_get(res, "targets"), *t;
+	long long kb = json_integer_value(json_object_get(res, "size_kb"));
+	unsigned order = 0;
+	size_t i, off = 0;
+	const char *k;
+	json_t *v;
+
+	buf[0] = '\0';
+	if (!json_is_object(buddy) || kb < 8 || !json_is_string(json_object_get(job, "reason")) ||
+	    strcmp(json_string_value(json_object_get(job, "reason")), "no_progress"))
+		return;
+	while ((4LL << (order + 1)) <= kb)
+		order++;
+	json_array_foreach(targets, i, t) {
+		const json_t *node = json_object_get(t, "node"), *stopped = json_object_get(t, "stopped");
+		char id[16];
+		if (!json_is_string(stopped) || strcmp(json_string_value(stopped), "no_progress"))
+			continue;
+		if (json_is_integer(node)) {
+			snprintf(id, sizeof id, "%lld", (long long)json_integer_value(node));
+			off += why_node(buddy, id, order, buf + off, off < len ? len - off : 0);
+		} else {   /* the global pool: every node */
+			json_object_foreach((json_t *)buddy, k, v)
+				if (off < len)
+					off += why_node(buddy, k, order, buf + off, len - off);
+		}
+		if (off >= len)
+			break;
+	}
+	if (off < len)
+		snprintf(buf + off, len - off, "compaction: %lld stalls, %lld succeeded",
+			 (long long)json_integer_value(json_object_get(vm, "compact_stall")),
+			 (long long)json_integer_value(json_object_get(vm, "compact_success")));
+}
+
 void jobview_print(const json_t *job)
 {
 	static const char *const keys[] = { "id", "kind", "status", "reason", "error", "errno", "source",
@@ -123,6 +183,9 @@ void jobview_print(const json_t *job)
 		out_scalar(json_object_get(job, keys[k]), a, sizeof a);
 		table_row(t, keys[k], a);
 	}
+	why_line(job, a, sizeof a);
+	if (a[0])
+		table_row(t, "why", a);
 	if (json_is_integer(json_object_get(job, "waiting_for_job_id"))) {
 		snprintf(a, sizeof a, "job %lld (same page size, ahead of this one)",
 			 (long long)json_integer_value(json_object_get(job, "waiting_for_job_id")));

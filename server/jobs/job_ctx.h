@@ -52,6 +52,16 @@ struct job_kind {
  * ops/ register theirs in ops/kinds.c. Fails on a second kind of the same name or too many. */
 int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e);
 
+/* What is measured around every job, whatever its kind (ops/conditions.c: the counters and
+ * settings the operation ran under). begin() runs on the worker right before run(), end() right
+ * after it, with what begin() returned (end frees it); end may add to out->result. */
+struct job_measure {
+	void *(*begin)(const struct app *app);
+	void (*end)(const struct app *app, void *snap, struct job_outcome *out);
+};
+/* Sets it, before jobs_start(); m is static. */
+void jobs_measure(struct jobs *j, const struct job_measure *m);
+
 /* Who asked. has_uid false: the daemon itself (the scheduler). */
 struct job_actor {
 	bool has_uid;

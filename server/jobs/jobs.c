@@ -42,6 +42,7 @@ struct jobs {
 	int nworkers;
 	pthread_t workers[MAX_WORKERS];
 	const struct job_kind *kinds[MAX_KINDS]; /* borrowed: registered before jobs_start() */
+	const struct job_measure *measure;       /* static, or NULL: what is measured around each run */
 	int nkinds;
 };
 
@@ -87,6 +88,11 @@ int jobs_register(struct jobs *j, const struct job_kind *kind, mp_err *e)
 			       j->nkinds == MAX_KINDS ? "too many kinds" : "no name");
 	j->kinds[j->nkinds++] = kind;
 	return 0;
+}
+
+void jobs_measure(struct jobs *j, const struct job_measure *m)
+{
+	j->measure = m;
 }
 
 /* Marks what a previous daemon left queued or running as "interrupted". */
@@ -201,7 +207,10 @@ static void *worker(void *arg)
 		memset(&out, 0, sizeof out);
 		if (c->deadline_ms > 0)
 			c->deadline_mono_ns = clk_mono_ns() + c->deadline_ms * 1000000;
+		void *snap = j->measure ? j->measure->begin(j->app) : NULL;
 		c->kind->run(c, c->arg, &out);
+		if (j->measure)
+			j->measure->end(j->app, snap, &out);
 		if (!out.status)
 			out.status = "failed";
 		pthread_mutex_lock(&j->lock);

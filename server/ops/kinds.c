@@ -3,6 +3,7 @@
 #include "server/ops/kinds.h"
 
 #include "server/jobs/job_ctx.h"
+#include "server/ops/conditions.h"
 #include "server/ops/pmigrate.h"
 #include "server/ops/probes.h"
 #include "server/ops/resize.h"
@@ -15,6 +16,8 @@ static const struct job_kind *const kinds[] = {
 
 int ops_register_kinds(struct jobs *j, mp_err *e)
 {
+	/* Every job records the conditions it ran under: one mechanism, not one per kind. */
+	jobs_measure(j, &cond_job_measure);
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (jobs_register(j, kinds[i], e) < 0)
 			return -1;

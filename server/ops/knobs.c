@@ -9,6 +9,7 @@
 #include "common/parse.h"
 #include "server/clock.h"
 #include "server/log.h"
+#include "server/ops/conditions.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
 
@@ -280,7 +281,9 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	if (id < 0)
 		goto out;
 
+	struct cond_snap *cond = cond_begin(app);
 	fail = apply(app, items, n, &mismatch, &restore_failed);
+	json_t *conditions = cond_end(app, cond);
 	if (fail < 0) {
 		status = "ok";
 		mp_err_clear(e);
@@ -304,6 +307,8 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 				strerror(err), tail);
 	}
 	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+	if (conditions)
+		json_object_set_new(result, "conditions", conditions);
 	{
 		mp_err se = { 0 };
 		if (record(app, id, items, n, status, e->sys_errno, fail < 0 ? NULL : e->detail, result, &se) < 0) {

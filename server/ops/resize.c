@@ -147,16 +147,6 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 	return 0;
 }
 
-static json_t *vmstat_delta(const struct htlb_vmstat *b, const struct htlb_vmstat *a)
-{
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}",
-			 "htlb_buddy_alloc_success", (json_int_t)(a->buddy_alloc_success - b->buddy_alloc_success),
-			 "htlb_buddy_alloc_fail", (json_int_t)(a->buddy_alloc_fail - b->buddy_alloc_fail),
-			 "compact_stall", (json_int_t)(a->compact_stall - b->compact_stall),
-			 "compact_success", (json_int_t)(a->compact_success - b->compact_success),
-			 "compact_fail", (json_int_t)(a->compact_fail - b->compact_fail));
-}
-
 /* How many resizes of one size a scheduled run queues behind before it is refused like an API call:
  * enough for several schedules due in the same minute, bounded so that a schedule firing faster
  * than its resize ends cannot pile up work. */
@@ -166,8 +156,6 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 {
 	struct resize_args *a = arg;
 	struct run *r = calloc(1, sizeof *r);
-	struct htlb_vmstat vm0, vm1;
-	bool have_vm;
 	mp_err e = { 0 };
 	json_t *pool;
 	char name[32];
@@ -181,7 +169,6 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	r->ctx = ctx;
 	r->a = a;
 	r->t0 = r->last_flush = clk_mono_ns();
-	have_vm = htlb_vmstat_read(a->app->procfs_root, &vm0) == 0;
 	/* The starting point is what the kernel says now, not at submission: another job may have
 	 * run in between. */
 	for (int i = 0; i < a->n; i++) {
@@ -228,8 +215,8 @@ done:
 				(json_int_t)(clk_mono_ns() - r->t0), "compacted", r->compacted);
 	if (out->reason)
 		json_object_set_new(out->result, "reason", json_string(out->reason));
-	if (have_vm && htlb_vmstat_read(a->app->procfs_root, &vm1) == 0)
-		json_object_set_new(out->result, "vmstat_delta", vmstat_delta(&vm0, &vm1));
+	/* The counters (htlb_buddy_alloc_*, compact_*, ...) and free blocks around the resize are the
+	 * runner's: result.conditions (ops/conditions.c), as for every job. */
 	if ((pool = pools_get(a->app, a->size_kb, &e)))
 		json_object_set_new(out->result, "pool", pool);
 	free(r);

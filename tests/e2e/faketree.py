@@ -108,6 +108,10 @@ class FakeTree:
         w("proc/sys/vm/nr_hugepages", "0")
         w("proc/vmstat", "nr_free_pages 1000\nthp_fault_alloc 0\nthp_fault_fallback 0\n"
           "htlb_buddy_alloc_success 0\nhtlb_buddy_alloc_fail 0\ncompact_stall 0\n")
+        # free blocks per order (0..10): node 1 has none of order 9 or more (fragmented)
+        w("proc/buddyinfo", "".join("Node %d, zone   Normal %s\n" % (n, " ".join(
+            str(x) for x in ([300, 200, 100, 50, 20, 10, 5, 2, 1, 0, 0] if n == 1
+                             else [100, 50, 20, 10, 5, 4, 3, 2, 2, 3, 40]))) for n in n_all))
         total_kb = sum(self.mem_mb.values()) * 1024
         w("proc/meminfo", "MemTotal:       %d kB\nMemFree:        %d kB\nHugepagesize:       2048 kB\n"
           % (total_kb, total_kb // 2))

@@ -300,6 +300,11 @@ class PartialGrant(DaemonTest):
         job = wait_job(self.d, r.json["id"])
         self.assertEqual(job["status"], "partial", job)
         self.assertEqual(job["reason"], "no_progress")
+        # job show says why in one line, from the free blocks the job recorded at its end
+        shown = self.d.ctl("job", "show", str(job["id"]))
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertRegex(shown.stdout, r"(?m)^why\s+node 1: 0 free order-9\+ blocks left \(unusable index 1\.00\); "
+                         r"compaction: 0 stalls, 0 succeeded$")
         rows = self.d.sql("SELECT node, before, written, after, requested, achieved FROM batches WHERE op_id = ? "
                           "ORDER BY seq", (job["op_id"],))
         # node 0 is an ordinary file; node 1 gives one page fewer than written, then nothing

@@ -43,7 +43,7 @@ class RealPool(DaemonTest):
         t = job["result"]["targets"][0]
         self.assertEqual((t["asked"], t["got"], t["stopped"]), (16, 16, "target"))
         self.assertEqual(t["elapsed_ns"], sum(r[6] for r in rows))
-        self.assertGreaterEqual(job["result"]["vmstat_delta"]["htlb_buddy_alloc_success"], 16)
+        self.assertGreaterEqual(job["result"]["conditions"]["vmstat_delta"]["htlb_buddy_alloc_success"], 16)
         pool = self.d.get("/v1/hugepages/2M").json
         self.assertEqual(pool["nr"], sys_nr())
         self.assertEqual(pool["nodes"][0]["nr"], int(real_file(NODE0)))

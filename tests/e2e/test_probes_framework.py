@@ -76,8 +76,32 @@ class ProbeFrameworkTest(DaemonTest):
         op = self.d.get("/v1/history/%d" % done["op_id"]).json
         self.assertEqual((op["kind"], op["status"]), ("probe.touch", "ok"))
         self.assertEqual(op["result"]["passes"][0]["result"]["pages"], p["pages"])
-        # the daemon itself touched nothing: the child did (its pid is gone, nothing left running)
         self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
+        # the conditions it ran under: kernel, settings, counter deltas, free blocks before/after
+        c = res["conditions"]
+        self.assertEqual(c["kernel_release"], os.uname().release)
+        self.assertEqual(c["settings"]["thp.enabled"], self.thp0)
+        self.assertTrue(all(isinstance(v, int) and v != 0 for v in c["vmstat_delta"].values()), c["vmstat_delta"])
+        self.assertGreater(c["numastat_delta"]["0"].get("numa_hit", 0), 0)
+        for when in ("before", "after"):
+            b = c["buddyinfo"][when]["0"]
+            self.assertEqual(len(b["free_blocks"]), len(b["unusable_index"]))
+            self.assertEqual(b["free_pages"], sum(n << o for o, n in enumerate(b["free_blocks"])))
+            self.assertTrue(all(0 <= u <= 1 for u in b["unusable_index"]))
+            self.assertTrue(all(f == -1 or 0 <= f <= 1 for f in b["fragmentation_index"]))
+            # unusable grows with the order: fewer free blocks are large enough
+            self.assertEqual(b["unusable_index"], sorted(b["unusable_index"]))
+        self.assertEqual(op["result"]["conditions"]["kernel_release"], os.uname().release)
+
+    def test_a_knob_change_records_its_conditions(self):
+        new = other_thp(self.thp0)
+        r = self.d.request("PUT", "/v1/knobs/thp.enabled", {"value": new})
+        self.assertEqual(r.status, 200, r.raw)
+        op = self.d.get("/v1/history/%d" % r.json["operation_id"]).json
+        c = op["result"]["conditions"]
+        self.assertEqual(c["settings"]["thp.enabled"], new)   # as in force after the change
+        self.assertEqual(c["kernel_release"], os.uname().release)
+        self.assertIn("0", c["buddyinfo"]["after"])
 
     def test_thp_passes_set_the_setting_and_put_it_back(self):
         first = other_thp(self.thp0)

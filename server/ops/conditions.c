@@ -1,0 +1,162 @@
+#include "server/ops/conditions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/extfrag.h"
+#include "server/app.h"
+#include "server/kernel/knobs.h"
+#include "server/kernel/mmcounters.h"
+
+/* The settings that change what a memory measurement means. */
+static const char *const settings[] = {
+	"thp.enabled", "thp.defrag", "thp.khugepaged.defrag", "thp.shmem_enabled", "numa.balancing",
+	"vm.zone_reclaim_mode", "vm.compaction_proactiveness",
+};
+
+struct cond_snap {
+	struct mm_snapshot m;
+};
+
+struct cond_snap *cond_begin(const struct app *app)
+{
+	struct cond_snap *s = malloc(sizeof *s);
+
+	if (s && mmc_read(app->procfs_root, app->sysfs_root, &s->m) < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static uint64_t find(const struct mm_counter *c, int n, const char *name, int *found)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name)) {
+			*found = 1;
+			return c[i].v;
+		}
+	*found = 0;
+	return 0;
+}
+
+/* Deltas of the counters in after that moved (counters only grow; a counter that went down — a
+ * kernel that resets one — is reported as its signed difference). */
+static json_t *delta(const struct mm_counter *b, int nb, const struct mm_counter *a, int na)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < na; i++) {
+		int found;
+		uint64_t v0 = find(b, nb, a[i].name, &found);
+		if (found && a[i].v != v0)
+			json_object_set_new(o, a[i].name, json_integer((json_int_t)(a[i].v - v0)));
+	}
+	return o;
+}
+
+static const struct mm_node *node_in(const struct mm_snapshot *m, unsigned id)
+{
+	for (int i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].id == id)
+			return &m->nodes[i];
+	return NULL;
+}
+
+static double thousandths(int v)
+{
+	return v / 1000.0;
+}
+
+json_t *cond_buddy_json(const struct mm_snapshot *m)
+{
+	json_t *out = json_object();
+
+	for (int i = 0; i < m->nnodes; i++) {
+		const struct mm_node *nd = &m->nodes[i];
+		uint64_t sum[MMC_MAX_ORDERS] = { 0 };
+		json_t *zones = json_array(), *blocks = json_array(), *unusable = json_array(), *frag = json_array();
+		struct frag_info fi = { 0 };
+		char key[16];
+
+		if (!nd->nzones) {
+			json_decref(zones);
+			json_decref(blocks);
+			json_decref(unusable);
+			json_decref(frag);
+			continue;
+		}
+		for (int z = 0; z < nd->nzones; z++) {
+			json_array_append_new(zones, json_string(nd->zone[z].name));
+			for (int o = 0; o < m->norders; o++)
+				sum[o] += nd->zone[z].nr_free[o];
+		}
+		for (int o = 0; o < m->norders; o++) {
+			frag_fill(sum, m->norders, (unsigned)o, &fi);
+			json_array_append_new(blocks, json_integer((json_int_t)sum[o]));
+			json_array_append_new(unusable, json_real(thousandths(frag_unusable_index((unsigned)o, &fi))));
+			json_array_append_new(frag, json_real(thousandths(frag_fragmentation_index((unsigned)o, &fi))));
+		}
+		snprintf(key, sizeof key, "%u", nd->id);
+		json_object_set_new(out, key, json_pack("{s:o, s:o, s:I, s:o, s:o}", "zones", zones, "free_blocks", blocks,
+							"free_pages", (json_int_t)fi.free_pages, "unusable_index", unusable,
+							"fragmentation_index", frag));
+	}
+	return out;
+}
+
+json_t *cond_end(const struct app *app, struct cond_snap *s)
+{
+	struct mm_snapshot *a = malloc(sizeof *a);
+	json_t *out = NULL, *set, *numa;
+
+	if (!s || !a || mmc_read(app->procfs_root, app->sysfs_root, a) < 0)
+		goto done;
+	set = json_object();
+	for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+		const struct knob *k = knobs_find(app->knobs, settings[i]);
+		struct knob_state ks;
+		if (!k)
+			continue;
+		knob_read(app->knobs, k, &ks);
+		if (ks.available)
+			json_object_set_new(set, settings[i], json_string(ks.value));
+	}
+	numa = json_object();
+	for (int i = 0; i < a->nnodes; i++) {
+		const struct mm_node *nb = node_in(&s->m, a->nodes[i].id);
+		char key[16];
+		if (!nb || !a->nodes[i].nstat)
+			continue;
+		snprintf(key, sizeof key, "%u", a->nodes[i].id);
+		json_object_set_new(numa, key, delta(nb->stat, nb->nstat, a->nodes[i].stat, a->nodes[i].nstat));
+	}
+	out = json_pack("{s:s, s:o, s:o, s:o, s:{s:o, s:o}}", "kernel_release", app->caps.kernel_release, "settings",
+			set, "vmstat_delta", delta(s->m.c, s->m.n, a->c, a->n), "numastat_delta", numa, "buddyinfo",
+			"before", cond_buddy_json(&s->m), "after", cond_buddy_json(a));
+done:
+	free(a);
+	free(s);
+	return out;
+}
+
+static void *measure_begin(const struct app *app)
+{
+	return cond_begin(app);
+}
+
+static void measure_end(const struct app *app, void *snap, struct job_outcome *out)
+{
+	json_t *c = cond_end(app, snap);
+
+	if (!c)
+		return;
+	if (!out->result)
+		out->result = json_object();
+	if (json_is_object(out->result))
+		json_object_set_new(out->result, "conditions", c);
+	else
+		json_decref(c);
+}
+
+const struct job_measure cond_job_measure = { measure_begin, measure_end };
