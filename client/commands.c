@@ -13,6 +13,9 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_export(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_history_stats(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_history_compare(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_probe_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_pool_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_pool_resize(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_pool_avail(struct cli *c, const struct command *cmd, struct args *a);
@@ -99,6 +102,11 @@ static const struct opt job_list_opts[] = {
 static const struct opt schedule_list_opts[] = {
 	{ "--limit", "N", "at most N schedules (1..1000, default 100)", OPT_NUM_IN(limit, 1), 0 },
 	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	END,
+};
+
+static const struct opt probe_run_opts[] = {
+	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0 },
 	END,
 };
 
@@ -194,6 +202,19 @@ const struct command cli_commands[] = {
 	{ "history", "stats", cmd_history_stats, "", 0, history_stats_opts,
 	  "per-page resize latency: min, quartiles, max, mean, stddev (mmtests style, ms)",
 	  "Quartiles are floor nearest rank without interpolation, stddev is the sample one (n-1)." },
+	{ "history", "compare", cmd_history_compare, "ID ID [ID...]", 16, NULL,
+	  "operations side by side: a row per metric, a column per run, change vs the first in %",
+	  "Probes give their figures per pass, resizes pages and per-page latency quartiles, every\n"
+	  "operation its counter deltas (vmstat.*, numastat.NODE.*).\n"
+	  "Example: mempolicyctl history compare 12 15 19" },
+	{ "probe", "list", cmd_probe_list, "", 0, NULL,
+	  "the probe kinds (measurements the daemon runs in a child)", NULL },
+	{ "probe", "run", cmd_probe_run, "KIND [NAME=VALUE...]", -1, probe_run_opts,
+	  "run a probe as a job and wait for its figures",
+	  "NAME=VALUE members of the request: policy.mode=preferred policy.nodes=1 nests one level;\n"
+	  "a VALUE starting with [ or { is JSON; digits are integers (cpus, cpunodes and policy.nodes\n"
+	  "stay lists). Exit 1 unless it ended ok.\n"
+	  "Example: mempolicyctl probe run touch size=64M cpus=0 policy.mode=bind policy.nodes=0" },
 	{ "pool", "list", cmd_pool_list, "", 0, NULL,
 	  "hugetlb pools: every page size, with pages and free pages per node", NULL },
 	{ "pool", "resize", cmd_pool_resize, "SIZE", 1, pool_resize_opts,

@@ -204,7 +204,7 @@ void jobview_print(const json_t *job)
 	if (json_is_string(json_object_get(progress, "phase"))) {
 		snprintf(a, sizeof a, "%s", json_string_value(json_object_get(progress, "phase")));
 		table_row(t, "progress", a);
-	} else if (json_is_object(progress)) {
+	} else if (json_is_object(progress) && json_is_integer(json_object_get(progress, "pages_total"))) {
 		snprintf(a, sizeof a, "%lld of %lld pages, %lld batches",
 			 (long long)json_integer_value(json_object_get(progress, "pages_done")),
 			 (long long)json_integer_value(json_object_get(progress, "pages_total")),
@@ -216,12 +216,38 @@ void jobview_print(const json_t *job)
 		}
 	}
 	process_rows(t, result);
+	/* A probe: each pass's figures, one line per pass. */
+	{
+		const json_t *p;
+		size_t i;
+		json_array_foreach(json_object_get(result, "passes"), i, p) {
+			const json_t *r = json_object_get(p, "result");
+			const char *k, *label = json_string_value(json_object_get(p, "label"));
+			json_t *v;
+			size_t off;
+			char key[48];
+			off = (size_t)snprintf(a, sizeof a, "%s", json_string_value(json_object_get(p, "status")));
+			json_object_foreach((json_t *)r, k, v)
+				if (json_is_number(v) && off < sizeof a) {
+					char num[32];
+					if (json_is_integer(v))
+						snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+					else
+						snprintf(num, sizeof num, "%.4g", json_real_value(v));
+					off += (size_t)snprintf(a + off, sizeof a - off, " %s=%s", k, num);
+				}
+			if (json_is_string(json_object_get(p, "error")) && off < sizeof a)
+				snprintf(a + off, sizeof a - off, ": %s", json_string_value(json_object_get(p, "error")));
+			snprintf(key, sizeof key, "pass %s", label ? label : "");
+			table_row(t, key, a);
+		}
+	}
 	table_print(t, stdout);
 	if (json_is_array(json_object_get(result, "before")))
 		process_nodes(result);
 	if (json_is_array(targets))
 		jobview_targets(targets, true);
-	else if (json_is_object(progress))
+	else if (json_is_array(json_object_get(progress, "targets")))
 		jobview_targets(json_object_get(progress, "targets"), true);
 }
 

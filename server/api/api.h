@@ -125,6 +125,7 @@ int api_jobs_list(struct req *rq, mp_err *e);
 int api_job_get(struct req *rq, mp_err *e);
 int api_job_cancel(struct req *rq, mp_err *e);
 int api_history_stats(struct req *rq, mp_err *e);
+int api_history_compare(struct req *rq, mp_err *e);
 int api_schedules_list(struct req *rq, mp_err *e);
 int api_schedules_create(struct req *rq, mp_err *e);
 int api_schedule_get(struct req *rq, mp_err *e);

@@ -14,6 +14,7 @@ const struct route api_routes[] = {
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
 	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */
+	{ "GET",    "/v1/history/compare",            api_history_compare,   R_SLOW },  /* before {} */
 	{ "GET",    "/v1/history/{}",                 api_history_get,       0 },
 	/* hugepages */
 	{ "GET",    "/v1/hugepages",                  api_hugepages_list,    0 },

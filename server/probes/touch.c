@@ -121,8 +121,9 @@ static int touch_workload(const json_t *params, json_t **result, char *err, size
 
 static json_t *touch_summary(const json_t *r)
 {
-	return json_pack("{s:O, s:O, s:O}", "mib_per_s", json_object_get(r, "mib_per_s"), "elapsed_ns",
-			 json_object_get(r, "elapsed_ns"), "pages", json_object_get(r, "pages"));
+	return json_pack("{s:O, s:O, s:O, s:O}", "mib_per_s", json_object_get(r, "mib_per_s"), "elapsed_ns",
+			 json_object_get(r, "elapsed_ns"), "pages", json_object_get(r, "pages"), "pages_per_node",
+			 json_object_get(r, "pages_per_node"));
 }
 
 const struct probe_kind probe_touch = {

@@ -118,3 +118,40 @@ out:
 	store_conn_unlock(st, R);
 	return rc;
 }
+
+int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, mp_err *e)
+{
+	double *v = NULL;            /* owned: the samples, grown as read */
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *s;
+	int rc;
+
+	store_conn_lock(st, R);
+	s = stmt(st, ST_BATCH_LAT_OP);
+	sqlite3_bind_int64(s, 1, op_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			double *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
+			if (!nv) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (double)sqlite3_column_int64(s, 0);
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE) {
+		if (rc == SQLITE_NOMEM)
+			mp_nomem(e);
+		else
+			store_fail(st, R, e, "batch latencies");
+		store_conn_unlock(st, R);
+		free(v);
+		return -1;
+	}
+	store_conn_unlock(st, R);
+	mmstats_sorted(v, n, out);
+	free(v);
+	return 0;
+}

@@ -24,5 +24,8 @@ struct stats_filter {
  * walked again keeping nothing. Memory is bounded whatever the rows, one scan runs at a time (the
  * reader's lock), and no writer ever waits for it. */
 int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e);
+/* The statistics of one operation's batches (history compare); count 0 when it has none. On the
+ * reader. 0 or -1. */
+int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, mp_err *e);
 
 #endif

@@ -114,6 +114,8 @@
 	                       "AND j.status IN ('queued', 'running')) ORDER BY id LIMIT ?2)") \
 	X(RET_JOB_DEL,      W, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE id < ?1 " \
 	                       "AND status NOT IN ('queued', 'running') ORDER BY id LIMIT ?2)") \
+	/* one operation's batch latencies, ascending, for history compare (stats.c) */ \
+	X(BATCH_LAT_OP,     R, "SELECT latency_ns FROM batches WHERE op_id = ?1 ORDER BY latency_ns") \
 	/* pending restores (restores.c); W for the list too: it is read at start to write back */ \
 	X(RESTORE_ADD,      W, "INSERT INTO restores (op_id, what, target, value, created_ns) VALUES (?1, ?2, ?3, ?4, ?5)") \
 	X(RESTORE_DONE,     W, "DELETE FROM restores WHERE id = ?1") \

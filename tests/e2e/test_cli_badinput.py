@@ -42,6 +42,18 @@ CASES = {
                       "refused": [(["--size", "abc"], "request.bad_query"),
                                   (["--node", "x"], "request.bad_query"),
                                   (["--direction", "sideways"], "request.bad_query")]},
+    "history compare": {"usage": [[], ["1"], ["abc", "1"], ["0", "1"], ["1", "-1"], ["1", "2\n"],
+                                  [str(i) for i in range(1, 18)]],
+                        "refused": [(["999998", "999999"], "history.not_found")]},
+    "probe list": {"usage": [["x"], ["--all"]]},
+    "probe run": {"usage": [[], ["touch", "=1"], ["touch", "size="], ["touch", "policy=1", "policy.mode=bind"],
+                            ["touch", "thp=[bad"], ["touch", "size=1M", "size=2M"], ["touch", "--bogus"]],
+                  "refused": [(["nope"], "probe.unknown"), (["touch", "size=0"], "probe.bad_param"),
+                              (["touch", "bogus=1"], "request.unknown_field"),
+                              (["touch", "timeout_s=0"], "probe.bad_param"),
+                              (["touch", "size=1000G"], "probe.too_large"),
+                              (["touch", "policy.mode=bind", "policy.nodes=9"], "nodes.not_in_topology")],
+                  "nobody": [["touch", "size=4M"], ["touch", "--no-wait"]]},
     "pool list": {"usage": [["x"]]},
     "pool resize": {"usage": [[], ["2M"], ["2M", "--total", "-1"], ["2M", "--total", "x"], ["2M", "--batch", "0"],
                               ["2M", "--total", "1", "--deadline", "soon"], ["2M", "--node", "x=1"],
@@ -108,7 +120,7 @@ CASES = {
                     "refused": [(["a/../b", "0"], "cgroup.bad_path"), (["a", "0"], "cgroup.unavailable")],
                     "nobody": [["a", "0"]]},
 }
-CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems"}
+CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems", "probe run"}
 
 
 class CliBadInput(DaemonTest):

@@ -115,6 +115,44 @@ class ProbeFrameworkTest(DaemonTest):
         self.assertEqual(bracketed(real_file(ENABLED)), self.thp0)
         self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
 
+    def test_history_compare_lines_runs_up_per_metric(self):
+        a = wait_job(self.d, self.start("touch", {"size": "4M"})["id"])
+        b = wait_job(self.d, self.start("touch", {"size": "8M"})["id"])
+        k = self.d.request("PUT", "/v1/knobs/thp.enabled", {"value": self.thp0})   # an operation of another kind
+        self.assertEqual(k.status, 200, k.raw)
+        ids = [a["op_id"], b["op_id"], k.json["operation_id"]]
+        r = self.d.get("/v1/history/compare?ids=%d,%d,%d" % tuple(ids))
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual([x["id"] for x in r.json["runs"]], ids)
+        self.assertEqual(r.json["runs"][0]["kernel_release"], os.uname().release)
+        rows = {x["metric"]: x for x in r.json["rows"]}
+        pa, pb = a["result"]["passes"][0]["result"], b["result"]["passes"][0]["result"]
+        self.assertEqual(rows["pages"]["values"], [pa["pages"], pb["pages"], None])
+        self.assertEqual(rows["pages"]["change_pct"], [None, 100.0, None])   # twice the pages
+        self.assertEqual(rows["mib_per_s"]["values"][:2], [pa["mib_per_s"], pb["mib_per_s"]])
+        self.assertAlmostEqual(rows["mib_per_s"]["change_pct"][1],
+                               (pb["mib_per_s"] - pa["mib_per_s"]) / pa["mib_per_s"] * 100, places=1)
+        self.assertEqual(rows["pages_per_node.0"]["values"][:2], [pa["pages_per_node"]["0"], pb["pages_per_node"]["0"]])
+        for name, row in rows.items():   # every row has a column per run; counters come from conditions
+            self.assertEqual(len(row["values"]), 3, name)
+        vm = {n for n in rows if n.startswith("vmstat.")}
+        self.assertTrue(vm, rows.keys())
+        # the CLI: one column per run, the change against the first in percent
+        p = self.d.ctl("history", "compare", *map(str, ids[:2]))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^pages\s+%d\s+%d \(\+100\.00%%\)$" % (pa["pages"], pb["pages"]))
+        j = self.d.ctl("--json", "history", "compare", *map(str, ids[:2]))
+        self.assertEqual(json.loads(j.stdout)["runs"][1]["id"], ids[1])
+        # refusals
+        for q, status, code in [("", 400, "request.missing_query"), ("?ids=%d" % ids[0], 400, "request.bad_query"),
+                                ("?ids=1,x", 400, "request.bad_query"), ("?ids=0,1", 400, "request.bad_query"),
+                                ("?ids=1,,2", 400, "request.bad_query"), ("?ids=-1,2", 400, "request.bad_query"),
+                                ("?ids=" + ",".join(["1"] * 17), 400, "request.bad_query"),
+                                ("?ids=1,2&x=1", 400, "request.unknown_query"),
+                                ("?ids=%d,999999" % ids[0], 404, "history.not_found")]:
+            with self.subTest(q=q):
+                self.assertProblem(self.d.get("/v1/history/compare" + q), status, code)
+
     def held_pass(self, body):
         """Starts a probe whose first pass sets thp.enabled to the other value and holds; returns
         the job once /sys shows the pass's setting."""

@@ -1,0 +1,209 @@
+/* `mempolicyctl probe list`, `probe run KIND [NAME=VALUE...]` and `history compare ID ID...`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "client/http.h"
+#include "client/jobview.h"
+#include "client/kv.h"
+#include "client/out.h"
+#include "client/query.h"
+#include "common/parse.h"
+
+int cmd_probe_list(struct cli *c, const struct command *cmd, struct args *a)
+{
+	struct http_result r;
+	struct table *t;
+	const json_t *p;
+	size_t i;
+	int rc;
+
+	(void)cmd;
+	(void)a;
+	if ((rc = http_show(c, "GET", "/v1/probes", NULL, &r)) != EXIT_OK || !r.body)
+		return rc;
+	t = table_new(2, (const char *const[]){ "KIND", "JOB" });
+	json_array_foreach(json_object_get(r.body, "probes"), i, p)
+		table_row(t, json_string_value(json_object_get(p, "kind")), json_string_value(json_object_get(p, "job")));
+	table_print(t, stdout);
+	http_result_free(&r);
+	return EXIT_OK;
+}
+
+/* NAME=VALUE pairs into the body: "policy.mode=bind" nests one level, a VALUE that starts with
+ * '[' or '{' is JSON ("thp=[\"always\",\"never\"]"), digits are integers (but cpus, cpunodes and
+ * policy.nodes are lists, always text), the rest strings. */
+static int probe_body(struct args *a, json_t **body, char *err, size_t errlen)
+{
+	json_t *pairs = NULL, *v;
+	const char *k;
+
+	*body = NULL;
+	if (kv_parse_all(a->pos + 1, a->npos - 1, &pairs, err, errlen) < 0)
+		return -1;
+	*body = json_object();
+	json_object_foreach(pairs, k, v) {
+		const char *dot = strchr(k, '.'), *s = json_string_value(v), *name = k;
+		json_t *val = json_incref(v), *into = *body;
+		char outer[KV_NAME_MAX];
+
+		/* CPU and node lists are text even when they are one number ("cpus=0"). */
+		if (json_is_integer(v) && (!strcmp(k, "cpus") || !strcmp(k, "cpunodes") || !strcmp(k, "policy.nodes"))) {
+			json_decref(val);
+			val = json_sprintf("%lld", (long long)json_integer_value(v));
+		}
+		if (s && (s[0] == '[' || s[0] == '{')) {
+			json_decref(val);
+			if (!(val = json_loads(s, JSON_REJECT_DUPLICATES, NULL))) {
+				snprintf(err, errlen, "%.64s: the value is not valid JSON", k);
+				goto fail;
+			}
+		}
+		if (dot) {
+			snprintf(outer, sizeof outer, "%.*s", (int)(dot - k), k);
+			if (!json_is_object(into = json_object_get(*body, outer))) {
+				if (into) {
+					json_decref(val);
+					snprintf(err, errlen, "%.64s is given both as a value and as an object", outer);
+					goto fail;
+				}
+				json_object_set_new(*body, outer, into = json_object());
+			}
+			name = dot + 1;   /* not k: json_object_foreach walks on from it */
+		}
+		json_object_set_new(into, name, val);
+	}
+	json_decref(pairs);
+	return 0;
+fail:
+	json_decref(pairs);
+	json_decref(*body);
+	*body = NULL;
+	return -1;
+}
+
+int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
+{
+	struct query q;
+	struct http_result r;
+	const char *path;
+	json_t *body;
+	char err[256];
+	long long id;
+	int rc;
+
+	if (a->npos < 1)
+		return cli_usage_error(cmd, "give the probe KIND (mempolicyctl probe list)");
+	if (probe_body(a, &body, err, sizeof err) < 0)
+		return cli_usage_error(cmd, "%s", err);
+	query_init(&q, "/v1/probes");
+	query_segment(&q, a->pos[0]);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK || (rc = http_expect(c, "POST", path, body, &r)) != EXIT_OK) {
+		json_decref(body);
+		return rc;
+	}
+	json_decref(body);
+	id = (long long)json_integer_value(json_object_get(r.body, "id"));
+	if (a->no_wait) {
+		if (c->json)
+			out_json(r.body);
+		else
+			printf("job %lld queued: mempolicyctl job show %lld\n", id, id);
+		http_result_free(&r);
+		return EXIT_OK;
+	}
+	http_result_free(&r);
+	return jobview_wait(c, id);
+}
+
+static void cell_num(const json_t *v, char *buf, size_t len)
+{
+	if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, len, "%.6g", json_real_value(v));
+	else
+		snprintf(buf, len, "-");
+}
+
+int cmd_history_compare(struct cli *c, const struct command *cmd, struct args *a)
+{
+	struct query q;
+	struct http_result r;
+	const char *path;
+	char ids[512] = "";
+	const json_t *row, *run;
+	size_t i, off = 0;
+	int rc, nruns;
+
+	if (a->npos < 2)
+		return cli_usage_error(cmd, "give at least two operation ids");
+	for (int k = 0; k < a->npos; k++) {
+		uint64_t v;
+		if (strchr(a->pos[k], '\n') || parse_u64(a->pos[k], &v) < 0 || v == 0 || v > INT64_MAX)
+			return cli_usage_error(cmd, "'%.32s' is not an operation id", a->pos[k]);
+		off += (size_t)snprintf(ids + off, off < sizeof ids ? sizeof ids - off : 0, "%s%llu", k ? "," : "",
+					(unsigned long long)v);
+		if (off >= sizeof ids)
+			return cli_usage_error(cmd, "too many ids");
+	}
+	query_init(&q, "/v1/history/compare");
+	query_arg(&q, "ids", ids);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
+		return rc;
+	nruns = (int)json_array_size(json_object_get(r.body, "runs"));
+	json_array_foreach(json_object_get(r.body, "runs"), i, run)
+		out_line(stdout, "#%lld  %s  %s  kernel %s  thp %s", (long long)json_integer_value(json_object_get(run, "id")),
+			 json_string_value(json_object_get(run, "kind")), json_string_value(json_object_get(run, "status")),
+			 json_string_value(json_object_get(run, "kernel_release")) ? json_string_value(json_object_get(run, "kernel_release")) : "?",
+			 json_string_value(json_object_get(json_object_get(run, "settings"), "thp.enabled"))
+			 ? json_string_value(json_object_get(json_object_get(run, "settings"), "thp.enabled")) : "?");
+	{
+		const char **hdr = calloc((size_t)nruns + 1, sizeof *hdr);
+		char (*cells)[48] = calloc((size_t)nruns + 1, sizeof *cells);
+		const char **cp = calloc((size_t)nruns + 1, sizeof *cp);
+		struct table *t;
+
+		if (!hdr || !cells || !cp) {
+			free(hdr);
+			free(cells);
+			free(cp);
+			http_result_free(&r);
+			out_error("out of memory");
+			return EXIT_REFUSED;
+		}
+		hdr[0] = "METRIC";
+		json_array_foreach(json_object_get(r.body, "runs"), i, run) {
+			snprintf(cells[i + 1], sizeof cells[0], "#%lld", (long long)json_integer_value(json_object_get(run, "id")));
+			hdr[i + 1] = strdup(cells[i + 1]);
+		}
+		t = table_new(nruns + 1, hdr);
+		json_array_foreach(json_object_get(r.body, "rows"), i, row) {
+			const json_t *vals = json_object_get(row, "values"), *pct = json_object_get(row, "change_pct");
+			snprintf(cells[0], sizeof cells[0], "%s", json_string_value(json_object_get(row, "metric")));
+			for (int k = 0; k < nruns; k++) {
+				char num[32];
+				cell_num(json_array_get(vals, (size_t)k), num, sizeof num);
+				if (json_is_number(json_array_get(pct, (size_t)k)))
+					snprintf(cells[k + 1], sizeof cells[0], "%s (%+.2f%%)", num,
+						 json_number_value(json_array_get(pct, (size_t)k)));
+				else
+					snprintf(cells[k + 1], sizeof cells[0], "%s", num);
+			}
+			for (int k = 0; k <= nruns; k++)
+				cp[k] = cells[k];
+			table_rowv(t, cp);
+		}
+		table_print(t, stdout);
+		for (int k = 1; k <= nruns; k++)
+			free((void *)hdr[k]);
+		free(hdr);
+		free(cells);
+		free(cp);
+	}
+	http_result_free(&r);
+	return EXIT_OK;
+}
