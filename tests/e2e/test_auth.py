@@ -52,6 +52,8 @@ def route_requests():
         path = pattern.replace("{}", fill.get(pattern, "999999"))
         if pattern.endswith("availability"):
             path += "?count=1"
+        if pattern == "/v1/history/compare":
+            path += "?ids=999998,999999"
         reqs.append((method, path, {} if "R_BODY" in flags else None, "R_ADMIN" in flags))
     return reqs
 
