@@ -88,6 +88,8 @@
 	X(CGROUP_BAD_NODES,             "cgroup.bad_nodes",             UNPROCESSABLE, "mems outside the parent cgroup's effective mems") \
 	X(CGROUP_KERNEL_REFUSED,        "cgroup.kernel_refused",        KERNEL,        "the kernel refused the cpuset.mems write (a child uses other nodes, a populated cgroup emptied...)") \
 	X(MAINT_THREAD,                 "maint.thread",                 INTERNAL,      "start-up: the maintenance (retention) thread could not be started") \
+	X(PROBE_BAD_PARAM,              "probe.bad_param",              UNPROCESSABLE, "a probe parameter out of range (size, threads, duration, node, timeout)") \
+	X(PROBE_WORKLOAD_FAILED,        "probe.workload_failed",        KERNEL,        "a probe's workload failed in its child (the detail says which step, errno kept); recorded") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \
