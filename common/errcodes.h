@@ -91,6 +91,7 @@
 	X(PROBE_UNKNOWN,                "probe.unknown",                NOT_FOUND,     "no probe of this kind (GET /v1/probes lists them)") \
 	X(PROBE_BAD_PARAM,              "probe.bad_param",              UNPROCESSABLE, "a probe parameter out of range (size, threads, duration, node, timeout)") \
 	X(PROBE_TOO_LARGE,              "probe.too_large",              CONFLICT,      "the probe would take more than its share of free memory (the detail says how much is allowed)") \
+	X(PROBE_WORKLOAD_FAILED,        "probe.workload_failed",        KERNEL,        "a probe's workload failed in its child (the detail says which step, errno kept); recorded") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \

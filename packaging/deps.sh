@@ -5,7 +5,7 @@ set -eu
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev"
 test="$build check python3 curl sqlite3 passwd"
 vm="$build qemu-system-x86 busybox-static cpio python3 curl numactl"
-bench="$build wrk nginx-light numactl curl python3"
+bench="$build wrk nginx-light numactl curl python3 linux-source-6.1"
 fuzz="$build clang libclang-rt-14-dev"
 
 case "${1:-build}" in
