@@ -321,6 +321,7 @@ json_t *probe_start(const struct app *app, const char *kind, const json_t *body,
 	json_object_foreach((json_t *)body, key, v)
 		if (!is_common(key))
 			json_object_set(own, key, v);
+	env.topo = t;
 	for (int i = 0; i < t->n_nodes && env.n_nodes < 64; i++) {
 		env.nodes[env.n_nodes++] = t->nodes[i].id;
 		env.mem_available += t->nodes[i].mem_free_kb * 1024;

@@ -16,9 +16,14 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "server/kernel/buddyinfo.h"
 #include "server/kernel/mpol.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 #define PAGE 4096ull
@@ -183,3 +188,192 @@ uint64_t fragment_bytes(const struct fragment_params *p, const struct topology *
 	uint64_t len = i < 0 ? 0 : t->nodes[i].mem_free_kb * 1024 / 100 * p->share_pct;
 	return len < p->max_mib * MIB ? len : p->max_mib * MIB;
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+/* "during": {"probe": KIND, ...KIND's members}: KIND's parser checks them; it must be one pass
+ * without settings (a knob changed between passes would be changed under the held memory too). */
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	static const char *const extra[] = { "during", NULL };
+	const json_t *during = json_object_get(params, "during"), *kind;
+	const struct probe_kind *inner = NULL;
+	struct fragment_params p;
+	struct probe_plan ip = { 0 };
+	json_t *own = NULL, *norm = NULL, *out;
+
+	if (fragment_parse(params, env->topo, extra, &p, e) < 0)
+		return NULL;
+	plan->npasses = 1;
+	plan->bytes = fragment_bytes(&p, env->topo);   /* every page is written before half are freed */
+	if (during) {
+		if (!json_is_object(during))
+			return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "during must be an object: {\"probe\": KIND, ...}"), NULL;
+		kind = json_object_get(during, "probe");
+		if (!kind)
+			return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "during.probe (the probe to run while fragmented) "
+				       "is required"), NULL;
+		if (!json_is_string(kind))
+			return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "during.probe must be a probe kind's name"), NULL;
+		inner = probe_find(json_string_value(kind));
+		if (!inner || !strcmp(inner->name, "fragment"))
+			return mp_fail(e, MPE_PROBE_BAD_PARAM, 0, "during.probe must name another probe kind "
+				       "(GET /v1/probes lists them)"), NULL;
+		if (!(own = json_deep_copy(during)))
+			return mp_nomem(e), NULL;
+		json_object_del(own, "probe");
+		norm = inner->parse(own, env, &ip, e);
+		json_decref(own);
+		if (!norm)
+			return NULL;
+		if (ip.npasses != 1 || ip.pass[0].nset) {
+			json_decref(norm);
+			return mp_fail(e, MPE_PROBE_BAD_PARAM, 0, "during: %s here runs %d passes with settings; only a "
+				       "probe of one pass without settings can run inside fragment", inner->name,
+				       ip.npasses), NULL;
+		}
+		for (int i = 0; i < ip.nsaves && plan->nsaves < PROBE_MAX_SAVES; i++)
+			plan->save[plan->nsaves++] = ip.save[i];
+		plan->bytes += ip.bytes;
+	}
+	if (!(out = fragment_params_json(&p))) {
+		json_decref(norm);
+		return mp_nomem(e), NULL;
+	}
+	if (inner)
+		json_object_set_new(out, "during", json_pack("{s:s, s:o}", "probe", inner->name, "params", norm));
+	return out;
+}
+
+/* Runs the inner workload in a process of its own (a fork of this single-threaded child: it
+ * inherits the request's policy and CPU binding, and its figures, RSS included, are its own), and
+ * returns its result. PR_SET_PDEATHSIG: a cancel that kills this child kills it too. */
+static json_t *run_during(const struct probe_kind *k, const json_t *params, char *err, size_t errlen)
+{
+	int fd[2];
+	pid_t parent = getpid(), pid;
+	json_t *doc = NULL, *r = NULL;
+	json_error_t je;
+	int st;
+
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return snprintf(err, errlen, "pipe: %s", strerror(errno)), NULL;
+	if ((pid = fork()) < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return snprintf(err, errlen, "fork: %s", strerror(errno)), NULL;
+	}
+	if (pid == 0) {
+		char e2[512] = "";
+		json_t *res = NULL, *o;
+		FILE *f;
+		close(fd[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		o = k->workload(params, &res, e2, sizeof e2) == 0 ? json_pack("{s:b, s:o}", "ok", 1, "result", res)
+								   : json_pack("{s:b, s:s}", "ok", 0, "error", e2);
+		f = fdopen(fd[1], "w");
+		if (!o || !f || json_dumpf(o, f, JSON_COMPACT) < 0 || fclose(f) != 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fd[1]);
+	{
+		FILE *f = fdopen(fd[0], "r");
+		doc = f ? json_loadf(f, 0, &je) : NULL;
+		if (f)
+			fclose(f);
+		else
+			close(fd[0]);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!doc || !json_is_true(json_object_get(doc, "ok")))
+		snprintf(err, errlen, "the %s probe during the fragmentation failed: %s", k->name,
+			 doc ? json_string_value(json_object_get(doc, "error")) : "no result (it died)");
+	else
+		r = json_incref(json_object_get(doc, "result"));
+	json_decref(doc);
+	return r;
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	static const char *const extra[] = { "during", NULL };
+	const json_t *during = json_object_get(params, "during");
+	const struct probe_kind *inner = during ? probe_find(json_string_value(json_object_get(during, "probe"))) : NULL;
+	struct fragment_params p;
+	struct fragment_hold h = { 0 };
+	struct buddyinfo *b = NULL;
+	struct pw_env env;
+	json_t *r = NULL, *dr;
+	mp_err e = { 0 };
+
+	*result = NULL;
+	if (pw_child_env(&env, err, errlen) < 0)
+		return -1;
+	if (fragment_parse(params, env.topo, extra, &p, &e) < 0 || probe_fragment(&env, &p, &h, &r, &e) < 0)
+		return pw_child_fail(&e, err, errlen);
+	if (during) {
+		if (!inner || !(dr = run_during(inner, json_object_get(during, "params"), err, errlen))) {
+			if (!err[0])
+				snprintf(err, errlen, "during names no probe kind");
+			probe_fragment_release(&h);
+			json_decref(r);
+			return -1;
+		}
+		json_object_set_new(r, "during", json_pack("{s:s, s:o}", "probe", inner->name, "result", dr));
+	}
+	/* What the inner probe left, then what releasing gave back. */
+	if ((b = malloc(sizeof *b)) && buddy_read(env.procfs_root, b) == 0)
+		json_object_set_new(r, "buddy_held_end", buddy_json(b, env.topo));
+	probe_fragment_release(&h);
+	if (b && buddy_read(env.procfs_root, b) == 0)
+		json_object_set_new(r, "buddy_released", buddy_json(b, env.topo));
+	free(b);
+	*result = r;
+	return 0;
+}
+
+/* The node's order-9 indices before and while fragmented, and the inner probe's figures as
+ * during_<name>. */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object(), *inner_sum = NULL, *dur = json_object_get(r, "during");
+	char node[16];
+	const char *k;
+	json_t *v;
+
+	snprintf(node, sizeof node, "%lld", json_integer_value(json_object_get(r, "node")));
+	for (const char *const *f = (const char *const[]){ "buddy_before", "buddy_fragmented", NULL }; *f; f++) {
+		const json_t *n = json_object_get(json_object_get(r, *f), node);
+		char name[96];
+		snprintf(name, sizeof name, "%s_unusable_index_order9", *f + strlen("buddy_"));
+		json_object_set(s, name, json_object_get(n, "unusable_index_order9"));
+		snprintf(name, sizeof name, "%s_fragmentation_index_order9", *f + strlen("buddy_"));
+		json_object_set(s, name, json_object_get(n, "fragmentation_index_order9"));
+		snprintf(name, sizeof name, "%s_order9_blocks", *f + strlen("buddy_"));
+		json_object_set(s, name, json_object_get(n, "order9_blocks"));
+	}
+	json_object_set(s, "taken_mib", json_object_get(r, "taken_mib"));
+	if (dur) {
+		const struct probe_kind *k2 = probe_find(json_string_value(json_object_get(dur, "probe")));
+		inner_sum = k2 && k2->summary ? k2->summary(json_object_get(dur, "result")) : NULL;
+		json_object_foreach(inner_sum, k, v) {
+			char name[96];
+			snprintf(name, sizeof name, "during_%s", k);
+			json_object_set(s, name, v);
+		}
+		json_decref(inner_sum);
+	}
+	return s;
+}
+
+const struct probe_kind probe_fragment_kind = {
+	.name = "fragment",
+	.job = "probe.fragment",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

@@ -15,6 +15,7 @@
 
 #include "common/mmstats.h"
 #include "server/kernel/hugetlb.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -190,3 +191,58 @@ json_t *hugetlb_alloc_params_json(const struct hugetlb_alloc_params *p)
 		json_object_set_new(o, "node", json_integer(p->node));
 	return o;
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	struct hugetlb_alloc_params p;
+
+	if (hugetlb_alloc_parse(params, env->topo, &p, e) < 0)
+		return NULL;
+	plan->npasses = 1;
+	plan->bytes = p.target * p.size_kb * 1024;
+	/* The workload puts the pool back itself; this row does it when the child is killed. */
+	plan->nsaves = 1;
+	plan->save[0] = (struct probe_save){ .what = PROBE_SAVE_POOL, .size_kb = p.size_kb, .node = p.node };
+	return hugetlb_alloc_params_json(&p);
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	struct hugetlb_alloc_params p;
+	struct pw_env env;
+	mp_err e = { 0 };
+
+	if (pw_child_env(&env, err, errlen) < 0)
+		return -1;
+	if (hugetlb_alloc_parse(params, env.topo, &p, &e) < 0 || probe_hugetlb_alloc(&env, &p, result, &e) < 0)
+		return pw_child_fail(&e, err, errlen);
+	return 0;
+}
+
+/* hpagealloc's compare rows: per-page latency quartiles, and what the kernel gave. */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object(), *lat = json_object_get(r, "latency_ms");
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(lat, k, v) {
+		char name[48];
+		snprintf(name, sizeof name, "latency_ms_%s", k);
+		json_object_set(s, name, v);
+	}
+	for (const char *const *f = (const char *const[]){ "gained", "reached", "elapsed_ms", NULL }; *f; f++)
+		json_object_set(s, *f, json_object_get(r, *f));
+	json_object_update(s, json_object_get(r, "vmstat"));
+	return s;
+}
+
+const struct probe_kind probe_hugetlb_alloc_kind = {
+	.name = "hugetlb-alloc",
+	.job = "probe.hugetlb-alloc",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

@@ -23,6 +23,7 @@
 
 #include "server/kernel/mpol.h"
 #include "server/kernel/sysfs.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 #define NUMA_BALANCING "sys/kernel/numa_balancing"
@@ -204,3 +205,55 @@ json_t *numa_hinting_params_json(const struct numa_hinting_params *p)
 			 (int)p->threads, "mem_node", p->mem_node, "cpu_node", p->cpu_node, "duration_s",
 			 (int)p->duration_s);
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	struct numa_hinting_params p;
+
+	if (numa_hinting_parse(params, env->topo, &p, e) < 0)
+		return NULL;
+	plan->bytes = p.size_mib * MIB;
+	plan->npasses = 2;
+	plan->pass[0] = (struct probe_pass){ .label = "on", .nset = 1, .set = { { "numa.balancing", "1" } } };
+	plan->pass[1] = (struct probe_pass){ .label = "off", .nset = 1, .set = { { "numa.balancing", "0" } } };
+	return numa_hinting_params_json(&p);
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	struct numa_hinting_params p;
+	struct pw_env env;
+	json_t *own = json_deep_copy(params);
+	mp_err e = { 0 };
+	int rc;
+
+	if (!own)
+		return snprintf(err, errlen, "out of memory"), -1;
+	json_object_del(own, "pass");
+	rc = pw_child_env(&env, err, errlen) < 0 ? -1
+	     : numa_hinting_parse(own, env.topo, &p, &e) < 0 || probe_numa_hinting(&env, &p, result, &e) < 0
+		     ? pw_child_fail(&e, err, errlen) : 0;
+	json_decref(own);
+	return rc;
+}
+
+/* autonumabench's rows: time, throughput, and the "Ops NUMA ..." vmstat deltas. */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object();
+	for (const char *const *f = (const char *const[]){ "wall_s", "mib_s", "hint_local_pct", NULL }; *f; f++)
+		json_object_set(s, *f, json_object_get(r, *f));
+	json_object_update(s, json_object_get(r, "vmstat"));
+	pw_summary_counts(s, json_object_get(r, "pages_after"), "pages_after_node");
+	return s;
+}
+
+const struct probe_kind probe_numa_hinting_kind = {
+	.name = "numa-hinting",
+	.job = "probe.numa-hinting",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

@@ -57,7 +57,10 @@ struct probe_plan {
 };
 
 /* What the framework hands a kind's parser: the live facts it may check against. */
+struct topology;
+
 struct probe_env {
+	const struct topology *topo; /* the live topology (nodes, CPUs, memory, hugetlb sizes) */
 	int n_nodes;
 	unsigned nodes[64];          /* online node ids */
 	uint64_t mem_available;      /* bytes, /proc/meminfo MemAvailable */

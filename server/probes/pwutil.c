@@ -271,3 +271,52 @@ int pw_thp_enabled_write(const char *sysfs_root, const char *value)
 {
 	return kfs_write(sysfs_root, THP_ENABLED, value);
 }
+
+/* ---- the probe table's side ------------------------------------------------------------------- */
+
+int pw_child_env(struct pw_env *env, char *err, size_t errlen)
+{
+	static struct topology t;
+	int r = topo_read("/sys", &t);
+
+	if (r < 0) {
+		snprintf(err, errlen, "reading the topology: %s", strerror(-r));
+		return -1;
+	}
+	*env = (struct pw_env){ .sysfs_root = "/sys", .procfs_root = "/proc", .topo = &t };
+	return 0;
+}
+
+int pw_child_fail(const mp_err *e, char *err, size_t errlen)
+{
+	if (e->sys_errno)
+		snprintf(err, errlen, "%s (%s)", e->detail, strerrorname_np(e->sys_errno) ? strerrorname_np(e->sys_errno)
+											  : strerror(e->sys_errno));
+	else
+		snprintf(err, errlen, "%s", e->detail[0] ? e->detail : mp_code_meaning(e->code));
+	return -1;
+}
+
+void pw_summary_counts(json_t *s, const json_t *counts, const char *prefix)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)counts, k, v) {
+		char name[64];
+		snprintf(name, sizeof name, "%s%s", prefix, k);
+		json_object_set(s, name, v);
+	}
+}
+
+void pw_summary_nodes(json_t *s, const json_t *nodes, const char *field)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)nodes, k, v) {
+		char name[64];
+		snprintf(name, sizeof name, "node%s_%s", k, field);
+		json_object_set(s, name, json_object_get(v, field));
+	}
+}

@@ -66,4 +66,16 @@ int pw_bind_thread_to_node(const struct topology *t, unsigned node);
 int pw_thp_enabled_read(const char *sysfs_root, char *buf, size_t len);
 int pw_thp_enabled_write(const char *sysfs_root, const char *value);
 
+/* ---- the probe table's side (probe.h) ---------------------------------------------------- */
+
+/* In the probe child: the real roots ("/sys", "/proc") and the topology read now (static: one
+ * child runs one workload). 0, or -1 with err filled. */
+int pw_child_env(struct pw_env *env, char *err, size_t errlen);
+/* Writes a workload's failure into err ("detail (ERRNO_NAME)") and returns -1. */
+int pw_child_fail(const mp_err *e, char *err, size_t errlen);
+/* Adds {"<prefix><node>": count} for every member of a {"node": count} object to s. */
+void pw_summary_counts(json_t *s, const json_t *counts, const char *prefix);
+/* Adds "node<N>_<field>" for every {"N": {field: v}} of nodes to s. */
+void pw_summary_nodes(json_t *s, const json_t *nodes, const char *field);
+
 #endif

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "server/kernel/mpol.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 #define LINE 64
@@ -227,3 +228,62 @@ json_t *remote_access_params_json(const struct remote_access_params *p)
 	return json_pack("{s:I, s:i, s:I}", "size", (json_int_t)(p->size_mib * MIB), "passes", (int)p->passes,
 			 "chase_steps", (json_int_t)p->chase_steps);
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	struct remote_access_params p;
+
+	(void)env;
+	if (remote_access_parse(params, &p, e) < 0)
+		return NULL;
+	plan->npasses = 1;
+	plan->bytes = p.size_mib * MIB;    /* one buffer at a time */
+	return remote_access_params_json(&p);
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	struct remote_access_params p;
+	struct pw_env env;
+	mp_err e = { 0 };
+
+	if (pw_child_env(&env, err, errlen) < 0)
+		return -1;
+	if (remote_access_parse(params, &p, &e) < 0 || probe_remote_access(&env, &p, result, &e) < 0)
+		return pw_child_fail(&e, err, errlen);
+	return 0;
+}
+
+/* Local and remote latency, their ratio, and every pair: latency_ns_cpu<B>_mem<A>. */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object(), *ids = json_object_get(r, "nodes");
+	for (const char *const *f = (const char *const[]){ "local_ns", "remote_ns", "remote_over_local", NULL }; *f; f++)
+		if (json_is_number(json_object_get(r, *f)))
+			json_object_set(s, *f, json_object_get(r, *f));
+	for (size_t b = 0; b < json_array_size(ids); b++)
+		for (size_t a = 0; a < json_array_size(ids); a++) {
+			char name[64];
+			json_t *lat = json_array_get(json_array_get(json_object_get(r, "latency_ns"), b), a);
+			json_t *bw = json_array_get(json_array_get(json_object_get(r, "read_mib_s"), b), a);
+			if (!json_is_number(lat))
+				continue;
+			snprintf(name, sizeof name, "latency_ns_cpu%lld_mem%lld", json_integer_value(json_array_get(ids, b)),
+				 json_integer_value(json_array_get(ids, a)));
+			json_object_set(s, name, lat);
+			snprintf(name, sizeof name, "read_mib_s_cpu%lld_mem%lld", json_integer_value(json_array_get(ids, b)),
+				 json_integer_value(json_array_get(ids, a)));
+			json_object_set(s, name, bw);
+		}
+	return s;
+}
+
+const struct probe_kind probe_remote_access_kind = {
+	.name = "remote-access",
+	.job = "probe.remote-access",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

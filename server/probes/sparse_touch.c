@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 /* The start line: threads wait until go is set, and leave at once when abort is set too (a later
@@ -256,3 +257,61 @@ json_t *sparse_touch_params_json(const struct sparse_touch_params *p, bool compa
 			 (int)p->threads, "touches", (int)p->touches, "passes", (int)p->passes, "compare_thp",
 			 compare_thp);
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	struct sparse_touch_params p;
+	bool compare;
+
+	(void)env;
+	if (sparse_touch_parse(params, &p, &compare, e) < 0)
+		return NULL;
+	plan->bytes = p.size_mib * MIB;
+	if (compare) {
+		plan->npasses = 2;
+		plan->pass[0] = (struct probe_pass){ .label = "always", .nset = 1, .set = { { "thp.enabled", "always" } } };
+		plan->pass[1] = (struct probe_pass){ .label = "never", .nset = 1, .set = { { "thp.enabled", "never" } } };
+	} else {
+		plan->npasses = 1;
+	}
+	return sparse_touch_params_json(&p, compare);
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	struct sparse_touch_params p;
+	struct pw_env env;
+	json_t *own = json_deep_copy(params);
+	mp_err e = { 0 };
+	bool compare;
+	int rc;
+
+	if (!own)
+		return snprintf(err, errlen, "out of memory"), -1;
+	json_object_del(own, "pass");      /* the framework's label of the pass: the setting in force */
+	rc = pw_child_env(&env, err, errlen) < 0 ? -1
+	     : sparse_touch_parse(own, &p, &compare, &e) < 0 || probe_sparse_touch(&env, &p, result, &e) < 0
+		     ? pw_child_fail(&e, err, errlen) : 0;
+	json_decref(own);
+	return rc;
+}
+
+/* thp_pthread's columns: wall time and its spread, system and user time, faults, memory. */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object();
+	for (const char *const *f = (const char *const[]){ "wall_s", "max_thread_s", "min_thread_s", "sys_s", "user_s",
+							   "page_faults", "rss_kb", "anon_huge_kb", NULL }; *f; f++)
+		json_object_set(s, *f, json_object_get(r, *f));
+	return s;
+}
+
+const struct probe_kind probe_sparse_touch_kind = {
+	.name = "sparse-touch",
+	.job = "probe.sparse-touch",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/mmstats.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 #define PM_PRESENT        (1ull << 63)
@@ -314,3 +315,62 @@ json_t *thp_fault_params_json(const struct thp_fault_params *p)
 			     : json_pack("{s:I, s:I}", "size", (json_int_t)(p->size_mib * MIB), "loops",
 					 (json_int_t)p->loops);
 }
+
+/* ---- the probe table's entry ------------------------------------------------------------------ */
+
+static json_t *kind_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
+{
+	struct thp_fault_params p;
+
+	(void)env;
+	if (thp_fault_parse(params, &p, e) < 0)
+		return NULL;
+	plan->npasses = 1;
+	plan->bytes = p.size_mib * MIB;    /* one chunk at a time is whole, but the region is mapped */
+	return thp_fault_params_json(&p);
+}
+
+static int kind_workload(const json_t *params, json_t **result, char *err, size_t errlen)
+{
+	struct thp_fault_params p;
+	struct pw_env env;
+	mp_err e = { 0 };
+
+	if (pw_child_env(&env, err, errlen) < 0)
+		return -1;
+	if (thp_fault_parse(params, &p, &e) < 0 || probe_thp_fault(&env, &p, result, &e) < 0)
+		return pw_child_fail(&e, err, errlen);
+	return 0;
+}
+
+/* The figures compare lines up: the seeds' table (s/loop, ms/page, MiB/s, succeeded, failed). */
+static json_t *kind_summary(const json_t *r)
+{
+	json_t *s = json_object(), *passes = json_object_get(r, "passes"), *v;
+	double sl = 0, mp = 0;
+	size_t i;
+
+	json_array_foreach(passes, i, v) {
+		sl += json_number_value(json_object_get(v, "s_loop"));
+		mp += json_number_value(json_object_get(v, "ms_page"));
+	}
+	if (json_array_size(passes)) {
+		json_object_set_new(s, "s_loop_mean", json_real(sl / (double)json_array_size(passes)));
+		json_object_set_new(s, "ms_page_mean", json_real(mp / (double)json_array_size(passes)));
+	}
+	json_object_set(s, "mib_s_median", json_object_get(json_object_get(r, "mib_s"), "median"));
+	for (const char *const *k = (const char *const[]){ "tried", "succeeded", "failed", "thp_confirmed",
+							   "huge_on_policy_nodes", NULL }; *k; k++)
+		if (json_is_number(json_object_get(r, *k)))
+			json_object_set(s, *k, json_object_get(r, *k));
+	pw_summary_nodes(s, json_object_get(r, "nodes"), "huge");
+	return s;
+}
+
+const struct probe_kind probe_thp_fault_kind = {
+	.name = "thp-fault",
+	.job = "probe.thp-fault",
+	.parse = kind_parse,
+	.workload = kind_workload,
+	.summary = kind_summary,
+};

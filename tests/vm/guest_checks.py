@@ -624,6 +624,74 @@ def injected_failure(d, nodes):
     eq(len(nodes), -1, "the number of nodes (failing on purpose)")
 
 
+# -- probes (POST /v1/probes/{kind}): the seed experiments on a real multi-node kernel ---------------
+
+def probe_job(d, kind, body, timeout=120):
+    """Starts a probe and waits for its job; returns the job (asserted ok) and its one pass's result."""
+    r = d.request("POST", "/v1/probes/" + kind, body=body)
+    expect(r.status == 202 and r.json, "POST /v1/probes/%s %s: %r" % (kind, json.dumps(body), r))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = ok_json(d.get("/v1/jobs/%d" % r.json["id"]), "GET /v1/jobs/{id}")
+        if j["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.1)
+    eq(j["status"], "ok", "probe %s job status (%s)" % (kind, j.get("error")))
+    passes = j["result"]["passes"]
+    eq(len(passes), 1, "probe %s passes" % kind)
+    return j, passes[0]["result"]
+
+
+def check_probe_thp_fault_preferred_remote_node(d, nodes):
+    """Seed 000's fixed behaviour: THP faults from a CPU of node 0 under `preferred` node 1 take
+    their huge pages from node 1 (the bug put them on the local node)."""
+    thp = bracketed(real_file(THP + "/enabled"))
+    try:
+        if thp == "never":
+            real_write(THP + "/enabled", "madvise")
+        cpu = nodes[0]["cpus"][0]
+        _, r = probe_job(d, "thp-fault", {"size": "32M", "loops": 2, "cpus": str(cpu),
+                                           "policy": {"mode": "preferred", "nodes": "1"}})
+        eq(r["ran_on"]["node"], 0, "the probe ran on node 0")
+        eq(r["policy"], {"mode": "preferred", "nodes": "1"}, "the child's policy")
+        eq(r["succeeded"] + r["failed"], r["tried"], "succeeded + failed = tried")
+        expect(r["succeeded"] > 0, "no huge page at all: %r" % r)
+        huge = {k: v["huge"] for k, v in r["nodes"].items() if v["huge"]}
+        eq(huge, {"1": r["succeeded"]}, "huge pages per node (all on the preferred node 1)")
+        eq(r["huge_on_policy_nodes"], r["succeeded"], "huge_on_policy_nodes")
+        return "%d/%d huge pages on node 1 from cpu %d" % (r["succeeded"], r["tried"], cpu)
+    finally:
+        real_write(THP + "/enabled", thp)
+
+
+def check_probe_remote_access_matrix(d, nodes):
+    """Every (CPU node, memory node) pair is measured beside the kernel's distances (10 local, 20
+    remote here). QEMU's TCG emulates no remote cost, so whether a difference is seen is decided
+    against the spread of the local pairs themselves: remote counts as slower only when every
+    remote pair is slower than the slowest local pair by 10 %; otherwise the check records that the
+    emulator shows none. What it asserts: every pair with a CPU is measured, on the node it names."""
+    _, r = probe_job(d, "remote-access", {"size": "8M", "passes": 1, "chase_steps": 1000000})
+    n = len(nodes)
+    eq(r["nodes"], list(range(n)), "nodes")
+    eq(r["kernel_distance"], [[10 if i == j else 20 for j in range(n)] for i in range(n)], "kernel distances")
+    local, remote = [], []
+    for b in range(n):
+        for a in range(n):
+            lat = r["latency_ns"][b][a]
+            if nodes[b]["ncpus"] == 0:
+                eq(lat, None, "no measurement from CPU-less node %d" % b)
+                continue
+            expect(lat and lat > 0, "latency cpu node %d, memory node %d: %r" % (b, a, lat))
+            eq(r["placed_pct"][b][a], 100.0, "buffer wholly on node %d" % a)
+            eq(r["measured_distance"][b][b], 10.0, "measured distance local")
+            (local if a == b else remote).append(lat)
+    if min(remote) > 1.1 * max(local):
+        return "remote slower than every local pair: %.0f-%.0f ns vs %.0f-%.0f ns" % (
+            min(remote), max(remote), min(local), max(local))
+    return "the emulator shows no remote cost (TCG): local %.0f-%.0f ns, remote %.0f-%.0f ns" % (
+        min(local), max(local), min(remote), max(remote))
+
+
 def main():
     nodes = json.loads(os.environ["MPD_VM_NODES"])
     pattern = os.environ.get("MPD_VM_PATTERN", "")
