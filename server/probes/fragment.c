@@ -5,7 +5,7 @@
  * page): each freed page's buddy is still held, so none of them can merge back into an order-1 or
  * larger block, let alone order 9. /proc/buddyinfo is read before and after, and the kernel's
  * unusable and fragmentation indices for order 9 are computed from it per node
- * (kernel/buddyinfo.h says how). The memory stays taken until probe_fragment_release(), so another
+ * (common/extfrag.h says how). The memory stays taken until probe_fragment_release(), so another
  * workload can run meanwhile ("during"). */
 #include "server/probes/workloads.h"
 
@@ -21,39 +21,51 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "server/kernel/buddyinfo.h"
+#include "common/extfrag.h"
+#include "server/kernel/mmcounters.h"
 #include "server/kernel/mpol.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
 
 #define PAGE 4096ull
 
-/* Per node: free blocks per order and the order-9 indices, as {"0": {...}}. */
-static json_t *buddy_json(const struct buddyinfo *b, const struct topology *t)
+/* Per node: free blocks per order (the node's zones summed) and the order-9 indices, as
+ * {"0": {...}}, from one snapshot of /proc/buddyinfo (kernel/mmcounters.h, common/extfrag.h: the
+ * same reading and the same arithmetic as every operation's recorded conditions). */
+static json_t *buddy_json(const struct mm_snapshot *snap)
 {
 	json_t *o = json_object();
 
-	for (int i = 0; o && i < t->n_nodes; i++) {
-		uint64_t fr[BUDDY_MAX_ORDERS];
-		struct buddy_index x9;
-		char key[16];
-		int n = buddy_node(b, t->nodes[i].id, fr);
+	for (int i = 0; o && i < snap->nnodes; i++) {
+		const struct mm_node *n = &snap->nodes[i];
+		uint64_t fr[MMC_MAX_ORDERS] = { 0 };
+		struct frag_info fi;
 		json_t *orders = json_array();
+		char key[16];
 
-		if (!n) {
+		if (!n->nzones) {
 			json_decref(orders);
 			continue;
 		}
-		for (int k = 0; k < n; k++)
+		for (int z = 0; z < n->nzones; z++)
+			for (int k = 0; k < snap->norders; k++)
+				fr[k] += n->zone[z].nr_free[k];
+		for (int k = 0; k < snap->norders; k++)
 			json_array_append_new(orders, json_integer((json_int_t)fr[k]));
-		buddy_index(fr, n, 9, &x9);
-		snprintf(key, sizeof key, "%u", t->nodes[i].id);
+		frag_fill(fr, snap->norders, 9, &fi);
+		snprintf(key, sizeof key, "%u", n->id);
 		json_object_set_new(o, key, json_pack("{s:o, s:I, s:I, s:f, s:f}", "free_blocks", orders,
-			"free_pages", (json_int_t)x9.free_pages, "order9_blocks", (json_int_t)x9.free_blocks_suitable,
-			"unusable_index_order9", x9.unusable / 1000.0,
-			"fragmentation_index_order9", x9.fragmentation / 1000.0));
+			"free_pages", (json_int_t)fi.free_pages, "order9_blocks", (json_int_t)fi.free_blocks_suitable,
+			"unusable_index_order9", frag_unusable_index(9, &fi) / 1000.0,
+			"fragmentation_index_order9", frag_fragmentation_index(9, &fi) / 1000.0));
 	}
 	return o;
+}
+
+/* Reads buddyinfo into *snap (0, or -errno). */
+static int buddy_read(const struct pw_env *env, struct mm_snapshot *snap)
+{
+	return mmc_read(env->procfs_root, env->sysfs_root, snap);
 }
 
 void probe_fragment_release(struct fragment_hold *h)
@@ -68,7 +80,7 @@ int probe_fragment(const struct pw_env *env, const struct fragment_params *p, st
 		   json_t **result, mp_err *e)
 {
 	const struct topology *t = env->topo;
-	struct buddyinfo *before = malloc(sizeof *before), *after = malloc(sizeof *after);
+	struct mm_snapshot *before = malloc(sizeof *before), *after = malloc(sizeof *after);
 	struct mpol_mask m;
 	idset one;
 	uint64_t free_kb, len, freed = 0;
@@ -97,7 +109,7 @@ int probe_fragment(const struct pw_env *env, const struct fragment_params *p, st
 			(unsigned long long)free_kb);
 		goto out;
 	}
-	if ((r = buddy_read(env->procfs_root, before)) < 0) {
+	if ((r = buddy_read(env, before)) < 0) {
 		mp_fail(e, MPE_PROBE_WORKLOAD_FAILED, -r, "read /proc/buddyinfo");
 		goto out;
 	}
@@ -127,15 +139,15 @@ int probe_fragment(const struct pw_env *env, const struct fragment_params *p, st
 			goto out;
 		}
 	b = pw_now_ns();
-	if ((r = buddy_read(env->procfs_root, after)) < 0) {
+	if ((r = buddy_read(env, after)) < 0) {
 		mp_fail(e, MPE_PROBE_WORKLOAD_FAILED, -r, "read /proc/buddyinfo");
 		goto out;
 	}
 	*result = json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:f, s:o, s:o}", "node", p->node,
 		"share_pct", (int)p->share_pct, "node_free_kb", (json_int_t)free_kb, "taken_mib", (json_int_t)(len / MIB),
 		"held_pages", (json_int_t)(len / PAGE - freed), "freed_pages", (json_int_t)freed,
-		"elapsed_s", (double)(b - a) / 1e9, "buddy_before", buddy_json(before, t), "buddy_fragmented",
-		buddy_json(after, t));
+		"elapsed_s", (double)(b - a) / 1e9, "buddy_before", buddy_json(before), "buddy_fragmented",
+		buddy_json(after));
 	if (!*result) {
 		mp_nomem(e);
 		goto out;
@@ -305,7 +317,7 @@ static int kind_workload(const json_t *params, json_t **result, char *err, size_
 	const struct probe_kind *inner = during ? probe_find(json_string_value(json_object_get(during, "probe"))) : NULL;
 	struct fragment_params p;
 	struct fragment_hold h = { 0 };
-	struct buddyinfo *b = NULL;
+	struct mm_snapshot *b = NULL;
 	struct pw_env env;
 	json_t *r = NULL, *dr;
 	mp_err e = { 0 };
@@ -326,11 +338,11 @@ static int kind_workload(const json_t *params, json_t **result, char *err, size_
 		json_object_set_new(r, "during", json_pack("{s:s, s:o}", "probe", inner->name, "result", dr));
 	}
 	/* What the inner probe left, then what releasing gave back. */
-	if ((b = malloc(sizeof *b)) && buddy_read(env.procfs_root, b) == 0)
-		json_object_set_new(r, "buddy_held_end", buddy_json(b, env.topo));
+	if ((b = malloc(sizeof *b)) && buddy_read(&env, b) == 0)
+		json_object_set_new(r, "buddy_held_end", buddy_json(b));
 	probe_fragment_release(&h);
-	if (b && buddy_read(env.procfs_root, b) == 0)
-		json_object_set_new(r, "buddy_released", buddy_json(b, env.topo));
+	if (b && buddy_read(&env, b) == 0)
+		json_object_set_new(r, "buddy_released", buddy_json(b));
 	free(b);
 	*result = r;
 	return 0;

@@ -1,7 +1,7 @@
 /* The probe workloads called directly (as the probe child calls them), on the real kernel for
  * what only reads or maps memory (thp-fault, sparse-touch, remote-access, numa-hinting, fragment),
- * on a generated tree for the pool hugetlb-alloc grows; their parsers' refusals; and the
- * buddyinfo parser and the kernel's fragmentation indices against figures worked by hand.
+ * on a generated tree for the pool hugetlb-alloc grows; and their parsers' refusals. (The
+ * fragmentation indices fragment reports are common/extfrag.c's: tests/unit/test_extfrag.c.)
  * Small sizes only: this runs on 2 shared cores. Run it under flock /tmp/mpd-test.lock. */
 #include <errno.h>
 #include <limits.h>
@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/kernel/buddyinfo.h"
 #include "server/kernel/topology.h"
 #include "server/probes/pwutil.h"
 #include "server/probes/workloads.h"
@@ -55,53 +54,6 @@ static json_t *obj(const char *text)
 	ck_assert_msg(o != NULL, "bad test JSON: %s", text);
 	return o;
 }
-
-/* ---- buddyinfo ------------------------------------------------------------------------------- */
-
-START_TEST(buddy_parse_and_indices)
-{
-	struct buddyinfo *b = calloc(1, sizeof *b);
-	uint64_t fr[BUDDY_MAX_ORDERS];
-	struct buddy_index x;
-
-	ck_assert_int_eq(buddy_parse("Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
-				     "Node 0, zone   Normal     10     4      0      0      0      0      0      0      0      2      0 \n"
-				     "Node 1, zone   Normal      8      0      0      0      0      0      0      0      0      0      0 \n", b), 0);
-	ck_assert_int_eq(b->n, 3);
-	ck_assert_str_eq(b->z[1].zone, "Normal");
-	ck_assert_int_eq(buddy_node(b, 0, fr), 11);
-	ck_assert_uint_eq(fr[0], 10);
-	ck_assert_uint_eq(fr[9], 3);
-	/* Node 0 sums DMA and Normal: order 0: 10, order 1: 4, order 8: 1, order 9: 1+2 = 3,
-	 * order 10: 3. Free pages 10 + 8 + 256 + 1536 + 3072 = 4882; blocks 10+4+1+3+3 = 21; in
-	 * order-9 units 3 + 3*2 = 9 suitable (4608 pages). */
-	buddy_index(fr, 11, 9, &x);
-	ck_assert_uint_eq(x.free_pages, 4882);
-	ck_assert_uint_eq(x.free_blocks_total, 21);
-	ck_assert_uint_eq(x.free_blocks_suitable, 9);
-	ck_assert_int_eq(x.unusable, 56);           /* (4882 - 4608) * 1000 / 4882 = 56.1 */
-	ck_assert_int_eq(x.fragmentation, -1000);                              /* it would succeed */
-	/* Node 1: 8 order-0 pages, nothing suitable: 1000 - (1000 + 8*1000/512)/8 = 1000 - 1015/8 = 874. */
-	buddy_node(b, 1, fr);
-	buddy_index(fr, 11, 9, &x);
-	ck_assert_int_eq(x.unusable, 1000);
-	ck_assert_int_eq(x.fragmentation, 874);
-	/* Nothing free: unusable 1000, fragmentation 0 (the kernel's special cases). */
-	memset(fr, 0, sizeof fr);
-	buddy_index(fr, 11, 9, &x);
-	ck_assert_int_eq(x.unusable, 1000);
-	ck_assert_int_eq(x.fragmentation, 0);
-	/* Malformed lines are refused, not guessed at. */
-	ck_assert_int_eq(buddy_parse("Node 0, zone Normal 1 2 x\n", b), -EINVAL);
-	ck_assert_int_eq(buddy_parse("Node , zone Normal 1\n", b), -EINVAL);
-	ck_assert_int_eq(buddy_parse("Node 0, zone Normal\n", b), -EINVAL);
-	ck_assert_int_eq(buddy_parse("Node 0, zone Normal -1\n", b), -EINVAL);
-	/* The live file parses. */
-	ck_assert_int_eq(buddy_read("/proc", b), 0);
-	ck_assert_int_gt(b->n, 0);
-	free(b);
-}
-END_TEST
 
 /* ---- thp-fault ------------------------------------------------------------------------------ */
 
@@ -376,7 +328,6 @@ static Suite *suite(void)
 	Suite *s = suite_create("probes");
 	TCase *tc = tcase_create("probes");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, buddy_parse_and_indices);
 	tcase_add_test(tc, parsers_refuse_bad_input);
 	tcase_add_test(tc, hugetlb_alloc_grows_in_batches_and_restores);
 	tcase_add_test(tc, thp_fault_figures_consistent);
