@@ -29,6 +29,7 @@
 #include "server/ops/schedules.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
+#include "server/store/metrics_seed.h"
 
 #define DEFAULT_SOCKET "/run/mempolicyd/mempolicyd.sock"
 #define DEFAULT_DB     "/var/lib/mempolicyd/mempolicyd.db"
@@ -452,6 +453,9 @@ int main(int argc, char **argv)
 	if ((lock_fd = instance_lock(cfg.db, &e)) < 0)
 		goto fail;
 	if (!(app.store = store_open(cfg.db, &e)))
+		goto fail;
+	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
+	if (store_metrics_seed(app.store, &e) < 0)
 		goto fail;
 	/* What a probe changed and a dead daemon did not put back, before anyone can ask for anything. */
 	if ((n = restore_at_start(&app, &e)) < 0)

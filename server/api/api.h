@@ -43,6 +43,9 @@ struct req {
 	/* Set by the handler when it returns 0: */
 	int status;
 	json_t *out;                 /* owned: response body */
+	char *text;                  /* owned: a non-JSON body (GET /metrics) sent instead of out */
+	size_t text_len;
+	const char *ctype;           /* static: the Content-Type of text */
 	char location[256];          /* Location header, "" for none */
 };
 
@@ -65,6 +68,8 @@ extern const size_t api_nroutes;
 
 /* Replies: the handler sets status and steals out. */
 int req_reply(struct req *rq, int status, json_t *out);
+/* A 200 with a body that is not JSON: steals text (malloc'd, len bytes); ctype is static. */
+int req_reply_text(struct req *rq, char *text, size_t len, const char *ctype);
 
 /* Query arguments (decoded and checked by api/edge.c: no repeats). req_query returns NULL when
  * absent, "" for "?flag" without a value. req_query_only fails (400
@@ -108,6 +113,7 @@ void http_stop(struct http *h);
 
 /* Handlers, one file per resource. */
 int api_health_get(struct req *rq, mp_err *e);
+int api_metrics_get(struct req *rq, mp_err *e);
 int api_topology_get(struct req *rq, mp_err *e);
 int api_knobs_list(struct req *rq, mp_err *e);
 int api_knob_get(struct req *rq, mp_err *e);

@@ -350,6 +350,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			log_error("%s %s: %s", method, url, e.detail);
 		return send_problem(conn, &e, url, NULL);
 	}
+	if (s->rq.text) {
+		struct MHD_Response *r = MHD_create_response_from_buffer(s->rq.text_len, s->rq.text,
+									 MHD_RESPMEM_MUST_COPY);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, s->rq.ctype);
+		ret = MHD_queue_response(conn, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	/* A handler may answer an error itself when the problem carries extension members. */
 	ret = send_json(conn, s->rq.status ? s->rq.status : 200, s->rq.out,
 			s->rq.status >= 400 ? "application/problem+json" : "application/json", s->rq.location, NULL);
@@ -373,6 +383,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	json_decref(s->rq.body);
 	json_decref(s->rq.out);
+	free(s->rq.text);
 	free(s->body);
 	free(s);
 	*con_cls = NULL;

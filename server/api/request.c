@@ -14,6 +14,16 @@ int req_reply(struct req *rq, int status, json_t *out)
 	return out ? 0 : -1;
 }
 
+int req_reply_text(struct req *rq, char *text, size_t len, const char *ctype)
+{
+	free(rq->text);
+	rq->status = 200;
+	rq->text = text;
+	rq->text_len = len;
+	rq->ctype = ctype;
+	return 0;
+}
+
 /* ---- query arguments ------------------------------------------------------------------------ */
 
 const char *req_query(struct req *rq, const char *key)

@@ -4,6 +4,8 @@
 
 const struct route api_routes[] = {
 	{ "GET",    "/v1/health",                     api_health_get,        0 },
+	/* Prometheus: outside /v1 because scrapers expect /metrics (api/metrics.c) */
+	{ "GET",    "/metrics",                       api_metrics_get,       0 },
 	/* topology */
 	{ "GET",    "/v1/topology",                   api_topology_get,      0 },
 	/* knobs */

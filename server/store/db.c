@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/store/internal.h"
 
 extern const char *const mpd_schema_migrations[];
@@ -59,22 +60,30 @@ void store_hold(const struct store *st, enum conn_id c, const char *fn)
 int store_fail(struct store *st, enum conn_id c, mp_err *e, const char *what)
 {
 	sqlite3 *db = st->c[c].db;
+	int rc;
 
 	/* What a caller can act on: a full disk or a database in use elsewhere is not our bug. */
 	switch (sqlite3_errcode(db) & 0xff) {
 	case SQLITE_FULL:
-		return mp_fail(e, MPE_STORE_FULL, ENOSPC, "%s: the database's disk is full (%s)", what,
-			       sqlite3_errmsg(db));
+		rc = mp_fail(e, MPE_STORE_FULL, ENOSPC, "%s: the database's disk is full (%s)", what,
+			     sqlite3_errmsg(db));
+		break;
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
-		return mp_fail(e, MPE_STORE_BUSY, 0, "%s: the database is locked by another process (%s)", what,
-			       sqlite3_errmsg(db));
+		rc = mp_fail(e, MPE_STORE_BUSY, 0, "%s: the database is locked by another process (%s)", what,
+			     sqlite3_errmsg(db));
+		break;
 	case SQLITE_READONLY:
-		return mp_fail(e, MPE_STORE_READONLY, 0, "%s: the database cannot be written (%s)", what,
-			       sqlite3_errmsg(db));
+		rc = mp_fail(e, MPE_STORE_READONLY, 0, "%s: the database cannot be written (%s)", what,
+			     sqlite3_errmsg(db));
+		break;
 	default:
-		return mp_fail(e, MPE_STORE_ERROR, 0, "%s: %s", what, sqlite3_errmsg(db));
+		rc = mp_fail(e, MPE_STORE_ERROR, 0, "%s: %s", what, sqlite3_errmsg(db));
 	}
+	/* The writer's failures are what an administrator is alerted on (GET /metrics). */
+	if (c == W)
+		metrics_store_write_error(mp_code_name(e->code));
+	return rc;
 }
 
 static int exec(struct store *st, enum conn_id c, const char *sql, mp_err *e)

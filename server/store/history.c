@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "server/store/db.h"
+#include "server/metrics.h"
 #include "server/store/internal.h"
 
 int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
@@ -54,6 +55,8 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
 	store_conn_lock(st, W);
 	id = op_insert_row(st, op, e);
 	store_conn_unlock(st, W);
+	if (id > 0)
+		metrics_op_inserted(id, op->kind, op->status);
 	return id;
 }
 
@@ -64,6 +67,8 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
 	store_conn_lock(st, W);
 	rc = op_finish_row(st, id, out, e);
 	store_conn_unlock(st, W);
+	if (rc == 0)
+		metrics_op_finished(id, out->status);
 	return rc;
 }
 
@@ -116,6 +121,8 @@ rollback:
 	tx_rollback(st);
 out:
 	store_conn_unlock(st, W);
+	if (rc == 0)
+		metrics_op_finished(id, out->status);
 	return rc;
 }
 

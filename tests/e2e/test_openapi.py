@@ -450,6 +450,8 @@ class SpecMatchesRouteTable(unittest.TestCase):
                 resp = self.v.resolve(resp)
                 ctypes = set(resp.get("content", {}))
                 want = {"application/problem+json"} if int(status) >= 400 else {"application/json"}
+                if path == "/metrics" and int(status) < 400:   # the Prometheus formats
+                    want = {"text/plain", "application/openmetrics-text"}
                 self.assertEqual(ctypes, want, "%s %s %s" % (m, path, status))
 
     def test_validator_refuses_what_it_should(self):
@@ -540,6 +542,16 @@ class SpecDaemonTest(DaemonTest):
 
 
 class LiveAnswersMatchSpec(SpecDaemonTest):
+
+    def test_metrics_answers_a_declared_text_type(self):
+        # Not JSON, so call() cannot check it: its Content-Type must be one the spec declares.
+        content = self.spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+        for accept, want in ((None, "text/plain"), ("application/openmetrics-text", "application/openmetrics-text")):
+            r = self.d.request("GET", "/metrics", headers={"Accept": accept} if accept else None)
+            self.assertEqual(r.status, 200, r.raw)
+            ctype = r.content_type.split(";")[0].strip()
+            self.assertEqual(ctype, want)
+            self.assertIn(ctype, content)
 
     def test_reads_changes_and_their_records(self):
         # Every resource before this test adds to it.

@@ -1,0 +1,212 @@
+"""GET /metrics: the Prometheus text format that promtool accepts, OpenMetrics by Accept, the pool
+gauges and resize-latency histogram after a resize on a generated tree, counters that survive a
+restart (seeded from the database), the same answer on the TCP listener, and a real Prometheus
+(Debian's package) scraping the daemon and answering queries about it."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+import urllib.request
+import json
+
+from faketree import FakeTree
+from lib import Daemon
+
+NODE = "sys/devices/system/node/node%d/hugepages/hugepages-%dkB/%s"
+PROMTOOL = shutil.which("promtool")
+PROMETHEUS = shutil.which("prometheus")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_job(d, job_id, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = d.get("/v1/jobs/%d" % job_id)
+        if r.json["status"] not in ("queued", "running"):
+            return r.json
+        time.sleep(0.02)
+    raise AssertionError("job %d still running" % job_id)
+
+
+def samples(text):
+    """{(name, frozenset(labels)): value} of every sample line."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        assert m, "not a sample line: %r" % line
+        labels = frozenset(re.findall(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def value(s, name, **labels):
+    return s[(name, frozenset((k, str(v)) for k, v in labels.items()))]
+
+
+class Metrics(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mpd-tree-")
+        os.chmod(self.tmp, 0o755)
+        self.tree = FakeTree(self.tmp, nodes=2)
+        self.port = free_port()
+        self.d = Daemon(self.tree, ["--listen-tcp", "127.0.0.1:%d" % self.port]).start()
+
+    def tearDown(self):
+        rc = self.d.cleanup()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.assertIn(rc, (0, None), self.d.last_log)
+
+    def scrape(self, accept=None):
+        r = self.d.request("GET", "/metrics", headers={"Accept": accept} if accept else None)
+        self.assertEqual(r.status, 200, r.raw)
+        return r
+
+    def resize(self, nodes):
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": nodes, "batch": 10})
+        self.assertEqual(r.status, 202, r.raw)
+        return wait_job(self.d, r.json["id"])
+
+    def test_pools_histogram_and_counters_after_a_resize(self):
+        job = self.resize({"0": 25, "1": 7})
+        self.assertEqual(job["status"], "ok", job)
+        r = self.scrape()
+        self.assertEqual(r.headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+        s = samples(r.raw)
+        self.assertEqual(value(s, "mempolicyd_hugepages_nr_pages", node=0, size="2M"), 25)
+        self.assertEqual(value(s, "mempolicyd_hugepages_nr_pages", node=1, size="2M"), 7)
+        self.assertEqual(value(s, "mempolicyd_hugepages_nr_pages", node=1, size="1G"), 0)
+        self.assertIn(("mempolicyd_hugepages_free_pages", frozenset({("node", "0"), ("size", "2M")})), s)
+        # Three batches on node 0 (10, 10, 5), one on node 1: the histogram counts every write.
+        lat = "mempolicyd_hugepages_resize_page_latency_seconds"
+        self.assertEqual(value(s, lat + "_count", direction="grow", node=0, size="2M"), 3)
+        self.assertEqual(value(s, lat + "_count", direction="grow", node=1, size="2M"), 1)
+        self.assertEqual(value(s, lat + "_bucket", direction="grow", node=0, size="2M", le="+Inf"), 3)
+        rows = self.d.sql("SELECT sum(latency_ns) FROM batches WHERE node = 0")[0][0]
+        self.assertAlmostEqual(value(s, lat + "_sum", direction="grow", node=0, size="2M"), rows / 1e9, places=6)
+        self.assertEqual(value(s, "mempolicyd_jobs_total", kind="hugepages.resize", status="ok"), 1)
+        self.assertEqual(value(s, "mempolicyd_operations_total", kind="hugepages.resize", status="ok"), 1)
+        thp = self.tree.read("sys/kernel/mm/transparent_hugepage/enabled")
+        chosen = re.search(r"\[(\w+)\]", thp).group(1)
+        self.assertEqual(value(s, "mempolicyd_knob_info", knob="thp.enabled", value=chosen), 1)
+        self.assertEqual(value(s, "mempolicyd_build_info", kernel_release="6.12.0-fake",
+                               version=open(os.path.join(os.path.dirname(__file__), "../../VERSION")).read().strip()), 1)
+        self.assertGreater(value(s, "mempolicyd_store_size_bytes"), 0)
+
+        # Restarted, the daemon finds the same counts in the database, not zero.
+        self.d.restart()
+        s2 = samples(self.scrape().raw)
+        for key in s:
+            if key[0].startswith(("mempolicyd_jobs", "mempolicyd_operations", lat)):
+                self.assertEqual(s2.get(key), s[key], key)
+
+    @unittest.skipUnless(PROMTOOL, "promtool (Debian package prometheus) is not installed")
+    def test_promtool_accepts_both_formats(self):
+        self.resize({"0": 4})
+        for accept in (None, "application/openmetrics-text; version=1.0.0"):
+            text = self.scrape(accept).raw
+            p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, text=True, capture_output=True, timeout=30)
+            # promtool parses the 0.0.4 format; lint problems are printed and exit 1.
+            if accept is None:
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        r = self.scrape("application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5")
+        self.assertTrue(r.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0"))
+        text = r.raw
+        self.assertTrue(text.endswith("# EOF\n"))
+        self.assertIn("# TYPE mempolicyd_jobs counter\n", text)
+        self.assertIn("# TYPE mempolicyd_knob info\n", text)
+
+    def test_tcp_listener_serves_it_and_bad_query_is_400(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+            self.assertIn(b"mempolicyd_build_info", r.read())
+        r = self.d.request("GET", "/metrics?x=1")
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.content_type, "application/problem+json")
+
+
+@unittest.skipUnless(PROMETHEUS, "prometheus (Debian package) is not installed")
+class RealPrometheus(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mpd-prom-")
+        os.chmod(self.tmp, 0o755)
+        self.tree = FakeTree(os.path.join(self.tmp, "tree"), nodes=2)
+        self.port = free_port()
+        self.d = Daemon(self.tree, ["--listen-tcp", "127.0.0.1:%d" % self.port]).start()
+        self.prom_port = free_port()
+        cfg = os.path.join(self.tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: mempolicyd\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % self.port)
+        self.prom_log = open(os.path.join(self.tmp, "prometheus.log"), "w")
+        self.prom = subprocess.Popen([PROMETHEUS, "--config.file", cfg, "--storage.tsdb.path",
+                                      os.path.join(self.tmp, "data"), "--web.listen-address",
+                                      "127.0.0.1:%d" % self.prom_port],
+                                     stdout=self.prom_log, stderr=subprocess.STDOUT)
+
+    def tearDown(self):
+        self.prom.terminate()
+        try:
+            self.prom.wait(15)
+        except subprocess.TimeoutExpired:
+            self.prom.kill()
+            self.prom.wait()
+        self.prom_log.close()
+        rc = self.d.cleanup()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.assertIn(rc, (0, None), self.d.last_log)
+
+    def query(self, q):
+        url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (self.prom_port, urllib.parse.quote(q))
+        with urllib.request.urlopen(url, timeout=5) as r:
+            body = json.load(r)
+        self.assertEqual(body["status"], "success", body)
+        return {tuple(sorted((k, v) for k, v in x["metric"].items() if k not in ("job", "instance", "__name__"))):
+                float(x["value"][1]) for x in body["data"]["result"]}
+
+    def wait_query(self, q, pred, timeout=20):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.query(q)
+                if pred(last):
+                    return last
+            except OSError:
+                pass   # Prometheus is still starting
+            time.sleep(0.3)
+        with open(os.path.join(self.tmp, "prometheus.log")) as f:
+            log = f.read()[-3000:]
+        raise AssertionError("%s: %r never matched\n%s" % (q, last, log))
+
+    def test_scraped_pool_and_latency_series(self):
+        self.wait_query('up{job="mempolicyd"}', lambda r: list(r.values()) == [1.0])
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 12, "1": 3}, "batch": 5})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(wait_job(self.d, r.json["id"])["status"], "ok")
+        pools = self.wait_query('mempolicyd_hugepages_nr_pages{size="2M"}',
+                                lambda r: r.get((("node", "0"), ("size", "2M"))) == 12)
+        self.assertEqual(pools[(("node", "1"), ("size", "2M"))], 3)
+        counts = self.wait_query('mempolicyd_hugepages_resize_page_latency_seconds_count',
+                                 lambda r: sum(r.values()) == 4)
+        # node 0: 5, 5, 2; node 1: 3
+        self.assertEqual(counts[(("direction", "grow"), ("node", "0"), ("size", "2M"))], 3)
+        self.assertEqual(counts[(("direction", "grow"), ("node", "1"), ("size", "2M"))], 1)
+        jobs = self.query('mempolicyd_jobs_total{kind="hugepages.resize"}')
+        self.assertEqual(jobs, {(("kind", "hugepages.resize"), ("status", "ok")): 1.0})
+
+
+if __name__ == "__main__":
+    unittest.main()
