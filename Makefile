@@ -38,7 +38,7 @@ PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
 ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
-              $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl)
+              $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl libsystemd)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -50,7 +50,7 @@ COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema.o
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 
-SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3) -lnuma -lpthread -lm
+SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3 libsystemd) -lnuma -lpthread -lm
 CLIENT_LIBS := $(call PKGLIBS,libcurl jansson) -lm
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -174,6 +174,7 @@ install: all
 	install -D -m 0755 $(BIN)/mempolicyd $(DESTDIR)$(PREFIX)/sbin/mempolicyd
 	install -D -m 0755 $(BIN)/mempolicyctl $(DESTDIR)$(PREFIX)/bin/mempolicyctl
 	install -D -m 0644 packaging/mempolicyd.service $(DESTDIR)/lib/systemd/system/mempolicyd.service
+	install -D -m 0644 packaging/mempolicyd.socket $(DESTDIR)/lib/systemd/system/mempolicyd.socket
 	install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/mempolicyd.conf.example
 	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -21,6 +22,7 @@
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
+#include "server/sd.h"
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
@@ -370,7 +372,8 @@ int main(int argc, char **argv)
 	struct maint *maint = NULL;
 	mp_err e = { 0 };
 	sigset_t sigs;
-	int sig, n, rc = 1, lock_fd = -1;
+	int sig, n, rc = 1, lock_fd = -1, unix_fd = -1;
+	uint64_t watchdog_usec;
 
 	/* A probe's child (ops/probe_child.c): the daemon's own binary, exec'd to run one workload. */
 	if (argc >= 2 && !strcmp(argv[1], "--probe-child"))
@@ -452,6 +455,7 @@ int main(int argc, char **argv)
 	make_parent(cfg.db);
 	if ((lock_fd = instance_lock(cfg.db, &e)) < 0)
 		goto fail;
+	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
 	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
@@ -470,10 +474,15 @@ int main(int argc, char **argv)
 		goto fail;
 	/* The socket is ours from here: a second daemon started on it is refused before it can mark
 	 * the first one's jobs interrupted or run its schedules. Nothing is answered yet; a client
-	 * that connects now waits in the backlog until app is complete. */
+	 * that connects now waits in the backlog until app is complete. Under systemd the socket
+	 * unit's socket is taken instead (server/sd.c). */
 	make_parent(cfg.socket);
-	if (!(http = http_listen(cfg.socket, cfg.listen_tcp, &lim, &e)))
+	mp_err_clear(&e);
+	if ((unix_fd = sd_inherited_unix(cfg.socket, &e)) < 0 && e.code)
 		goto fail;
+	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, &lim, &e)))
+		goto fail;
+	sd_say("STATUS=recovering what the previous daemon left unfinished");
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
 	if ((n = history_mark_unfinished(app.store, clk_wall_ns(), &e)) < 0)
@@ -492,10 +501,25 @@ int main(int argc, char **argv)
 	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
 		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,
 		 app.sysfs_root, cfg.db);
+	/* Ready: migrated, recovered, serving. systemd orders dependants (and socket clients) after this. */
+	sd_say("READY=1\nSTATUS=serving on %s%s%s", cfg.socket, cfg.listen_tcp ? " and " : "",
+	       cfg.listen_tcp ? cfg.listen_tcp : "");
 
+	/* With WatchdogSec=, the main thread pings at half the interval; it is the thread that would
+	 * be stuck if shutdown or a signal handler hung. */
+	watchdog_usec = sd_watchdog_usec();
 	for (;;) {
-		if (sigwait(&sigs, &sig) != 0)
+		if (watchdog_usec) {
+			struct timespec ts = { (time_t)(watchdog_usec / 2000000), (long)(watchdog_usec / 2 % 1000000) * 1000 };
+			sig = sigtimedwait(&sigs, NULL, &ts);
+			if (sig < 0) {
+				if (errno == EAGAIN)
+					sd_say("WATCHDOG=1");
+				continue;
+			}
+		} else if (sigwait(&sigs, &sig) != 0) {
 			continue;
+		}
 		if (sig == SIGHUP) {
 			/* The configuration is read only at start; SIGHUP runs retention now (after an export). */
 			log_info("SIGHUP: a retention pass now (the configuration is read only at start)");
@@ -509,12 +533,14 @@ int main(int argc, char **argv)
 		}
 #endif
 		log_info("signal %d: stopping", sig);
+		sd_say("STOPPING=1\nSTATUS=stopping (signal %d)", sig);
 		break;
 	}
 	rc = 0;
 	goto out;
 fail:
 	log_error("%s", e.detail);
+	sd_say("STATUS=failed: %s", e.detail);
 out:
 	http_stop(http);
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */

@@ -102,10 +102,14 @@ int api_list_errors(FILE *f);
 /* Listeners, with the connection limits of api/conn.h (copied), in two steps so that the daemon
  * is complete before its first request: http_listen binds the sockets (the Unix socket is then
  * ours: a second daemon is refused, and clients that connect wait in the backlog); http_serve
- * starts answering, with app complete and read-only from then on (server/app.h). */
+ * starts answering, with app complete and read-only from then on (server/app.h). unix_fd: a
+ * listening socket at unix_path that systemd passed (socket activation), or -1 to bind unix_path
+ * here. An inherited socket is systemd's: never unlinked nor shut down at stop, so that the next
+ * start finds it with its backlog. */
 struct http;
 struct conn_limits;
-struct http *http_listen(const char *unix_path, const char *tcp_addr, const struct conn_limits *lim, mp_err *e);
+struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, const struct conn_limits *lim,
+			 mp_err *e);
 int http_serve(struct http *h, const struct app *app, mp_err *e);
 /* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. NULL is fine;
  * so is a listener never served. */

@@ -21,8 +21,9 @@ struct http {
 	int fd_unix, fd_tcp;       /* owned until http_serve() hands them to libmicrohttpd; -1 then */
 	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
-	char *unix_path;           /* owned; unlinked at stop if still our socket */
+	char *unix_path;           /* owned; unlinked at stop if still our socket (and not systemd's) */
 	struct unix_socket_id unix_id;
+	bool unix_inherited;       /* systemd's socket: left open for the next start, never shut down */
 	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
@@ -417,7 +418,8 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_END);
 }
 
-struct http *http_listen(const char *unix_path, const char *tcp_addr, const struct conn_limits *lim, mp_err *e)
+struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, const struct conn_limits *lim,
+			 mp_err *e)
 {
 	struct http *h = calloc(1, sizeof *h);
 
@@ -427,8 +429,12 @@ struct http *http_listen(const char *unix_path, const char *tcp_addr, const stru
 	}
 	h->fd_unix = h->fd_tcp = -1;
 	h->lim = *lim;
-	if ((h->fd_unix = listen_unix_socket(unix_path, &h->unix_id, e)) < 0)
+	if (unix_fd >= 0) {
+		h->fd_unix = unix_fd;
+		h->unix_inherited = true;
+	} else if ((h->fd_unix = listen_unix_socket(unix_path, &h->unix_id, e)) < 0) {
 		goto fail;
+	}
 	if (!(h->unix_path = strdup(unix_path))) {
 		mp_nomem(e);
 		goto fail;
@@ -486,13 +492,13 @@ void http_stop(struct http *h)
 		return;
 	d[0] = h->d_unix;
 	d[1] = h->d_tcp;
-	if (h->unix_path)
+	if (h->unix_path && !h->unix_inherited)
 		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
 		 * closed only after MHD_stop_daemon (libmicrohttpd's rule). */
-		if (ls[i] != MHD_INVALID_SOCKET)
+		if (ls[i] != MHD_INVALID_SOCKET && !(i == 0 && h->unix_inherited))
 			shutdown(ls[i], SHUT_RDWR);
 	}
 	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
