@@ -57,8 +57,13 @@ UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 CHECK_LIBS := $(call PKGLIBS,check)
 
+# Man pages and completion are printed by the binaries from their own tables (the daemon's option
+# table, the client's command table), so they cannot drift from --help.
+GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
+             $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
+
 .PHONY: all deps run test test-unit test-e2e test-tsan test-vm bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
-all: $(BIN)/mempolicyd $(BIN)/mempolicyctl
+all: $(BIN)/mempolicyd $(BIN)/mempolicyctl $(GENERATED)
 
 deps:
 	@packaging/deps.sh build
@@ -84,7 +89,23 @@ $(BIN)/mempolicyd: $(BUILD)/server/main.o $(BUILD)/libmpd.a
 
 $(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/man/mempolicyd.8: $(BIN)/mempolicyd
+	@mkdir -p $(dir $@)
+	$< --man > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/mempolicyd.conf.5: $(BIN)/mempolicyd
+	@mkdir -p $(dir $@)
+	$< --man-conf > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/mempolicyctl.8: $(BIN)/mempolicyctl
+	@mkdir -p $(dir $@)
+	$< --man > $@.tmp && mv $@.tmp $@
+$(BUILD)/completion/mempolicyctl.bash: $(BIN)/mempolicyctl
+	@mkdir -p $(dir $@)
+	$< --completion bash > $@.tmp && mv $@.tmp $@
+$(BUILD)/completion/_mempolicyctl: $(BIN)/mempolicyctl
+	@mkdir -p $(dir $@)
+	$< --completion zsh > $@.tmp && mv $@.tmp $@
 
 # Unit tests link the whole server library so they can call any module directly; MPD_SRCDIR
 # lets them find their fixture files (tests/unit/fixtures/) from any working directory.
@@ -180,6 +201,11 @@ install: all
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
 		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/README.md
+	install -D -m 0644 $(BUILD)/man/mempolicyd.8 $(DESTDIR)$(PREFIX)/share/man/man8/mempolicyd.8
+	install -D -m 0644 $(BUILD)/man/mempolicyctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/mempolicyctl.8
+	install -D -m 0644 $(BUILD)/man/mempolicyd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/mempolicyd.conf.5
+	install -D -m 0644 $(BUILD)/completion/mempolicyctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mempolicyctl
+	install -D -m 0644 $(BUILD)/completion/_mempolicyctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_mempolicyctl
 
 clean:
 	rm -rf build bin

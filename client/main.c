@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "client/cli.h"
+#include "client/gen.h"
 #include "client/out.h"
 
 static void print_command_line(FILE *f, const struct command *k)
@@ -106,6 +107,16 @@ static int global_options(struct cli *c, int argc, char **argv, int *i)
 			printf("mempolicyctl %s\n", MPD_VERSION);
 			return EXIT_OK;
 		}
+		/* Not in --help: the build generates the man page and completion with these, and the
+		 * completion function asks for the daemon's words with --complete. */
+		if (strcmp(a, "--man") == 0)
+			return cli_man(stdout) < 0 ? EXIT_REFUSED : EXIT_OK;
+		if ((strcmp(a, "--completion") == 0 || strcmp(a, "--complete") == 0) && *i + 1 >= argc)
+			return cli_usage_error(NULL, "%s needs a value", a);
+		if (strcmp(a, "--completion") == 0)
+			return cli_completion(stdout, argv[*i + 1]);
+		if (strcmp(a, "--complete") == 0)
+			return cli_complete(c, argv[*i + 1]);
 		if (strcmp(a, "--json") == 0) {
 			c->json = true;
 		} else if (strncmp(a, "--socket", n) == 0 && a[n] == '=') {
@@ -174,7 +185,8 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 	}
 	if ((rc = cli_args(c, k, argc, argv, &a)) != EXIT_OK)
 		goto out;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+	/* The daemon is only reached on a Unix socket: no TLS back end to initialise. */
+	if (curl_global_init(CURL_GLOBAL_NOTHING) != 0) {
 		out_error("cannot initialise libcurl");
 		rc = EXIT_REFUSED;
 		goto out;

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,9 @@ static const struct {
 	{ "retain-jobs",       RETAIN_DEFAULT_JOBS,       0, 1000000000 },
 };
 
+/* --man and --man-conf: values no short option or other table uses. */
+#define OPT_MAN 400
+
 static const struct option long_opts[] = {
 	{ "config",      required_argument, NULL, 'c' },
 	{ "socket",      required_argument, NULL, 's' },
@@ -97,43 +101,110 @@ static const struct option long_opts[] = {
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 #endif
+	{ "man",         no_argument,       NULL, OPT_MAN },   /* not in --help: the build's man pages */
+	{ "man-conf",    no_argument,       NULL, OPT_MAN + 1 },
 	{ NULL, 0, NULL, 0 },
+};
+
+/* What --help, the man page mempolicyd(8) and mempolicyd.conf(5) say about each option, in
+ * long_opts' order; def >= 0 is a numeric default printed after the text. conf: a setting the
+ * config file may hold (the option without its dashes). */
+static const struct opt_doc {
+	const char *name, *arg, *help;
+	int def;
+	bool conf;
+} opt_docs[] = {
+	{ "config", "PATH", "key=value file with the options below (without the dashes)", -1, false },
+	{ "socket", "PATH", "Unix socket to serve the API on (default " DEFAULT_SOCKET "); under systemd, "
+	  "the socket unit's socket at this path is taken instead", -1, true },
+	{ "db", "PATH", "SQLite database (default " DEFAULT_DB ")", -1, true },
+	{ "sysfs-root", "DIR", "where sysfs is (default /sys)", -1, true },
+	{ "procfs-root", "DIR", "where procfs is (default /proc)", -1, true },
+	{ "listen-tcp", "A:P", "also serve read-only HTTP (and /metrics) on a loopback address, e.g. 127.0.0.1:8700",
+	  -1, true },
+	{ "admin-group", "NAME", "members of this group may change settings (root always may)", -1, true },
+	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
+	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
+	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
+	  CONN_DEFAULT_PER_UID, true },
+	{ "admin-reserve", "N", "of max-connections, kept for root and the admin group", CONN_DEFAULT_RESERVE, true },
+	{ "idle-timeout", "S", "close a connection silent for S seconds", CONN_DEFAULT_IDLE_TIMEOUT, true },
+	{ "request-timeout", "S", "close a connection whose request (headers and body) takes longer",
+	  CONN_DEFAULT_REQUEST_TIMEOUT, true },
+	{ "max-schedules", "N", "schedules the daemon holds at most", 1000, true },
+	{ "retain-days", "N", "history, batches and finished jobs older than N days are removed (0: by count only)",
+	  RETAIN_DEFAULT_DAYS, true },
+	{ "retain-operations", "N", "history operations kept at most, newest first (0: no cap)",
+	  RETAIN_DEFAULT_OPERATIONS, true },
+	{ "retain-batches", "N", "resize batch rows kept at most (0: no cap)", RETAIN_DEFAULT_BATCHES, true },
+	{ "retain-jobs", "N", "finished jobs kept at most (0: no cap)", RETAIN_DEFAULT_JOBS, true },
+	{ "probe-memory-share", "PCT", "a probe may take at most this share of free memory", PROBE_DEFAULT_MEM_PCT,
+	  true },
+	{ "help", NULL, "this help", -1, false },
+	{ "version", NULL, "the daemon's version", -1, false },
+	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: mempolicyd [options]\n"
-		"\n"
-		"  --config PATH        key=value file with the options below (without the dashes)\n"
-		"  --socket PATH        Unix socket to serve the API on (default " DEFAULT_SOCKET ")\n"
-		"  --db PATH            SQLite database (default " DEFAULT_DB ")\n"
-		"  --sysfs-root DIR     where sysfs is (default /sys)\n"
-		"  --procfs-root DIR    where procfs is (default /proc)\n"
-		"  --listen-tcp A:P     also serve read-only HTTP on a loopback address, e.g. 127.0.0.1:8700\n"
-		"  --admin-group NAME   members of this group may change settings (root always may)\n"
-		"  --log-level LEVEL    error, warn, info (default) or debug\n"
-		"  --max-connections N  connections per listener (default %d)\n"
-		"  --max-connections-per-uid N\n"
-		"                       Unix socket connections one user may hold, unless root or admin (default %d)\n"
-		"  --admin-reserve N    of max-connections, kept for root and the admin group (default %d)\n"
-		"  --idle-timeout S     close a connection silent for S seconds (default %d)\n"
-		"  --request-timeout S  close a connection whose request (headers and body) takes longer (default %d)\n"
-		"  --max-schedules N    schedules the daemon holds at most (default 1000)\n"
-		"  --retain-days N      history, batches and finished jobs older than N days are removed (default %d; 0: by count only)\n"
-		"  --retain-operations N  history operations kept at most, newest first (default %d; 0: no cap)\n"
-		"  --retain-batches N   resize batch rows kept at most (default %d; 0: no cap)\n"
-		"  --retain-jobs N      finished jobs kept at most (default %d; 0: no cap)\n"
-		"  --probe-memory-share PCT\n"
-		"                       a probe may take at most this share of free memory (default %d)\n"
-		"  --list-errors        every problem code the API can answer with: code, status, kind, meaning\n"
-		"  --help, --version\n", CONN_DEFAULT_MAX, CONN_DEFAULT_PER_UID, CONN_DEFAULT_RESERVE,
-		CONN_DEFAULT_IDLE_TIMEOUT, CONN_DEFAULT_REQUEST_TIMEOUT, RETAIN_DEFAULT_DAYS, RETAIN_DEFAULT_OPERATIONS,
-		RETAIN_DEFAULT_BATCHES, RETAIN_DEFAULT_JOBS, PROBE_DEFAULT_MEM_PCT);
+	fprintf(f, "usage: mempolicyd [options]\n\n");
+	for (size_t i = 0; i < sizeof opt_docs / sizeof opt_docs[0]; i++) {
+		const struct opt_doc *d = &opt_docs[i];
+		char left[64];
+		snprintf(left, sizeof left, "--%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
+		fprintf(f, strlen(left) > 20 ? "  %s\n%23s" : "  %-20s ", left, "");
+		fprintf(f, d->def >= 0 ? "%s (default %d)\n" : "%s\n", d->help, d->def);
+	}
 #ifdef MPD_TEST_HOOKS
 	fprintf(f, "\nThis build has test hooks (never install it):\n"
 		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
 #endif
+}
+
+static void roff(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputs(*s == '-' ? "\\-" : *s == '\\' ? "\\e" : (char[2]){ *s, 0 }, f);
+}
+/* mempolicyd(8) (conf false) or mempolicyd.conf(5) (conf true), from opt_docs. */
+static void man(FILE *f, bool conf)
+{
+	fprintf(f, ".\\\" Generated by `mempolicyd --man%s` from server/main.c: do not edit.\n"
+		   ".TH %s %d \"\" \"mempolicyd %s\" \"%s\"\n.SH NAME\n", conf ? "-conf" : "",
+		conf ? "MEMPOLICYD.CONF" : "MEMPOLICYD", conf ? 5 : 8, MPD_VERSION,
+		conf ? "File Formats" : "System Administration");
+	if (conf)
+		fputs("mempolicyd.conf \\- configuration of mempolicyd\n.SH DESCRIPTION\n"
+		      "One setting per line, \\fIkey\\fR = \\fIvalue\\fR; '#' starts a comment. The keys are "
+		      "the daemon's options without the dashes; an option on the command line overrides the "
+		      "file. An unknown key, a line longer than 1023 bytes or a line with a NUL byte is an "
+		      "error: the daemon does not start.\n.SH SETTINGS\n", f);
+	else
+		fputs("mempolicyd \\- NUMA memory\\-placement control plane\n.SH SYNOPSIS\n.B mempolicyd\n"
+		      "[\\fIoptions\\fR]\n.SH DESCRIPTION\nControls THP settings and hugetlb pools through a "
+		      "REST API on a Unix socket, recording every change in an SQLite database. Under "
+		      "systemd it takes the socket of mempolicyd.socket and reports readiness (Type=notify). "
+		      "\\fBGET /metrics\\fR serves Prometheus metrics.\n.SH OPTIONS\n", f);
+	for (size_t i = 0; i < sizeof opt_docs / sizeof opt_docs[0]; i++) {
+		const struct opt_doc *d = &opt_docs[i];
+		if (conf && !d->conf)
+			continue;
+		fprintf(f, ".TP\n\\fB%s", conf ? "" : "\\-\\-");
+		roff(f, d->name);
+		fputs("\\fR", f);
+		if (d->arg) {
+			fputs(conf ? " = \\fI" : " \\fI", f);
+			roff(f, d->arg);
+			fputs("\\fR", f);
+		}
+		fputc('\n', f);
+		roff(f, d->help);
+		if (d->def >= 0)
+			fprintf(f, " (default %d)", d->def);
+		fputc('\n', f);
+	}
+	fprintf(f, ".SH FILES\n.TP\n/etc/mempolicyd/mempolicyd.conf\n.TP\n%s\n.SH SEE ALSO\n.BR mempolicyctl (8),\n"
+		   ".BR %s (%d)\n", DEFAULT_DB, conf ? "mempolicyd" : "mempolicyd.conf", conf ? 8 : 5);
 }
 
 static char **config_slot(struct config *c, int opt)
@@ -318,6 +389,10 @@ static int parse_args(int argc, char **argv, struct config *c)
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);
 			break;
+		case OPT_MAN:
+		case OPT_MAN + 1:
+			man(stdout, opt == OPT_MAN + 1);
+			return ferror(stdout) ? 1 : 0;
 		case '?':
 			usage(stderr);
 			return 2;
