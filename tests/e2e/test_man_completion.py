@@ -58,7 +58,8 @@ class ManPages(unittest.TestCase):
             self.assertIn(o, page)
 
     def test_daemon_pages_have_every_option_and_setting(self):
-        help_opts = re.findall(r"^  (--[a-z-]+)", run(DAEMON, "--help"), re.M)
+        # A test build lists its hooks after the options; they are never installed, nor in the page.
+        help_opts = re.findall(r"^  (--[a-z-]+)", run(DAEMON, "--help").split("test hooks")[0], re.M)
         self.assertGreater(len(help_opts), 10)
         page = render(run(DAEMON, "--man"))
         self.assertIn("MEMPOLICYD(8)", page)
