@@ -197,8 +197,13 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
+/* Test builds only (MPD_TEST_HOOKS: make SAN=1 / TSAN=1): a production daemon never reads it. */
 static void read_kill_at(struct store *st)
 {
+#ifndef MPD_TEST_HOOKS
+	(void)st;
+}
+#else
 	const char *v = getenv("MEMPOLICYD_TEST_KILL_AT");
 	const char *colon = v ? strrchr(v, ':') : NULL;
 	int n = colon ? atoi(colon + 1) : 0;
@@ -209,6 +214,7 @@ static void read_kill_at(struct store *st)
 	st->kill_at = n;
 	log_warn("test fault point armed: SIGKILL after statement %d of transaction %s", n, st->kill_tx);
 }
+#endif
 
 /* A random id for this daemon start, stamped on every operation and job it writes, so that the
  * next start tells its predecessors' unfinished work from its own without trusting the wall clock.

@@ -19,7 +19,7 @@ struct store;
  * the migrations compiled in from schema/, opens the reader and prepares every statement. Refuses
  * a database newer than this binary.
  *
- * Test-only fault point: MEMPOLICYD_TEST_KILL_AT=<transaction>:<n> in the environment makes the
+ * Test-only fault point (test builds: MPD_TEST_HOOKS): MEMPOLICYD_TEST_KILL_AT=<transaction>:<n> in the environment makes the
  * process SIGKILL itself right after the n-th statement of every named transaction <transaction>
  * (before its COMMIT), to prove that a crash there leaves the rows agreeing. */
 struct store *store_open(const char *path, mp_err *e);
