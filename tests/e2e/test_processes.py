@@ -210,6 +210,11 @@ class ProcessPlacementReal(SpecDaemonTest):
                 break
             time.sleep(0.1)
         running = [x["result"] for x in samples if "exited" not in x["result"]]
+        # The sample taken as the program ends may find it a zombie already (numa_maps of a
+        # zombie is empty): that one says so (placement_error) instead of a placement. Any other
+        # must be the placement.
+        if running and "placement_error" in running[-1]:
+            running = running[:-1]
         self.assertGreaterEqual(len(running), 2, samples)
         for res in running:
             self.assertEqual((res["pid"], res["start_time"]), (pid, st))
