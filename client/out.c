@@ -24,8 +24,8 @@ struct table {
  * window or write to the administrator's terminal. NULL on out of memory. */
 char *out_escape(const char *s)
 {
-	size_t n = strlen(s), o = 0;
-	char *d = malloc(n * 6 + 1);   /* the worst case: every byte as \u00NN */
+	size_t n = strlen(s), o = 0, cap = n * 6 + 1;   /* the worst case: every byte as \u00NN */
+	char *d = malloc(cap);
 
 	if (!d)
 		return NULL;
@@ -36,14 +36,14 @@ char *out_escape(const char *s)
 		for (size_t k = 1; valid && k < len; k++)
 			valid = ((unsigned char)s[i + k] & 0xc0) == 0x80;
 		if (!valid) {
-			o += (size_t)sprintf(d + o, "\\x%02x", c);
+			o += (size_t)snprintf(d + o, cap - o, "\\x%02x", c);
 			i++;
 		} else if (len == 1 && (c < 0x20 || c == 0x7f)) {
 			const char *named = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == 0x1b ? "\\e" : NULL;
-			o += named ? (size_t)sprintf(d + o, "%s", named) : (size_t)sprintf(d + o, "\\x%02x", c);
+			o += named ? (size_t)snprintf(d + o, cap - o, "%s", named) : (size_t)snprintf(d + o, cap - o, "\\x%02x", c);
 			i++;
 		} else if (len == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0) {
-			o += (size_t)sprintf(d + o, "\\u%04x", (unsigned char)s[i + 1]);
+			o += (size_t)snprintf(d + o, cap - o, "\\u%04x", (unsigned char)s[i + 1]);
 			i += 2;
 		} else {
 			memcpy(d + o, s + i, len);

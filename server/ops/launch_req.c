@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonfields.h"
 #include "server/app.h"
 #include "server/kernel/topology.h"
 
@@ -17,21 +18,6 @@
 #define MAX_GROUPS    1024
 #define MIN_INTERVAL  100        /* ms: a numa_maps walk costs about as much as smaps */
 #define MAX_INTERVAL  3600000
-
-static int only_fields(const json_t *obj, const char *where, const char *const *allowed, mp_err *e)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, k, v) {
-		const char *const *a = allowed;
-		while (*a && strcmp(*a, k))
-			a++;
-		if (!*a)
-			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %s%.64s", where, k);
-	}
-	return 0;
-}
 
 /* A member that must be a string when present; NULL when absent. */
 static int opt_string(const json_t *obj, const char *key, const char *where, const char **out, mp_err *e)
@@ -92,7 +78,7 @@ int launch_parse_policy(const struct app *app, const json_t *p, const struct top
 
 	if (!json_is_object(p))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"policy\" must be an object");
-	if (only_fields(p, "policy.", fields, e) < 0 || opt_string(p, "mode", "policy.", &mode, e) < 0 ||
+	if (json_only_fields(p, "policy.", fields, e) < 0 || opt_string(p, "mode", "policy.", &mode, e) < 0 ||
 	    opt_string(p, "nodes", "policy.", &nodes, e) < 0)
 		return -1;
 	if (!mode)
@@ -354,7 +340,7 @@ int launch_parse(const struct app *app, const json_t *body, const struct launch_
 	int rc = -1, kr;
 
 	memset(r, 0, sizeof *r);
-	if (only_fields(body, "", fields, e) < 0 || parse_argv(json_object_get(body, "argv"), r, e) < 0 ||
+	if (json_only_fields(body, "", fields, e) < 0 || parse_argv(json_object_get(body, "argv"), r, e) < 0 ||
 	    opt_string(body, "cpus", "", &cpus, e) < 0 || opt_string(body, "cpunodes", "", &cpunodes, e) < 0 ||
 	    parse_env(json_object_get(body, "env"), r, e) < 0 || parse_misc(app, body, r, e) < 0)
 		goto out;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "common/jsonfields.h"
 #include "common/parse.h"
 #include "server/kernel/placement.h"
 #include "server/ops/pmigrate.h"
@@ -40,6 +41,5 @@ struct pact_args {
 json_t *pact_nodes_json(const struct placement *p);
 uint64_t pact_node_bytes(const struct placement *p, const idset *nodes);
 void pact_key(const void *arg, char *key, size_t len);
-int pact_only_fields(const json_t *obj, const char *const *allowed, mp_err *e);
 
 #endif

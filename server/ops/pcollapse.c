@@ -162,7 +162,7 @@ static int parse_range(const json_t *body, struct pact_args *a, mp_err *e)
 
 	if (!rg)
 		return 0;
-	if (!json_is_object(rg) || pact_only_fields(rg, fields, e) < 0)
+	if (!json_is_object(rg) || json_only_fields(rg, "", fields, e) < 0)
 		return json_is_object(rg) ? -1 : mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"range\" is {\"start\", \"length\"}");
 	s = json_object_get(rg, "start");
 	l = json_object_get(rg, "length");
@@ -191,7 +191,7 @@ json_t *collapse_submit(const struct app *app, const char *pid_text, const json_
 		mp_nomem(e);
 		return NULL;
 	}
-	if (pact_only_fields(body, fields, e) < 0 || parse_range(body, a, e) < 0)
+	if (json_only_fields(body, "", fields, e) < 0 || parse_range(body, a, e) < 0)
 		goto out;
 	if (!app->caps.madv_collapse) {
 		mp_fail(e, MPE_PROCESS_UNSUPPORTED, EINVAL, "this kernel has no MADV_COLLAPSE (6.1): nothing to collapse with");

@@ -64,21 +64,6 @@ int pact_target(const struct app *app, const char *pid_text, const json_t *body,
 		       "may move its pages", (int)t->pid);
 }
 
-int pact_only_fields(const json_t *obj, const char *const *allowed, mp_err *e)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, k, v) {
-		const char *const *a = allowed;
-		while (*a && strcmp(*a, k))
-			a++;
-		if (!*a)
-			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %.64s", k);
-	}
-	return 0;
-}
-
 void pact_target_free(struct pact_target *t)
 {
 	if (t->have_before)
@@ -219,7 +204,7 @@ json_t *migrate_submit(const struct app *app, const char *pid_text, const json_t
 	json_t *req = NULL, *job = NULL, *jf = json_object_get(body, "from"), *jt = json_object_get(body, "to");
 	int kr;
 
-	if (pact_only_fields(body, fields, e) < 0)
+	if (json_only_fields(body, "", fields, e) < 0)
 		return NULL;
 	if (!jf || !jt)
 		return mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"from\" and \"to\" (node lists) are required"), NULL;

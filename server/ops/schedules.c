@@ -1,6 +1,8 @@
 /* The schedule use cases (see schedules.h); the scheduler thread only decides when. */
 #include "server/ops/schedules.h"
 
+#include "common/jsonfields.h"
+
 #include <string.h>
 
 #include "server/app.h"
@@ -17,21 +19,6 @@
 
 static const char *const body_fields[] = { "cron", "action", "timezone", "misfire_grace_s", "enabled", NULL };
 
-static int only_fields(const json_t *obj, const char *const *allowed, const char *where, mp_err *e)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, k, v) {
-		size_t i;
-		for (i = 0; allowed[i] && strcmp(allowed[i], k); i++)
-			;
-		if (!allowed[i])
-			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %s%.64s", where, k);
-	}
-	return 0;
-}
-
 /* The action's resize, parsed and planned. The schedule's own wording for its members comes first
  * (request.* codes naming "action.hugepages."); the resize's field table decides which exist. */
 static struct resize_args *plan_action(const struct app *app, const json_t *action, mp_err *e)
@@ -44,7 +31,7 @@ static struct resize_args *plan_action(const struct app *app, const json_t *acti
 		mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"action\" must be an object");
 		return NULL;
 	}
-	if (only_fields(action, (const char *const[]){ "hugepages", NULL }, "action.", e) < 0)
+	if (json_only_fields(action, "action.", (const char *const[]){ "hugepages", NULL }, e) < 0)
 		return NULL;
 	if (!(hp = json_object_get(action, "hugepages"))) {
 		mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"action\" needs \"hugepages\" (the only action so far)");
@@ -80,7 +67,7 @@ json_t *schedule_create(const struct app *app, const json_t *body, const struct 
 	char tz[16];
 	int64_t next;
 
-	if (only_fields(body, body_fields, "", e) < 0)
+	if (json_only_fields(body, "", body_fields, e) < 0)
 		return NULL;
 	if (!jcron || !action) {
 		mp_fail(e, MPE_REQUEST_MISSING_FIELD, 0, "\"%s\" is required", jcron ? "action" : "cron");

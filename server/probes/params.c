@@ -5,21 +5,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/jsonfields.h"
 #include "common/parse.h"
 
 int probe_only(const json_t *params, const char *const *allowed, mp_err *e)
 {
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)params, k, v) {
-		const char *const *a = allowed;
-		while (*a && strcmp(*a, k))
-			a++;
-		if (!*a)
-			return mp_fail(e, MPE_REQUEST_UNKNOWN_FIELD, 0, "unknown field: %.64s", k);
-	}
-	return 0;
+	return json_only_fields(params, "", allowed, e);
 }
 
 int probe_u64(const json_t *params, const char *key, uint64_t min, uint64_t max, uint64_t def, uint64_t *out,

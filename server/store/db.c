@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/parse.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/store/internal.h"
@@ -206,13 +208,13 @@ static void read_kill_at(struct store *st)
 #else
 	const char *v = getenv("MEMPOLICYD_TEST_KILL_AT");
 	const char *colon = v ? strrchr(v, ':') : NULL;
-	int n = colon ? atoi(colon + 1) : 0;
+	uint64_t n = 0;
 
-	if (!colon || n <= 0 || (size_t)(colon - v) >= sizeof st->kill_tx)
+	if (!colon || parse_u64(colon + 1, &n) < 0 || n == 0 || n > INT_MAX || (size_t)(colon - v) >= sizeof st->kill_tx)
 		return;
 	snprintf(st->kill_tx, sizeof st->kill_tx, "%.*s", (int)(colon - v), v);
-	st->kill_at = n;
-	log_warn("test fault point armed: SIGKILL after statement %d of transaction %s", n, st->kill_tx);
+	st->kill_at = (int)n;
+	log_warn("test fault point armed: SIGKILL after statement %d of transaction %s", st->kill_at, st->kill_tx);
 }
 #endif
 

@@ -21,6 +21,13 @@ DAEMON = os.path.join(BIN, "mempolicyd")
 CTL = os.path.join(BIN, "mempolicyctl")
 
 
+def free_port():
+    """A loopback TCP port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=30):
         super().__init__("localhost", timeout=timeout)

@@ -10,8 +10,7 @@ import json
 import socket
 
 from faketree import FakeTree
-from lib import DaemonTest
-from test_openapi import free_port
+from lib import DaemonTest, free_port
 from test_router import raw_response
 
 KNOB = "sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan"

@@ -15,7 +15,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, Daemon
+from lib import CTL, Daemon, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THP = "sys/kernel/mm/transparent_hugepage/enabled"
@@ -255,13 +255,6 @@ def raw_request(sock, f, method, path, body=None):
             break
     return status, json.loads(f.read(length))
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class OpenFiles(unittest.TestCase):

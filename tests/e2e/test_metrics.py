@@ -15,17 +15,12 @@ import urllib.request
 import json
 
 from faketree import FakeTree
-from lib import Daemon
+from lib import Daemon, free_port
 
 NODE = "sys/devices/system/node/node%d/hugepages/hugepages-%dkB/%s"
 PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_job(d, job_id, timeout=20):

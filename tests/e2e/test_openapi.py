@@ -21,7 +21,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import DaemonTest, Response
+from lib import DaemonTest, Response, free_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SPEC = os.path.join(ROOT, "schema", "openapi.yaml")
@@ -623,13 +623,6 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.assertEqual(r.headers.get("Allow"), "GET, PATCH")
         self.call("GET", "/v1/nothing", status=404)
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class TcpListenerIsReadOnly(SpecDaemonTest):

@@ -11,15 +11,8 @@ import tempfile
 import unittest
 
 from faketree import FakeTree
-from lib import DAEMON, Daemon
+from lib import DAEMON, Daemon, free_port
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class StartupTest(unittest.TestCase):
