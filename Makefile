@@ -7,6 +7,8 @@
 #   make bench      benchmarks (bench/), results in bench/results/
 #   make fuzz       libFuzzer harnesses (tests/fuzz/) with clang, FUZZ_SECONDS (30) each
 #   make test-tsan  only the ThreadSanitizer stage (build/tsan)
+#   make deb        the Debian package, mempolicyd_<version>_<arch>.deb (packaging/debian/)
+#   make test-deb   only the package stage: lintian, install into a fresh Debian 12 root, purge
 #
 # BUILD and BIN may be overridden so that several builds (sanitized, parallel work) do not collide.
 
@@ -37,7 +39,7 @@ endif
 PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-ALL_CFLAGS := $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
               $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl libsystemd)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
@@ -62,7 +64,7 @@ CHECK_LIBS := $(call PKGLIBS,check)
 GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
              $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
 
-.PHONY: all deps run test test-unit test-e2e test-tsan test-vm bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
+.PHONY: all deps run test test-unit test-e2e test-tsan test-vm test-deb deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl $(GENERATED)
 
 deps:
@@ -207,7 +209,28 @@ install: all
 	install -D -m 0644 $(BUILD)/completion/mempolicyctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mempolicyctl
 	install -D -m 0644 $(BUILD)/completion/_mempolicyctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_mempolicyctl
 
-clean:
-	rm -rf build bin
+# dpkg-buildpackage wants debian/ at the top of the source tree: the package is built from a copy
+# of the sources with packaging/debian/ as debian/ (build/deb/src), and the .deb is copied here.
+DEB_ARCH := $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)
+DEB_FILE := mempolicyd_$(VERSION)_$(DEB_ARCH).deb
+DEB_SRC  := Makefile VERSION README.md common server client schema tools packaging
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+deb: $(DEB_FILE)
+$(DEB_FILE): $(shell find $(DEB_SRC) -type f 2>/dev/null)
+	@packaging/deps.sh deb
+	rm -rf build/deb && mkdir -p build/deb/src
+	cp -a $(DEB_SRC) build/deb/src/
+	cp -a packaging/debian build/deb/src/debian
+	cd build/deb/src && dpkg-buildpackage -b -us -uc --no-sign -j2 >../build.log 2>&1 || \
+		{ tail -40 ../build.log; exit 1; }
+	cp build/deb/$(DEB_FILE) $@
+
+test-deb: deb
+	@packaging/deps.sh test
+	tests/run --bin $(BIN) --only deb --deb $(DEB_FILE)
+
+clean:
+	rm -rf build bin mempolicyd_*.deb
+
+# Not into the caches (a Debian root has directories named *.d) nor the package's own build.
+-include $(shell find $(BUILD) \( -name '*-cache' -o -path build/deb \) -prune -o -name '*.d' -type f -print 2>/dev/null)

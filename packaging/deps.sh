@@ -1,20 +1,24 @@
 #!/bin/sh
 # Install the Debian packages a stage needs, only those missing, only as root.
-# Usage: packaging/deps.sh build|test|vm|bench|fuzz
+# Usage: packaging/deps.sh build|test|vm|bench|fuzz|deb
 set -eu
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev libsystemd-dev"
 test="$build check python3 curl sqlite3 passwd prometheus systemd man-db"
 vm="$build qemu-system-x86 busybox-static cpio python3 curl numactl"
 bench="$build wrk nginx-light numactl curl python3 linux-source-6.1"
 fuzz="$build clang libclang-rt-14-dev"
+# The package stage also needs lintian, debootstrap (the fresh Debian 12 root) and Node.js with npm
+# (the Kubernetes manifests' schema check).
+deb="$build debhelper dpkg-dev fakeroot"
 
 case "${1:-build}" in
 build) want=$build ;;
-test)  want="$test $vm" ;;
+test)  want="$test $vm $deb lintian debootstrap nodejs" ;;
 vm)    want=$vm ;;
 bench) want=$bench ;;
 fuzz)  want=$fuzz ;;
-*) echo "usage: $0 build|test|vm|bench|fuzz" >&2; exit 2 ;;
+deb)   want=$deb ;;
+*) echo "usage: $0 build|test|vm|bench|fuzz|deb" >&2; exit 2 ;;
 esac
 
 missing=""
