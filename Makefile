@@ -198,6 +198,8 @@ install: all
 	install -D -m 0755 $(BIN)/mempolicyctl $(DESTDIR)$(PREFIX)/bin/mempolicyctl
 	install -D -m 0644 packaging/mempolicyd.service $(DESTDIR)/lib/systemd/system/mempolicyd.service
 	install -D -m 0644 packaging/mempolicyd.socket $(DESTDIR)/lib/systemd/system/mempolicyd.socket
+	install -D -m 0644 packaging/mempolicyd-metrics.socket $(DESTDIR)/lib/systemd/system/mempolicyd-metrics.socket
+	install -D -m 0644 packaging/mempolicyd-metrics.service $(DESTDIR)/lib/systemd/system/mempolicyd-metrics.service
 	install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/mempolicyd.conf.example
 	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
