@@ -8,7 +8,8 @@
 #   make fuzz       libFuzzer harnesses (tests/fuzz/) with clang, FUZZ_SECONDS (30) each
 #   make test-tsan  only the ThreadSanitizer stage (build/tsan)
 #   make deb        the Debian package, mempolicyd_<version>_<arch>.deb (packaging/debian/)
-#   make test-deb   only the package stage: lintian, install into a fresh Debian 12 root, purge
+#   make test-package  only the package stage (tests/package/run): the .deb linted, installed into a
+#                   fresh Debian 12 root and purged, the unit's exposure, the Kubernetes manifests
 #
 # BUILD and BIN may be overridden so that several builds (sanitized, parallel work) do not collide.
 
@@ -64,7 +65,7 @@ CHECK_LIBS := $(call PKGLIBS,check)
 GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
              $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
 
-.PHONY: all deps run test test-unit test-e2e test-tsan test-vm test-deb deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
+.PHONY: all deps run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl $(GENERATED)
 
 deps:
@@ -159,7 +160,9 @@ test: deps
 	$(MAKE) all
 	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
 	$(TSAN_MAKE) tsan-bins
-	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN) $(TSAN_RUN)
+	$(MAKE) deb
+	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN) $(TSAN_RUN) \
+		--deb $(DEB_FILE)
 
 # What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner.
 TSAN_UNITS := test_jobs test_scheduler
@@ -227,9 +230,10 @@ $(DEB_FILE): $(shell find $(DEB_SRC) -type f 2>/dev/null)
 		{ tail -40 ../build.log; exit 1; }
 	cp build/deb/$(DEB_FILE) $@
 
-test-deb: deb
+test-package: deps
 	@packaging/deps.sh test
-	tests/run --bin $(BIN) --only deb --deb $(DEB_FILE)
+	$(MAKE) deb
+	tests/run --bin $(BIN) --only package --deb $(DEB_FILE)
 
 clean:
 	rm -rf build bin mempolicyd_*.deb
