@@ -204,6 +204,7 @@ install: all
 	install -D -m 0644 packaging/mempolicyd-metrics.socket $(DESTDIR)/lib/systemd/system/mempolicyd-metrics.socket
 	install -D -m 0644 packaging/mempolicyd-metrics.service $(DESTDIR)/lib/systemd/system/mempolicyd-metrics.service
 	install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/mempolicyd.conf.example
+	install -D -m 0644 packaging/mempolicyd-network.conf $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-network.conf
 	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
 		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf
