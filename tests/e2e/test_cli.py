@@ -436,7 +436,7 @@ class CliWireTest(unittest.TestCase):
 
     def test_job_show_says_what_a_queued_job_waits_for(self):
         job = {"id": 9, "kind": "hugepages.resize", "status": "queued", "source": "scheduler", "schedule_id": 2,
-               "op_id": 17, "created_ns": 1795987020043735909, "started_ns": None, "finished_ns": None,
+               "operation_id": 17, "created_ns": 1795987020043735909, "started_ns": None, "finished_ns": None,
                "progress": {"pages_done": 0, "pages_total": 5, "batches": 0}, "waiting_for_job_id": 8}
         r = self.rec(body=job)
         p = run(["--socket", r.socket, "job", "show", "9"])

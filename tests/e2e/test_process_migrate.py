@@ -99,7 +99,7 @@ class Migrate(Base):
         self.assertEqual(set(res["vmstat_delta"]), {"pgmigrate_success", "pgmigrate_fail", "thp_migration_success",
                                                    "thp_migration_fail", "thp_migration_split"})
         # and it is in history, with the actor
-        op = self.d.get("/v1/history/%d" % job["op_id"]).json
+        op = self.d.get("/v1/history/%d" % job["operation_id"]).json
         self.assertEqual((op["kind"], op["status"], op["actor"]["uid"]), ("process.migrate", "ok", 0))
 
     def test_own_user_may_others_may_not(self):
