@@ -457,8 +457,12 @@ class SpecMatchesRouteTable(unittest.TestCase):
                              where + ": 403 iff R_ADMIN or x-caller-checked")
             body = "R_BODY" in flags
             self.assertEqual("requestBody" in op, body, where + ": requestBody vs R_BODY")
-            for st in ("413", "415"):
-                self.assertEqual(st in op["responses"], body, where + ": %s iff R_BODY" % st)
+            self.assertEqual("415" in op["responses"], body, where + ": 415 iff R_BODY")
+            # What the router answers on any route is declared on every operation, not only in an
+            # x- extension that generated clients ignore: 405 (another method of the path), 413 (a
+            # Content-Length over 64 KiB), 414 (a URL over 1 KiB).
+            for st, ref in (("405", "MethodNotAllowed"), ("413", "ContentTooLarge"), ("414", "UriTooLong")):
+                self.assertEqual(op["responses"].get(st), {"$ref": "#/components/responses/" + ref}, where + ": " + st)
             if body:
                 self.assertIn("application/json", op["requestBody"]["content"], where)
 
@@ -511,6 +515,33 @@ class SpecMatchesRouteTable(unittest.TestCase):
                     walk(v, "%s[%d]" % (where, i))
         walk(self.spec, "$")
         self.assertGreaterEqual(pairs, 10)
+
+    def test_every_response_and_path_parameter_has_an_example_of_its_schema(self):
+        # A generated client's tests, a mock server (Prism) and Dredd run on examples: each
+        # response's media type has one, valid against its schema (tools/spec-examples.py writes
+        # them from a live daemon's answers), and each path parameter has one.
+        seen = set()
+        for path, m, item, op in self.operations():
+            for status, resp in op["responses"].items():
+                name = resp.get("$ref", "%s %s %s" % (m, path, status))
+                if name in seen:
+                    continue
+                seen.add(name)
+                for ctype, media in self.v.resolve(resp).get("content", {}).items():
+                    where = "%s (%s)" % (name, ctype)
+                    self.assertIn("example", media, where + ": no example")
+                    if ctype.endswith("json"):
+                        try:
+                            self.v.check(media["example"], media["schema"], where)
+                        except SchemaMismatch as e:
+                            self.fail(str(e))
+                    else:
+                        self.assertIsInstance(media["example"], str, where)
+            for prm in item.get("parameters", []) + op.get("parameters", []):
+                prm = self.v.resolve(prm)
+                if prm["in"] == "path":
+                    self.assertIn("example", prm, "%s %s: path parameter %s" % (m, path, prm["name"]))
+        self.assertGreater(len(seen), 40)
 
     def test_validator_refuses_what_it_should(self):
         # The live checks below are only as good as this.
@@ -633,7 +664,15 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("PATCH", "/v1/knobs", {"knobs": {"thp.khugepaged.pages_to_scan": "2048",
                                                    "thp.defrag": "defer", "thp.use_zero_page": True}})
         self.call("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": "madvise"}})
-        self.call("GET", "/v1/history/%d" % op["operation_id"])
+        # Each operation says what changed, in the list and in full alike.
+        one = self.call("GET", "/v1/history/%d" % op["operation_id"]).json
+        self.assertEqual(one["summary"], "thp.khugepaged.pages_to_scan %s→1024" % old)
+        listed = self.call("GET", "/v1/history?kind=knobs.set&limit=3").json["operations"]
+        self.assertEqual(listed[2]["id"], op["operation_id"])
+        self.assertEqual(listed[2]["summary"], one["summary"])
+        self.assertTrue(listed[1]["summary"].startswith("thp.khugepaged.pages_to_scan 1024→2048, thp.defrag "),
+                        listed[1]["summary"])
+        self.assertEqual(listed[0]["summary"], "thp.defrag defer→madvise")
         page = self.call("GET", "/v1/history?kind=knobs.set&limit=1").json
         self.assertIsNotNone(page["next_cursor"])
         self.call("GET", "/v1/history?kind=knobs.set&limit=1&cursor=" + page["next_cursor"])
@@ -646,7 +685,8 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.addCleanup(self.d.request, "PUT", "/v1/hugepages/2M", body={"nodes": {"0": 0, "1": 0}})
         done = self.wait_job(job["id"])
         self.assertEqual(done["status"], "ok", done)
-        self.call("GET", "/v1/history/%d" % done["operation_id"])
+        rec = self.call("GET", "/v1/history/%d" % done["operation_id"]).json
+        self.assertEqual(rec["summary"], "2M node0 +3 ok, node1 +2 ok")
         stats = self.call("GET", "/v1/history/stats?size=2M&node=0").json
         self.assertEqual(stats["count"], 2)
         self.call("GET", "/v1/hugepages/2M")
@@ -684,6 +724,10 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("PUT", "/v1/hugepages/2M", {"total": 1, "nodes": {"0": 1}}, status=400)
         self.call("POST", "/v1/schedules", {"cron": "61 * * * *", "action": {"hugepages": {"size": "2M", "total": 1}}},
                   status=422)
+        self.call("GET", "/v1/knobs/" + "a" * 1100, status=414)
+        r = self.d.request("GET", "/v1/health", headers={"Content-Length": str(64 * 1024 + 1)}, raw=b"")
+        self.assertProblem(r, 413, "request.too_large")
+        self.v.check(r.json, self.schema(self.spec["paths"]["/v1/health"]["get"], 413, "application/problem+json"))
         r = self.call("DELETE", "/v1/knobs", status=405)
         self.assertEqual(r.headers.get("Allow"), "GET, HEAD, PATCH")
         self.call("GET", "/v1/nothing", status=404)
