@@ -94,7 +94,8 @@ static void resize(struct line *l, const char *status, const json_t *request, co
 				add(l, "%s node%lld %+lld", i ? "," : "", (long long)json_integer_value(node), moved);
 			else
 				add(l, "%s total %+lld", i ? "," : "", moved);
-			add(l, " %s", !stop || !strcmp(stop, "target") ? status : stop);
+			/* a target reached is "ok" even in a partial job; one that stopped short says why */
+			add(l, " %s", !stop ? status : !strcmp(stop, "target") ? "ok" : stop);
 		}
 		return;
 	}
