@@ -148,17 +148,17 @@ static json_t *op_summary(sqlite3_stmt *s)
 			 "error", col_text(s, 9));
 }
 
-/* The summary's inputs start at column first: request, targets, changes (OP_SUMMARY_COLS). */
-static int add_summary(json_t *op, sqlite3_stmt *s, int request_col, int first)
+/* The summary's inputs (OP_SUMMARY_COLS) start at column first: request, targets, changes. */
+static int add_summary(json_t *op, sqlite3_stmt *s, int first)
 {
-	json_t *request = col_json(s, request_col), *targets = col_json(s, first), *changes = col_json(s, first + 1);
+	json_t *request = col_json(s, first), *targets = col_json(s, first + 1);
 	json_t *text = op_summary_text(json_string_value(json_object_get(op, "kind")),
-				       json_string_value(json_object_get(op, "status")), request, targets, changes);
+				       json_string_value(json_object_get(op, "status")), request, targets,
+				       (const char *)sqlite3_column_text(s, first + 2));
 	int rc = text ? json_object_set_new(op, "summary", text) : -1;
 
 	json_decref(request);
 	json_decref(targets);
-	json_decref(changes);
 	return rc;
 }
 
@@ -166,7 +166,7 @@ static json_t *op_list_item(sqlite3_stmt *s)
 {
 	json_t *op = op_summary(s);
 
-	if (op && add_summary(op, s, 10, 11) < 0) {
+	if (op && add_summary(op, s, 10) < 0) {
 		json_decref(op);
 		return NULL;
 	}
@@ -214,7 +214,7 @@ static json_t *op_full(sqlite3_stmt *s)
 		json_object_set_new(op, "request", col_json(s, 10));
 		json_object_set_new(op, "result", col_json(s, 11));
 		json_object_set_new(op, "kernel_release", col_text(s, 12));
-		if (add_summary(op, s, 10, 13) < 0) {
+		if (add_summary(op, s, 13) < 0) {
 			json_decref(op);
 			return NULL;
 		}

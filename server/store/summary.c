@@ -51,31 +51,23 @@ static const char *str(const json_t *o, const char *key)
 	return v ? v : "?";
 }
 
-/* knobs.set: "thp.enabled madvise→never, thp.defrag defer→madvise"; a change that did not stay
- * written says how it ended ("thp.defrag defer→never failed", "thp.enabled always→never restored"). */
+/* knobs.set: the changes as the statement wrote them, "thp.enabled madvise→never, thp.defrag
+ * defer→madvise" ("thp.defrag defer→never failed" for a change that did not stay written). */
 static void knobs(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		  const json_t *changes)
+		  const char *changes)
 {
-	const json_t *c;
-	size_t i;
 	(void)request;
 	(void)targets;
-
-	json_array_foreach(changes, i, c) {
-		const char *st = json_string_value(json_array_get(c, 3));
-		add(l, "%s%s %s→%s", i ? ", " : "", json_string_value(json_array_get(c, 0)) ?: "?",
-		    json_string_value(json_array_get(c, 1)) ?: "?", json_string_value(json_array_get(c, 2)) ?: "?");
-		if (st && strcmp(st, "written"))   /* restored, failed, skipped, restore_failed */
-			add(l, " %s", st);
-	}
-	if (!json_array_size(changes))
+	if (changes && *changes)
+		add(l, "%s", changes);
+	else
 		add(l, "no change %s", status);
 }
 
 /* hugepages.resize: per target "2M node0 +512 ok" (the pages the pool moved, and why it stopped);
  * while it runs, or when it never ran, the targets it asked for ("2M node0 →512 running"). */
 static void resize(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		   const json_t *changes)
+		   const char *changes)
 {
 	const json_t *t, *nodes = json_object_get(request, "nodes");
 	const char *k;
@@ -107,7 +99,7 @@ static void resize(struct line *l, const char *status, const json_t *request, co
 }
 
 static void cgroup(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		   const json_t *changes)
+		   const char *changes)
 {
 	(void)targets;
 	(void)changes;
@@ -116,7 +108,7 @@ static void cgroup(struct line *l, const char *status, const json_t *request, co
 
 /* process.migrate: "pid 4242 0→1 ok"; the other process kinds: "pid 4242 ok". */
 static void process(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		    const json_t *changes)
+		    const char *changes)
 {
 	(void)targets;
 	(void)changes;
@@ -129,7 +121,7 @@ static void process(struct line *l, const char *status, const json_t *request, c
 
 /* process.launch: the program ("stress-ng ok"). */
 static void launch(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		   const json_t *changes)
+		   const char *changes)
 {
 	const char *prog = json_string_value(json_array_get(json_object_get(request, "argv"), 0));
 	(void)targets;
@@ -140,7 +132,7 @@ static void launch(struct line *l, const char *status, const json_t *request, co
 }
 
 static void schedule(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		     const json_t *changes)
+		     const char *changes)
 {
 	(void)targets;
 	(void)changes;
@@ -148,7 +140,7 @@ static void schedule(struct line *l, const char *status, const json_t *request, 
 }
 
 static void other(struct line *l, const char *status, const json_t *request, const json_t *targets,
-		  const json_t *changes)
+		  const char *changes)
 {
 	(void)targets;
 	(void)changes;
@@ -158,7 +150,7 @@ static void other(struct line *l, const char *status, const json_t *request, con
 }
 
 typedef void summary_fn(struct line *l, const char *status, const json_t *request, const json_t *targets,
-			const json_t *changes);
+			const char *changes);
 
 static const struct {
 	const char *kind;
@@ -175,7 +167,7 @@ static const struct {
 };
 
 json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
-			const json_t *changes)
+			const char *changes)
 {
 	struct line l = { .off = 0 };
 	summary_fn *fn = other;

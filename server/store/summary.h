@@ -6,11 +6,12 @@
 
 #include <jansson.h>
 
-/* The text as a new JSON string (owned by the caller), or NULL when out of memory. All arguments
- * are borrowed; request, targets (a resize's result.targets) and changes (the knob changes as
- * [[knob, old, new, status], ...]) may be NULL or json null. Client-supplied text (a cgroup path,
- * a program's name) is copied as it is: whoever prints it escapes it. */
+/* The text as a new JSON string (owned by the caller), or NULL when out of memory. request and
+ * targets (a resize's result.targets) are borrowed and may be NULL or json null; changes is the
+ * knob changes already as text ("thp.enabled madvise→never, ...", written by the statement:
+ * store/stmts.h) or NULL. Client-supplied text (a cgroup path, a program's name) is copied as it
+ * is: whoever prints it escapes it. */
 json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
-			const json_t *changes);
+			const char *changes);
 
 #endif
