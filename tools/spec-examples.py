@@ -257,6 +257,48 @@ HAND = [
 ]
 
 
+# Answers that need a real process or cgroup, as the references show them from real runs
+# (docs/reference/processes.md, cgroups.md).
+PLACEMENT = {"pid": 4242, "start_time": 81220, "name": "worker", "uid": 0, "mems_allowed": "0-1",
+             "nodes": [{"node": 0, "base_bytes": 2097152, "thp_bytes": 4194304, "hugetlb_bytes": 1075838976,
+                        "hugetlb": {"2M": {"pages": 1, "bytes": 2097152}, "1G": {"pages": 1, "bytes": 1073741824}},
+                        "total_bytes": 1082130432}],
+             "totals": {"resident_bytes": 1094754304, "base_bytes": 4235264, "thp_bytes": 8388608,
+                        "thp_unattributed_bytes": 4194304, "hugetlb_bytes": 1086324736, "rollup_thp_bytes": 8388608,
+                        "mappings": 6, "resident_mappings": 6, "smaps_read": True},
+             "locality": {"policy_bytes": 1086324736, "on_policy_nodes_bytes": 1086324736, "share": 1.0},
+             "policies": [{"policy": "bind:1", "mode": "bind", "flags": [], "nodes": "1", "maybe_truncated": False,
+                           "mappings": 1, "bytes": 8388608, "locality": 1.0}]}
+def queued_job(id, kind, request, ns=1796033342103143044):
+    """A job as its 202 answers it: queued, the operation recorded, nothing run yet."""
+    return {"id": id, "kind": kind, "status": "queued", "source": "api", "schedule_id": None,
+            "actor": {"uid": 1000, "name": "alice"}, "operation_id": id + 30, "created_ns": ns,
+            "created_at": "2026-11-30T15:29:02.103143044Z", "started_ns": None, "started_at": None,
+            "finished_ns": None, "finished_at": None, "request": request, "progress": {"phase": "queued"},
+            "result": None, "reason": None, "errno": None, "error": None}
+
+
+REAL = [
+    (("path", "/v1/processes/{pid}/migrate", "post", "202"),
+     queued_job(12, "process.migrate", {"pid": 4242, "start_time": 81220, "from": "0", "to": "1"})),
+    (("path", "/v1/processes/{pid}/collapse", "post", "202"),
+     queued_job(13, "process.collapse", {"pid": 4242, "start_time": 81220, "range": "anonymous"})),
+    (("path", "/v1/probes/{kind}", "post", "202"),
+     queued_job(14, "probe.touch", {"probe": "touch", "params": {"size": "64M", "node": 0}, "timeout_s": 60})),
+    (("path", "/v1/processes/{pid}/samples", "get", "200"),
+     {"pid": 4242, "start_time": 81220, "samples": [
+         {"operation_id": 17, "time_ns": 1796033342103143044, "time_at": "2026-11-30T15:29:02.103143044Z",
+          "result": PLACEMENT}]}),
+    (("path", "/v1/processes", "post", "201"),
+     {"pid": 4242, "start_time": 81220, "operation_id": 17, "uid": 1000, "gid": 1000, "user": "alice",
+      "policy": {"mode": "bind", "nodes": "1", "flags": []}, "cpus": None, "watch": {"interval_ms": 1000}}),
+    (("path", "/v1/processes/{pid}", "get", "200"), PLACEMENT),
+    (("path", "/v1/cgroups/{path}", "get", "200"),
+     {"path": "mpdtest", "version": 1, "mount": "fs/cgroup/cpuset", "root": False, "cpuset": True,
+      "mems": "0", "mems_effective": "0", "memory_migrate": False, "procs": 0, "children": ["sub"]}),
+]
+
+
 def synth(v, schema, key=""):
     """A value of the schema, from its examples and types: for answers that need a real process,
     cgroup or probe run, which a generated tree does not have. The test checks it as any example."""
@@ -334,6 +376,7 @@ def main():
         text = f.read()
     lines = text.split("\n")
     got += [(w, "application/problem+json", p) for w, p in HAND]
+    got += [(w, "application/json", p) for w, p in REAL]
     for where, ctype, value in got:
         set_example(lines, where, ctype, value)
     rest = fill_the_rest(lines, got)

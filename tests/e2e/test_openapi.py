@@ -519,7 +519,8 @@ class SpecMatchesRouteTable(unittest.TestCase):
     def test_every_response_and_path_parameter_has_an_example_of_its_schema(self):
         # A generated client's tests, a mock server (Prism) and Dredd run on examples: each
         # response's media type has one, valid against its schema (tools/spec-examples.py writes
-        # them from a live daemon's answers), and each path parameter has one.
+        # them from a live daemon's answers), and each path parameter and required query
+        # parameter has one, so that a tool can call every operation from the description alone.
         seen = set()
         for path, m, item, op in self.operations():
             for status, resp in op["responses"].items():
@@ -539,8 +540,8 @@ class SpecMatchesRouteTable(unittest.TestCase):
                         self.assertIsInstance(media["example"], str, where)
             for prm in item.get("parameters", []) + op.get("parameters", []):
                 prm = self.v.resolve(prm)
-                if prm["in"] == "path":
-                    self.assertIn("example", prm, "%s %s: path parameter %s" % (m, path, prm["name"]))
+                if prm["in"] == "path" or prm.get("required"):
+                    self.assertIn("example", prm, "%s %s: parameter %s" % (m, path, prm["name"]))
         self.assertGreater(len(seen), 40)
 
     def test_validator_refuses_what_it_should(self):
