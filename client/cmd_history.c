@@ -32,7 +32,7 @@ static void time_text(const json_t *op, const char *key, char *buf, size_t len)
 
 int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 {
-	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR" };
+	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "SUMMARY", "ERROR" };
 	struct query q;
 	const char *path;
 	char limit[24];
@@ -53,16 +53,19 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 		return rc;
 	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
-	struct table *t = table_new(6, hdr);
+	struct table *t = table_new(7, hdr);
 	json_array_foreach(json_object_get(r.body, "operations"), i, op) {
-		char id[32], started[48], kd[128], st[64], actor[96], err[512];
+		/* summary: what changed, built by the daemon from what clients sent (a cgroup path, a
+		 * program name): the table escapes every cell before it reaches the terminal. */
+		char id[32], started[48], kd[128], st[64], actor[96], sum[512], err[512];
 		out_scalar(json_object_get(op, "id"), id, sizeof id);
 		time_text(op, "started_ns", started, sizeof started);
 		out_scalar(json_object_get(op, "kind"), kd, sizeof kd);
 		out_scalar(json_object_get(op, "status"), st, sizeof st);
 		actor_text(op, actor, sizeof actor);
+		out_scalar(json_object_get(op, "summary"), sum, sizeof sum);
 		out_scalar(json_object_get(op, "error"), err, sizeof err);
-		table_row(t, id, started, kd, st, actor, err);
+		table_row(t, id, started, kd, st, actor, sum, err);
 	}
 	table_print(t, stdout);
 	next = json_object_get(r.body, "next_cursor");

@@ -36,7 +36,7 @@ static void time_cell(const json_t *s, const char *key, char *buf, size_t len)
 static void print_one(const json_t *s)
 {
 	static const char *const keys[] = { "id", "cron", "timezone", "enabled", "misfire_grace_s",
-					    "last_status", "last_job_id", "last_op_id", "last_error" };
+					    "last_status", "last_job_id", "last_operation_id", "last_error" };
 	struct table *t = table_new(2, NULL);
 	const json_t *by = json_object_get(s, "created_by");
 	const char *name = json_string_value(json_object_get(by, "name"));

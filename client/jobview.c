@@ -172,7 +172,7 @@ static void why_line(const json_t *job, char *buf, size_t len)
 void jobview_print(const json_t *job)
 {
 	static const char *const keys[] = { "id", "kind", "status", "reason", "error", "errno", "source",
-					    "schedule_id", "op_id" };
+					    "schedule_id", "operation_id" };
 	static const char *const times[] = { "created_ns", "started_ns", "finished_ns" };
 	const json_t *progress = json_object_get(job, "progress"), *result = json_object_get(job, "result");
 	const json_t *targets = json_object_get(result, "targets");

@@ -71,6 +71,13 @@ int req_reply(struct req *rq, int status, json_t *out);
 /* A 200 with a body that is not JSON: steals text (malloc'd, len bytes); ctype is static. */
 int req_reply_text(struct req *rq, char *text, size_t len, const char *ctype);
 
+/* Time in answers (api/instants.c): beside every instant "<stem>_ns" (ns since the epoch) at any
+ * depth of v, "<stem>_at" as RFC 3339 UTC text with nine fraction digits (null beside null).
+ * Called on every JSON answer before it is sent; -1 only when out of memory.
+ * api_instant_text writes one instant's text into buf (len >= 36). */
+int api_add_instants(json_t *v);
+int api_instant_text(int64_t ns, char *buf, size_t len);
+
 /* Query arguments (decoded and checked by api/edge.c: no repeats). req_query returns NULL when
  * absent, "" for "?flag" without a value. req_query_only fails (400
  * MPE_REQUEST_UNKNOWN_QUERY) if the request has an argument not in the NULL-terminated list. */

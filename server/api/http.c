@@ -151,12 +151,16 @@ static const struct route *route_find(const char *method, const char *url, char 
 		if (!match(r, url, NULL))
 			continue;
 		*path_known = true;
+		/* RFC 9110 9.3.2: every GET route answers HEAD too, with GET's status and headers;
+		 * libmicrohttpd leaves the body out of an answer to HEAD (Content-Length stays). */
+		bool is_get = !strcmp(r->method, "GET");
 		/* The first match wins, so a literal ("/v1/history/stats") listed before a pattern
 		 * ("/v1/history/{}") takes precedence. */
-		if (!found && !strcmp(r->method, method))
+		if (!found && (!strcmp(r->method, method) || (is_get && !strcmp(method, "HEAD"))))
 			found = r;
 		if (!strstr(allow, r->method)) {
-			int w = snprintf(allow + off, allow_len - off, "%s%s", off ? ", " : "", r->method);
+			int w = snprintf(allow + off, allow_len - off, "%s%s%s", off ? ", " : "", r->method,
+					 is_get ? ", HEAD" : "");
 			if (w > 0 && (size_t)w < allow_len - off)
 				off += (size_t)w;
 		}
@@ -360,6 +364,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ret = MHD_queue_response(conn, 200, r);
 		MHD_destroy_response(r);
 		return ret;
+	}
+	if (s->rq.out && api_add_instants(s->rq.out) < 0) {
+		mp_nomem(&e);
+		return send_problem(conn, &e, url, NULL);
 	}
 	/* A handler may answer an error itself when the problem carries extension members. */
 	ret = send_json(conn, s->rq.status ? s->rq.status : 200, s->rq.out,

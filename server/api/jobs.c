@@ -27,7 +27,9 @@ static uint32_t jobs_scope(const struct job_filter *f)
 
 int api_jobs_list(struct req *rq, mp_err *e)
 {
-	static const char *const allowed[] = { "kind", "status", "schedule_id", "before", "limit", "cursor", NULL };
+	/* One paging scheme for every list: the cursor. The older before=ID is gone (an unknown
+	 * query parameter now), so no client can mix the two. */
+	static const char *const allowed[] = { "kind", "status", "schedule_id", "limit", "cursor", NULL };
 	struct job_filter f = { .limit = 50 };
 	uint64_t v = 0;
 	int64_t next;
@@ -40,14 +42,7 @@ int api_jobs_list(struct req *rq, mp_err *e)
 	if (req_query_u64(rq, "schedule_id", 1, INT64_MAX, &v, e) < 0)
 		return -1;
 	f.schedule_id = (int64_t)v;
-	v = 0;
-	/* before=ID is the older spelling of a cursor (ids below ID); kept, but not with a cursor. */
-	if (req_query_u64(rq, "before", 1, INT64_MAX, &v, e) < 0)
-		return -1;
-	if (v && req_query(rq, "cursor"))
-		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "give either cursor or before, not both");
-	f.before_id = (int64_t)v;
-	if (!v && req_cursor(rq, jobs_scope(&f), &f.before_id, e) < 0)
+	if (req_cursor(rq, jobs_scope(&f), &f.before_id, e) < 0)
 		return -1;
 	v = 50;
 	if (req_query_u64(rq, "limit", 1, 1000, &v, e) < 0)

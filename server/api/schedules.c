@@ -1,41 +1,11 @@
 /* /v1/schedules: cron schedules whose action is a pool target (see server/ops/schedules.h). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/parse.h"
 #include "server/api/api.h"
 #include "server/ops/schedules.h"
 #include "server/store/schedules.h"
-
-/* Adds "<key without _ns>": "2024-06-01T02:00:00Z" beside an *_ns member, for people and the CLI. */
-static void add_iso(json_t *o, const char *key_ns, const char *key)
-{
-	json_t *v = json_object_get(o, key_ns);
-	char buf[32];
-	struct tm tm;
-	time_t t;
-
-	if (!json_is_integer(v)) {
-		json_object_set_new(o, key, json_null());
-		return;
-	}
-	t = (time_t)(json_integer_value(v) / 1000000000LL);
-	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
-		json_object_set_new(o, key, json_null());
-		return;
-	}
-	json_object_set_new(o, key, json_string(buf));
-}
-
-static json_t *present(json_t *o)
-{
-	if (o) {
-		add_iso(o, "next_run_ns", "next_run");
-		add_iso(o, "last_run_ns", "last_run");
-	}
-	return o;
-}
 
 static int schedule_id(struct req *rq, int64_t *id, mp_err *e)
 {
@@ -53,16 +23,13 @@ int api_schedules_list(struct req *rq, mp_err *e)
 	uint32_t scope = cursor_scope("schedules");   /* no filters: the list is the scope */
 	uint64_t limit = 100;
 	int64_t after, next;
-	json_t *arr, *s;
-	size_t i;
+	json_t *arr;
 
 	if (req_query_only(rq, allowed, e) < 0 || req_query_u64(rq, "limit", 1, 1000, &limit, e) < 0 ||
 	    req_cursor(rq, scope, &after, e) < 0 ||
 	    !(arr = sched_store_list(rq->app->store, after, (int)limit + 1, e)))
 		return -1;
 	cursor_page(arr, (int)limit, &next);
-	json_array_foreach(arr, i, s)
-		present(s);
 	return req_reply(rq, 200, json_pack("{s:o, s:o}", "schedules", arr, "next_cursor", cursor_json(next, scope)));
 }
 
@@ -83,7 +50,7 @@ int api_schedules_create(struct req *rq, mp_err *e)
 		return -1;
 	}
 	snprintf(rq->location, sizeof rq->location, "/v1/schedules/%lld", (long long)id);
-	return req_reply(rq, 201, present(s));
+	return req_reply(rq, 201, s);
 }
 
 int api_schedule_get(struct req *rq, mp_err *e)
@@ -95,7 +62,7 @@ int api_schedule_get(struct req *rq, mp_err *e)
 	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
 	    !(s = sched_store_get(rq->app->store, id, e)))
 		return -1;
-	return req_reply(rq, 200, present(s));
+	return req_reply(rq, 200, s);
 }
 
 /* 200 with the schedule as it was, so the caller sees what it removed. */
@@ -108,5 +75,5 @@ int api_schedule_delete(struct req *rq, mp_err *e)
 	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
 	    !(s = schedule_delete(rq->app, id, e)))
 		return -1;
-	return req_reply(rq, 200, present(s));
+	return req_reply(rq, 200, s);
 }

@@ -27,7 +27,7 @@ int jobs_start(struct jobs *j, int nworkers, mp_err *e);
 /* Cancels every job, waits for the workers, frees. NULL is fine. */
 void jobs_close(struct jobs *j);
 
-/* The job as JSON (owned by the caller): id, kind, status, source, schedule_id, actor, op_id,
+/* The job as JSON (owned by the caller): id, kind, status, source, schedule_id, actor, operation_id,
  * created/started/finished (ns), request, progress, result, reason, errno, error. NULL + 404
  * MPE_JOB_NOT_FOUND when unknown. */
 json_t *jobs_get(struct jobs *j, int64_t id, mp_err *e);

@@ -148,7 +148,7 @@ int restore_at_start(const struct app *app, mp_err *e)
 					  json_string_value(json_object_get(row, "target")),
 					  json_string_value(json_object_get(row, "value")));
 		failed |= strcmp(json_string_value(json_object_get(r, "status")), "restored") != 0;
-		json_object_set(r, "op_id", json_object_get(row, "op_id"));
+		json_object_set(r, "operation_id", json_object_get(row, "op_id"));
 		json_array_append_new(done, r);
 	}
 	int64_t now = clk_wall_ns(), *ids = calloc((size_t)n, sizeof *ids);

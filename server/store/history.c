@@ -6,6 +6,7 @@
 #include "server/store/db.h"
 #include "server/metrics.h"
 #include "server/store/internal.h"
+#include "server/store/summary.h"
 
 int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 {
@@ -147,6 +148,31 @@ static json_t *op_summary(sqlite3_stmt *s)
 			 "error", col_text(s, 9));
 }
 
+/* The summary's inputs (OP_SUMMARY_COLS) start at column first: request, targets, changes. */
+static int add_summary(json_t *op, sqlite3_stmt *s, int first)
+{
+	json_t *request = col_json(s, first), *targets = col_json(s, first + 1);
+	json_t *text = op_summary_text(json_string_value(json_object_get(op, "kind")),
+				       json_string_value(json_object_get(op, "status")), request, targets,
+				       (const char *)sqlite3_column_text(s, first + 2));
+	int rc = text ? json_object_set_new(op, "summary", text) : -1;
+
+	json_decref(request);
+	json_decref(targets);
+	return rc;
+}
+
+static json_t *op_list_item(sqlite3_stmt *s)
+{
+	json_t *op = op_summary(s);
+
+	if (op && add_summary(op, s, 10) < 0) {
+		json_decref(op);
+		return NULL;
+	}
+	return op;
+}
+
 int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
 		 mp_err *e)
 {
@@ -168,7 +194,7 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 		sqlite3_bind_int64(s, 5, f->before_id);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
-	a = read_many(st, R, s, op_summary, e, "list operations");
+	a = read_many(st, R, s, op_list_item, e, "list operations");
 	store_conn_unlock(st, R);
 	if (!a)
 		return -1;
@@ -188,6 +214,10 @@ static json_t *op_full(sqlite3_stmt *s)
 		json_object_set_new(op, "request", col_json(s, 10));
 		json_object_set_new(op, "result", col_json(s, 11));
 		json_object_set_new(op, "kernel_release", col_text(s, 12));
+		if (add_summary(op, s, 13) < 0) {
+			json_decref(op);
+			return NULL;
+		}
 	}
 	return op;
 }

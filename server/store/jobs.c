@@ -119,7 +119,7 @@ static json_t *row_json(sqlite3_stmt *s)
 			 "source", (const char *)sqlite3_column_text(s, 3),
 			 "schedule_id", col_int(s, 4),
 			 "actor", actor,
-			 "op_id", col_int(s, 7),
+			 "operation_id", col_int(s, 7),
 			 "created_ns", (json_int_t)sqlite3_column_int64(s, 8),
 			 "started_ns", col_int(s, 9),
 			 "finished_ns", col_int(s, 10),

@@ -69,7 +69,7 @@ static json_t *row_json(sqlite3_stmt *s)
 			 "last_due_ns", col_int(s, 11),
 			 "last_status", col_text(s, 12),
 			 "last_job_id", col_int(s, 13),
-			 "last_op_id", col_int(s, 14),
+			 "last_operation_id", col_int(s, 14),
 			 "last_error", col_text(s, 15));
 }
 

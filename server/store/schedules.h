@@ -62,7 +62,7 @@ struct sched_ran {
 	const char *error;           /* NULL when none */
 	int64_t next_run_ns;         /* 0: none */
 	/* The "schedule.run" history operations of this run, NULL when none: the occurrences
-	 * skipped, and a run that could not be submitted. The schedule's last_op_id is the failure's,
+	 * skipped, and a run that could not be submitted. The schedule's last_operation_id is the failure's,
 	 * else the skip's. */
 	const struct op_record *skipped_op, *failed_op;
 };

@@ -6,6 +6,15 @@
 #define MPD_STORE_STMTS_H
 
 #define OP_COLS "id, kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, error"
+/* What an operation's summary (store/summary.c) is built from, each only for the kinds that use it
+ * so that a page of knob changes parses no JSON for it: the request (not of knobs.set), a resize's
+ * result.targets, and the knob changes already as text, "knob old→new[ status]" in order (status
+ * only when a change did not stay written). */
+#define OP_SUMMARY_COLS "CASE WHEN kind != 'knobs.set' THEN request END, " \
+	"CASE WHEN kind = 'hugepages.resize' THEN json_extract(result, '$.targets') END, " \
+	"CASE WHEN kind = 'knobs.set' THEN (SELECT group_concat(knob || ' ' || ifnull(old, '?') || '→' || " \
+	"ifnull(new, '?') || CASE WHEN status = 'written' THEN '' ELSE ' ' || status END, ', ') FROM " \
+	"(SELECT knob, old, new, status FROM knob_changes WHERE op_id = operations.id ORDER BY seq)) END"
 #define JOB_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, started_ns, " \
 	"finished_ns, request, progress, result, reason, errno, error"
 #define SCHED_COLS "id, cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, " \
@@ -54,11 +63,12 @@
 	X(KNOB_CHANGE,      W, "INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) " \
 	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
 	/* one statement for every filter combination: a NULL parameter disables its condition */ \
-	X(OP_LIST,          R, "SELECT " OP_COLS " FROM operations " \
+	X(OP_LIST,          R, "SELECT " OP_COLS ", " OP_SUMMARY_COLS " FROM operations " \
 	                       "WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2) " \
 	                       "AND (?3 IS NULL OR started_ns >= ?3) AND (?4 IS NULL OR started_ns < ?4) " \
 	                       "AND (?5 IS NULL OR id < ?5) ORDER BY id DESC LIMIT ?6") \
-	X(OP_GET,           R, "SELECT " OP_COLS ", request, result, kernel_release FROM operations WHERE id = ?1") \
+	X(OP_GET,           R, "SELECT " OP_COLS ", request, result, kernel_release, " OP_SUMMARY_COLS \
+	                       " FROM operations WHERE id = ?1") \
 	X(OP_GET_CHANGES,   R, "SELECT seq, knob, old, new, status, errno FROM knob_changes WHERE op_id = ?1 " \
 	                       "ORDER BY seq") \
 	/* jobs and batches (jobs.c) */ \

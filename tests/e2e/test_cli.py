@@ -360,12 +360,14 @@ class CliFakeTreeTest(CliTestBase):
         p = self.d.ctl("history", "--kind", "knobs.set", "--status", "ok", "--limit", "1")
         self.assertOk(p)
         lines = p.stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["ID", "STARTED", "KIND", "STATUS", "ACTOR", "ERROR"])
-        self.assertRegex(lines[1], r"^\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+knobs\.set\s+ok\s+root\s+-$")
+        self.assertEqual(lines[0].split(), ["ID", "STARTED", "KIND", "STATUS", "ACTOR", "SUMMARY", "ERROR"])
+        # SUMMARY says what changed, from the operation's own knob changes
+        self.assertRegex(lines[1], r"^\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+knobs\.set\s+ok\s+root\s+"
+                                   r"thp\.enabled always→madvise\s+-$")
         # the next page's command repeats the filters the cursor is bound to, ready to paste
         self.assertRegex(lines[2], r"^more: mempolicyctl history --kind knobs\.set --status ok --limit 1 "
                                    r"--cursor c[0-9a-f]+-[0-9a-f]{8}$")
-        self.assertAligned("\n".join(lines[:2]), 6)
+        self.assertAligned("\n".join(lines[:2]), 7)
         cursor = lines[2].split()[-1]
         p2 = self.d.ctl("--json", *shlex.split(lines[2])[2:])
         self.assertOk(p2)
@@ -378,7 +380,7 @@ class CliFakeTreeTest(CliTestBase):
         # a filter matching nothing: only the header
         p = self.d.ctl("history", "--kind", "no.such.kind")
         self.assertOk(p)
-        self.assertEqual(p.stdout.splitlines(), ["ID  STARTED  KIND  STATUS  ACTOR  ERROR"])
+        self.assertEqual(p.stdout.splitlines(), ["ID  STARTED  KIND  STATUS  ACTOR  SUMMARY  ERROR"])
         # --since in the future: nothing
         p = self.d.ctl("--json", "history", "--since", "2200-01-01T00:00:00Z")
         self.assertOk(p)
@@ -436,7 +438,7 @@ class CliWireTest(unittest.TestCase):
 
     def test_job_show_says_what_a_queued_job_waits_for(self):
         job = {"id": 9, "kind": "hugepages.resize", "status": "queued", "source": "scheduler", "schedule_id": 2,
-               "op_id": 17, "created_ns": 1795987020043735909, "started_ns": None, "finished_ns": None,
+               "operation_id": 17, "created_ns": 1795987020043735909, "started_ns": None, "finished_ns": None,
                "progress": {"pages_done": 0, "pages_total": 5, "batches": 0}, "waiting_for_job_id": 8}
         r = self.rec(body=job)
         p = run(["--socket", r.socket, "job", "show", "9"])

@@ -58,6 +58,17 @@ class CliEscapesTest(unittest.TestCase):
         self.assertClean(out)
         self.assertIn(SHOWN, out)
 
+    def test_history_summary_is_escaped(self):
+        # the summary is built from what clients sent (a cgroup path, a program's name)
+        ops = {"operations": [{"id": 1, "kind": "process.launch", "source": "api", "actor": None,
+                               "started_ns": 1, "finished_ns": 2, "status": "failed", "errno": None, "error": None,
+                               "summary": EVIL + " failed"}], "next_cursor": None}
+        s = self.serve(lambda m, p, n: (200, ops))
+        rc, out, err = self.ctl(s, "history")
+        self.assertEqual(rc, 0, err)
+        self.assertClean(out)
+        self.assertIn(SHOWN + " failed", out)
+
     def test_json_stays_exact(self):
         knob = {"name": "thp.enabled", "value": EVIL}
         s = self.serve(lambda m, p, n: (200, knob))

@@ -146,7 +146,7 @@ class BadInputMixin:
 
     def test_wrong_method(self):
         r = self.refused("DELETE", "/v1/knobs/thp.enabled", 405, "request.method_not_allowed")
-        self.assertEqual(r.headers.get("Allow"), "GET, PUT")
+        self.assertEqual(r.headers.get("Allow"), "GET, HEAD, PUT")
         self.refused("POST", "/v1/history", 405)
 
     def test_unauthorised_caller(self):

@@ -365,6 +365,36 @@ class Validator:
                 self.check(v, s["items"], "%s[%d]" % (where, i))
 
 
+def instant_text(ns):
+    """What the daemon writes beside an instant: RFC 3339 UTC with nine fraction digits."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
+
+
+def check_instants(value, where="$"):
+    """The rule of docs/DESIGN.md "Time in answers": an *_ns past 2^53 (an instant: no duration
+    comes near it) has its *_at beside it, and every *_at is exactly its *_ns as text (or null beside
+    null). Returns how many instants it saw, so a caller can tell that it looked at some."""
+    seen = 0
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            seen += check_instants(v, "%s[%d]" % (where, i))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            seen += check_instants(v, "%s.%s" % (where, k))
+            if k.endswith("_ns") and isinstance(v, int) and v >= 2**53:
+                if k[:-3] + "_at" not in value:
+                    raise SchemaMismatch("%s.%s: an instant without %s_at" % (where, k, k[:-3]))
+                seen += 1
+            if k.endswith("_at"):
+                ns = value.get(k[:-3] + "_ns", "absent")
+                if ns == "absent":
+                    raise SchemaMismatch("%s.%s: no %s_ns beside it" % (where, k, k[:-3]))
+                want = None if ns is None else instant_text(ns)
+                if v != want:
+                    raise SchemaMismatch("%s.%s: %r, want %r" % (where, k, v, want))
+    return seen
+
+
 def refs(node):
     if isinstance(node, dict):
         for k, v in node.items():
@@ -427,8 +457,12 @@ class SpecMatchesRouteTable(unittest.TestCase):
                              where + ": 403 iff R_ADMIN or x-caller-checked")
             body = "R_BODY" in flags
             self.assertEqual("requestBody" in op, body, where + ": requestBody vs R_BODY")
-            for st in ("413", "415"):
-                self.assertEqual(st in op["responses"], body, where + ": %s iff R_BODY" % st)
+            self.assertEqual("415" in op["responses"], body, where + ": 415 iff R_BODY")
+            # What the router answers on any route is declared on every operation, not only in an
+            # x- extension that generated clients ignore: 405 (another method of the path), 413 (a
+            # Content-Length over 64 KiB), 414 (a URL over 1 KiB).
+            for st, ref in (("405", "MethodNotAllowed"), ("413", "ContentTooLarge"), ("414", "UriTooLong")):
+                self.assertEqual(op["responses"].get(st), {"$ref": "#/components/responses/" + ref}, where + ": " + st)
             if body:
                 self.assertIn("application/json", op["requestBody"]["content"], where)
 
@@ -453,6 +487,62 @@ class SpecMatchesRouteTable(unittest.TestCase):
                 if path == "/metrics" and int(status) < 400:   # the Prometheus formats
                     want = {"text/plain", "application/openmetrics-text"}
                 self.assertEqual(ctypes, want, "%s %s %s" % (m, path, status))
+
+    def test_every_instant_has_its_text_beside_it(self):
+        # The time rule in the description: X_at is declared exactly beside an X_ns, as a date-time,
+        # nullable exactly when X_ns is, and required exactly when X_ns is.
+        pairs = 0
+
+        def walk(node, where):
+            nonlocal pairs
+            if isinstance(node, dict):
+                props = node.get("properties")
+                if isinstance(props, dict):
+                    req = set(node.get("required", []))
+                    for k, v in props.items():
+                        if not k.endswith("_at"):
+                            continue
+                        ns = props.get(k[:-3] + "_ns")
+                        self.assertIsNotNone(ns, "%s.%s: no %s_ns beside it" % (where, k, k[:-3]))
+                        self.assertEqual(v.get("format"), "date-time", "%s.%s" % (where, k))
+                        self.assertEqual("null" in str(v["type"]), "null" in str(ns["type"]), "%s.%s" % (where, k))
+                        self.assertEqual(k in req, k[:-3] + "_ns" in req, "%s.%s required" % (where, k))
+                        pairs += 1
+                for k, v in node.items():
+                    walk(v, where + "." + k)
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    walk(v, "%s[%d]" % (where, i))
+        walk(self.spec, "$")
+        self.assertGreaterEqual(pairs, 10)
+
+    def test_every_response_and_path_parameter_has_an_example_of_its_schema(self):
+        # A generated client's tests, a mock server (Prism) and Dredd run on examples: each
+        # response's media type has one, valid against its schema (tools/spec-examples.py writes
+        # them from a live daemon's answers), and each path parameter and required query
+        # parameter has one, so that a tool can call every operation from the description alone.
+        seen = set()
+        for path, m, item, op in self.operations():
+            for status, resp in op["responses"].items():
+                name = resp.get("$ref", "%s %s %s" % (m, path, status))
+                if name in seen:
+                    continue
+                seen.add(name)
+                for ctype, media in self.v.resolve(resp).get("content", {}).items():
+                    where = "%s (%s)" % (name, ctype)
+                    self.assertIn("example", media, where + ": no example")
+                    if ctype.endswith("json"):
+                        try:
+                            self.v.check(media["example"], media["schema"], where)
+                        except SchemaMismatch as e:
+                            self.fail(str(e))
+                    else:
+                        self.assertIsInstance(media["example"], str, where)
+            for prm in item.get("parameters", []) + op.get("parameters", []):
+                prm = self.v.resolve(prm)
+                if prm["in"] == "path" or prm.get("required"):
+                    self.assertIn("example", prm, "%s %s: parameter %s" % (m, path, prm["name"]))
+        self.assertGreater(len(seen), 40)
 
     def test_validator_refuses_what_it_should(self):
         # The live checks below are only as good as this.
@@ -493,6 +583,7 @@ class SpecDaemonTest(DaemonTest):
             rx = "^" + re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(path)) + "$"
             cls.templates.append((path.count("{"), path, re.compile(rx)))
         cls.templates.sort()
+        cls.instants = 0
 
     def operation(self, method, url):
         """(template, operation); operation is None for a method the path does not have, template
@@ -520,6 +611,10 @@ class SpecDaemonTest(DaemonTest):
         self.assertIn(ctype, resp.get("content", {}), "%s %s %d" % (method, template, r.status))
         try:
             self.v.check(r.json, resp["content"][ctype]["schema"], "%s %s %d" % (method, template, r.status))
+        except SchemaMismatch as e:
+            self.fail("%s\nanswer: %s" % (e, r.raw[:2000]))
+        try:
+            self.instants += check_instants(r.json, "%s %s" % (method, template))
         except SchemaMismatch as e:
             self.fail("%s\nanswer: %s" % (e, r.raw[:2000]))
         declared = {h.lower() for h in resp.get("headers", {})}
@@ -570,7 +665,15 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("PATCH", "/v1/knobs", {"knobs": {"thp.khugepaged.pages_to_scan": "2048",
                                                    "thp.defrag": "defer", "thp.use_zero_page": True}})
         self.call("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": "madvise"}})
-        self.call("GET", "/v1/history/%d" % op["operation_id"])
+        # Each operation says what changed, in the list and in full alike.
+        one = self.call("GET", "/v1/history/%d" % op["operation_id"]).json
+        self.assertEqual(one["summary"], "thp.khugepaged.pages_to_scan %s→1024" % old)
+        listed = self.call("GET", "/v1/history?kind=knobs.set&limit=3").json["operations"]
+        self.assertEqual(listed[2]["id"], op["operation_id"])
+        self.assertEqual(listed[2]["summary"], one["summary"])
+        self.assertTrue(listed[1]["summary"].startswith("thp.khugepaged.pages_to_scan 1024→2048, thp.defrag "),
+                        listed[1]["summary"])
+        self.assertEqual(listed[0]["summary"], "thp.defrag defer→madvise")
         page = self.call("GET", "/v1/history?kind=knobs.set&limit=1").json
         self.assertIsNotNone(page["next_cursor"])
         self.call("GET", "/v1/history?kind=knobs.set&limit=1&cursor=" + page["next_cursor"])
@@ -583,7 +686,8 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.addCleanup(self.d.request, "PUT", "/v1/hugepages/2M", body={"nodes": {"0": 0, "1": 0}})
         done = self.wait_job(job["id"])
         self.assertEqual(done["status"], "ok", done)
-        self.call("GET", "/v1/history/%d" % done["op_id"])
+        rec = self.call("GET", "/v1/history/%d" % done["operation_id"]).json
+        self.assertEqual(rec["summary"], "2M node0 +3 ok, node1 +2 ok")
         stats = self.call("GET", "/v1/history/stats?size=2M&node=0").json
         self.assertEqual(stats["count"], 2)
         self.call("GET", "/v1/hugepages/2M")
@@ -599,6 +703,8 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("GET", "/v1/schedules")
         self.call("GET", "/v1/schedules/%d" % s["id"])
         self.call("DELETE", "/v1/schedules/%d" % s["id"])
+        # call() checked the time rule on every answer above; it must have had instants to check
+        self.assertGreater(self.instants, 10)
 
     def test_a_kernel_refusal_carries_the_operation(self):
         rel = KHP + "pages_to_scan"
@@ -619,8 +725,12 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.call("PUT", "/v1/hugepages/2M", {"total": 1, "nodes": {"0": 1}}, status=400)
         self.call("POST", "/v1/schedules", {"cron": "61 * * * *", "action": {"hugepages": {"size": "2M", "total": 1}}},
                   status=422)
+        self.call("GET", "/v1/knobs/" + "a" * 1100, status=414)
+        r = self.d.request("GET", "/v1/health", headers={"Content-Length": str(64 * 1024 + 1)}, raw=b"")
+        self.assertProblem(r, 413, "request.too_large")
+        self.v.check(r.json, self.schema(self.spec["paths"]["/v1/health"]["get"], 413, "application/problem+json"))
         r = self.call("DELETE", "/v1/knobs", status=405)
-        self.assertEqual(r.headers.get("Allow"), "GET, PATCH")
+        self.assertEqual(r.headers.get("Allow"), "GET, HEAD, PATCH")
         self.call("GET", "/v1/nothing", status=404)
 
 

@@ -93,7 +93,7 @@ class PoolsFakeTree(DaemonTest):
         self.assertEqual(self.node_nr(2), 7)
         self.assertEqual(self.node_nr(1), 0)   # nodes not named keep their size
         rows = self.d.sql("SELECT node, before, written, after, requested, achieved, elapsed_ns, latency_ns "
-                          "FROM batches WHERE op_id = ? ORDER BY seq", (job["op_id"],))
+                          "FROM batches WHERE op_id = ? ORDER BY seq", (job["operation_id"],))
         self.assertEqual([(n, b, w, a) for n, b, w, a, *_ in rows],
                          [(0, 0, 10, 10), (0, 10, 20, 20), (0, 20, 25, 25), (2, 0, 7, 7)])
         for n, b, w, a, req, ach, el, lat in rows:
@@ -104,7 +104,7 @@ class PoolsFakeTree(DaemonTest):
         self.assertEqual((res[0]["asked"], res[0]["got"], res[0]["batches"]), (25, 25, 3))
         self.assertEqual((res[2]["asked"], res[2]["got"], res[2]["batches"]), (7, 7, 1))
         self.assertEqual(job["progress"]["pages_done"], 32)
-        op = self.d.sql("SELECT kind, status, source, actor_uid FROM operations WHERE id = ?", (job["op_id"],))
+        op = self.d.sql("SELECT kind, status, source, actor_uid FROM operations WHERE id = ?", (job["operation_id"],))
         self.assertEqual(op, [("hugepages.resize", "ok", "api", 0)])
         pool = self.d.get("/v1/hugepages/2M").json
         self.assertEqual({n["node"]: n["nr"] for n in pool["nodes"]}, {0: 25, 1: 0, 2: 7, 3: 0})
@@ -112,14 +112,14 @@ class PoolsFakeTree(DaemonTest):
         job = wait_job(self.d, self.put("2M", {"nodes": {"0": 0, "2": 0}}).json["id"])
         self.assertEqual(job["status"], "ok", job)
         self.assertEqual((self.node_nr(0), self.node_nr(2)), (0, 0))
-        dirs = self.d.sql("SELECT DISTINCT direction FROM batches WHERE op_id = ?", (job["op_id"],))
+        dirs = self.d.sql("SELECT DISTINCT direction FROM batches WHERE op_id = ?", (job["operation_id"],))
         self.assertEqual(dirs, [("shrink",)])
 
     def test_total_writes_the_global_file(self):
         job = wait_job(self.d, self.put("1G", {"total": 3}).json["id"])
         self.assertEqual(job["status"], "ok", job)
         self.assertEqual(int(self.tree.read(GLOBAL % (1048576, "nr_hugepages"))), 3)
-        self.assertEqual(self.d.sql("SELECT node, requested FROM batches WHERE op_id = ?", (job["op_id"],)),
+        self.assertEqual(self.d.sql("SELECT node, requested FROM batches WHERE op_id = ?", (job["operation_id"],)),
                          [(None, 1), (None, 1), (None, 1)])   # 1G: one page per write by default
         job = wait_job(self.d, self.put("1G", {"total": 0}).json["id"])
         self.assertEqual(job["status"], "ok", job)
@@ -306,7 +306,7 @@ class PartialGrant(DaemonTest):
         self.assertRegex(shown.stdout, r"(?m)^why\s+node 1: 0 free order-9\+ blocks left \(unusable index 1\.00\); "
                          r"compaction: 0 stalls, 0 succeeded$")
         rows = self.d.sql("SELECT node, before, written, after, requested, achieved FROM batches WHERE op_id = ? "
-                          "ORDER BY seq", (job["op_id"],))
+                          "ORDER BY seq", (job["operation_id"],))
         # node 0 is an ordinary file; node 1 gives one page fewer than written, then nothing
         self.assertEqual(rows, [(0, 0, 5, 5, 5, 5), (1, 0, 10, 9, 10, 9), (1, 9, 12, 11, 3, 2),
                                 (1, 11, 12, 11, 1, 0)])
@@ -315,7 +315,7 @@ class PartialGrant(DaemonTest):
         self.assertEqual((t[1]["asked"], t[1]["got"], t[1]["stopped"]), (12, 11, "no_progress"))
         pool = self.d.get("/v1/hugepages/2M").json
         self.assertEqual(pool["nodes"][1]["nr"], 11)   # the pool reports what the kernel says
-        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)), [("partial",)])
+        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["operation_id"],)), [("partial",)])
         rc, err, out = run_on_tty([CTL, "--socket", self.d.socket, "pool", "resize", "2M", "--node", "1=14"],
                                   "stderr")
         self.assertEqual(rc, 1)   # partial is not success
@@ -343,8 +343,8 @@ class ErrnoWrite(DaemonTest):
         self.assertEqual(job["errno"], 22)
         self.assertIn("node 2", job["error"])
         self.assertEqual(self.d.sql("SELECT written, after, achieved FROM batches WHERE op_id = ?",
-                                    (job["op_id"],)), [(600, 600, 600)])
-        self.assertEqual(self.d.sql("SELECT status, errno FROM operations WHERE id = ?", (job["op_id"],)),
+                                    (job["operation_id"],)), [(600, 600, 600)])
+        self.assertEqual(self.d.sql("SELECT status, errno FROM operations WHERE id = ?", (job["operation_id"],)),
                          [("failed", 22)])
         self.assertEqual(self.d.get("/v1/hugepages/2M").json["nodes"][2]["nr"], 600)
         wait_job(self.d, self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"2": 0}}).json["id"])
@@ -430,8 +430,8 @@ class BlockedCompaction(unittest.TestCase):
         job = wait_job(self.d, job_id)
         self.assertEqual(job["status"], "cancelled", job)
         self.assertEqual(job["reason"], "cancel_requested")
-        self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE op_id = ?", (job["op_id"],)), [(3,)])
-        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
+        self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE op_id = ?", (job["operation_id"],)), [(3,)])
+        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["operation_id"],)),
                          [("cancelled",)])
 
     def test_cli_redraws_the_bar_while_the_job_runs(self):
@@ -476,11 +476,11 @@ class BlockedCompaction(unittest.TestCase):
         job = self.d.get("/v1/jobs/%d" % job_id).json
         self.assertEqual(job["status"], "interrupted", job)
         self.assertEqual(self.d.sql("PRAGMA integrity_check"), [("ok",)])
-        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["op_id"],)),
+        self.assertEqual(self.d.sql("SELECT status FROM operations WHERE id = ?", (job["operation_id"],)),
                          [("interrupted",)])
         # the batches measured before the stall were recorded before it
         self.assertEqual(self.d.sql("SELECT node, written, after FROM batches WHERE op_id = ? ORDER BY seq",
-                                    (job["op_id"],)), [(0, 3, 3), (1, 5, 4), (1, 5, 4)])
+                                    (job["operation_id"],)), [(0, 3, 3), (1, 5, 4), (1, 5, 4)])
         # the pool reported is the kernel's (the tree's), both now and in the job's result
         pool = self.d.get("/v1/hugepages/2M").json
         files = {n: int(self.tree.read(NODE % (n, 2048, "nr_hugepages"))) for n in (0, 2, 3)}

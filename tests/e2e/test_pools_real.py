@@ -33,7 +33,7 @@ class RealPool(DaemonTest):
         self.assertEqual(job["status"], "ok", job)
         self.assertEqual(sys_nr(), n0 + 16)
         rows = self.d.sql("SELECT node, before, written, after, requested, achieved, elapsed_ns, latency_ns "
-                          "FROM batches WHERE op_id = ? ORDER BY seq", (job["op_id"],))
+                          "FROM batches WHERE op_id = ? ORDER BY seq", (job["operation_id"],))
         self.assertEqual([(b, w, a, q, g) for _, b, w, a, q, g, _, _ in rows],
                          [(n0 + 4 * i, n0 + 4 * i + 4, n0 + 4 * i + 4, 4, 4) for i in range(4)])
         for node, *_, el, lat in rows:
@@ -54,7 +54,7 @@ class RealPool(DaemonTest):
         self.assertEqual(job["status"], "ok", job)
         self.assertEqual(int(real_file(NODE0)), node0 - 12)
         self.assertEqual(self.d.sql("SELECT node, direction, achieved FROM batches WHERE op_id = ?",
-                                    (job["op_id"],)), [(0, "shrink", 10), (0, "shrink", 2)])
+                                    (job["operation_id"],)), [(0, "shrink", 10), (0, "shrink", 2)])
 
         # a caller who is not an administrator changes nothing
         before = sys_nr()
@@ -114,7 +114,7 @@ class RealGiganticPool(DaemonTest):
         now = int(real_file(GIG + "/nr_hugepages"))
         t = job["result"]["targets"][0]
         rows = self.d.sql("SELECT before, written, after, achieved, elapsed_ns, latency_ns FROM batches "
-                          "WHERE op_id = ? ORDER BY seq", (job["op_id"],))
+                          "WHERE op_id = ? ORDER BY seq", (job["operation_id"],))
         self.assertEqual(t["current"], now)
         self.assertEqual(t["got"], now - self.orig)
         self.assertEqual(sum(r[3] for r in rows), now - self.orig)

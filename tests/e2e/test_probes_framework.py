@@ -73,7 +73,7 @@ class ProbeFrameworkTest(DaemonTest):
         self.assertEqual(list(p["pages_per_node"]), ["0"])
         self.assertGreater(p["mib_per_s"], 0)
         self.assertEqual(done["request"]["cpus"], str(cpu))
-        op = self.d.get("/v1/history/%d" % done["op_id"]).json
+        op = self.d.get("/v1/history/%d" % done["operation_id"]).json
         self.assertEqual((op["kind"], op["status"]), ("probe.touch", "ok"))
         self.assertEqual(op["result"]["passes"][0]["result"]["pages"], p["pages"])
         self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
@@ -120,7 +120,7 @@ class ProbeFrameworkTest(DaemonTest):
         b = wait_job(self.d, self.start("touch", {"size": "8M"})["id"])
         k = self.d.request("PUT", "/v1/knobs/thp.enabled", {"value": self.thp0})   # an operation of another kind
         self.assertEqual(k.status, 200, k.raw)
-        ids = [a["op_id"], b["op_id"], k.json["operation_id"]]
+        ids = [a["operation_id"], b["operation_id"], k.json["operation_id"]]
         r = self.d.get("/v1/history/compare?ids=%d,%d,%d" % tuple(ids))
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual([x["id"] for x in r.json["runs"]], ids)

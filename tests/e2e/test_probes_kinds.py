@@ -73,7 +73,7 @@ class ProbeKindsTest(DaemonTest):
             self.assertGreater(p["mib_s"], 0)
         # The kernel's own accounting agrees: every huge page the PFN test saw was a THP fault.
         self.assertGreaterEqual(r["vmstat"]["thp_fault_alloc"], r["succeeded"])
-        op = self.d.get("/v1/history/%d" % done["op_id"]).json
+        op = self.d.get("/v1/history/%d" % done["operation_id"]).json
         self.assertEqual((op["kind"], op["status"]), ("probe.thp-fault", "ok"))
         self.assertEqual(op["result"]["passes"][0]["result"]["tried"], 16)
 

@@ -12,6 +12,12 @@ import subprocess
 import time
 
 from lib import DaemonTest
+from test_openapi import Validator, load_spec
+
+# A process job's answers as the spec declares a Job (they are not in test_openapi's live run,
+# which has no real process): request, progress and result members, types, at every level.
+JOB = {"$ref": "#/components/schemas/Job"}
+SPEC = Validator(load_spec())
 
 NOBODY = pwd.getpwnam("nobody")
 CHILD = ("import mmap,time\n"
@@ -85,8 +91,10 @@ class Migrate(Base):
                            body={"from": "0", "to": "0", "start_time": c["start_time"]})
         self.assertEqual(r.status, 202, r.raw)
         self.assertEqual(r.headers["Location"], "/v1/jobs/%d" % r.json["id"])
+        SPEC.check(r.json, JOB, "202 job")
         job = wait_job(self.d, r.json["id"])
         self.assertEqual((job["kind"], job["status"]), ("process.migrate", "ok"), job)
+        SPEC.check(job, JOB, "finished job")
         res = job["result"]
         self.assertEqual((res["pid"], res["start_time"], res["from"], res["to"]),
                          (c["pid"], c["start_time"], "0", "0"))
@@ -99,7 +107,7 @@ class Migrate(Base):
         self.assertEqual(set(res["vmstat_delta"]), {"pgmigrate_success", "pgmigrate_fail", "thp_migration_success",
                                                    "thp_migration_fail", "thp_migration_split"})
         # and it is in history, with the actor
-        op = self.d.get("/v1/history/%d" % job["op_id"]).json
+        op = self.d.get("/v1/history/%d" % job["operation_id"]).json
         self.assertEqual((op["kind"], op["status"], op["actor"]["uid"]), ("process.migrate", "ok", 0))
 
     def test_own_user_may_others_may_not(self):
@@ -189,8 +197,10 @@ class Collapse(Base):
         r = self.d.request("POST", "/v1/processes/%d/collapse" % c["pid"],
                            body={"range": {"start": start, "length": 2 << 20}, "start_time": c["start_time"]})
         self.assertEqual(r.status, 202, r.raw)
+        SPEC.check(r.json, JOB, "202 job")
         job = wait_job(self.d, r.json["id"])
         self.assertEqual(job["status"], "ok", job)
+        SPEC.check(job, JOB, "finished job")
         self.assertEqual((job["result"]["ranges"], job["result"]["collapsed"]), (1, 1))
         self.assertEqual(self.big_mapping(c["pid"])["thp_bytes"], 2 << 20)   # exactly that one
 

@@ -28,6 +28,18 @@ def raw_response(sock):
     return lines[0], headers, body
 
 
+class _Prefixed:
+    """A socket whose first recv() returns bytes already read off it."""
+    def __init__(self, sock, first):
+        self.sock, self.first = sock, first
+
+    def recv(self, n):
+        if self.first:
+            out, self.first = self.first, b""
+            return out
+        return self.sock.recv(n)
+
+
 class RouterTest(DaemonTest):
     def test_health_reports_version_kernel_and_capabilities(self):
         r = self.d.get("/v1/health")
@@ -50,7 +62,40 @@ class RouterTest(DaemonTest):
     def test_wrong_method_is_405_with_allow(self):
         r = self.d.request("DELETE", "/v1/health")
         self.assertProblem(r, 405, "request.method_not_allowed")
-        self.assertEqual(r.headers.get("Allow"), "GET")
+        self.assertEqual(r.headers.get("Allow"), "GET, HEAD")
+
+    def test_head_answers_get_headers_without_a_body(self):
+        """RFC 9110 9.3.2: HEAD on a GET route is GET's status and headers, no body. On one
+        connection, the bytes after HEAD's header block must be the next answer's status line: a
+        body sent after HEAD would stand there instead."""
+        for url, status in (("/v1/health", 200), ("/v1/knobs/thp.nothing", 404), ("/v1/topology?x=1", 400)):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(10)
+                s.connect(self.d.socket)
+                s.sendall(b"HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n" % url.encode())
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    chunk = s.recv(4096)
+                    self.assertTrue(chunk, buf)
+                    buf += chunk
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                lines = head.decode().split("\r\n")
+                headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+                self.assertIn(" %d " % status, lines[0] + " ")
+                get = self.d.get(url)
+                self.assertEqual(get.status, status)
+                self.assertEqual(headers["content-type"], get.headers["Content-Type"])
+                if status == 200:   # a problem's detail may differ in length between calls; a 200 here does not
+                    self.assertEqual(int(headers["content-length"]), len(get.raw.encode()))
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                time.sleep(0.1)
+                status_line, _, body = raw_response(_Prefixed(s, rest))
+                self.assertTrue(status_line.startswith("HTTP/1.1 200"), (url, status_line))
+                self.assertEqual(json.loads(body)["status"], "ok")
+        # HEAD is GET's only: on a path without GET it is a 405 whose Allow does not offer it
+        r = self.d.request("HEAD", "/v1/processes")
+        self.assertEqual(r.status, 405)
+        self.assertEqual(r.headers.get("Allow"), "POST")
 
     def test_refusal_from_the_headers_waits_for_the_body(self):
         """A 415 decided from the headers is sent once the (small) body is read: a client that writes

@@ -83,7 +83,8 @@ class ScheduleApiTest(DaemonTest):
         self.assertTrue(s["enabled"])
         self.assertEqual(s["misfire_grace_s"], 120)
         self.assertIn(s["next_run_ns"], {next_daily(before, 2, 0) * NS, next_daily(after, 2, 0) * NS})
-        self.assertEqual(s["next_run"], time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s["next_run_ns"] // NS)))
+        self.assertEqual(s["next_run_at"], time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s["next_run_ns"] // NS))
+                         + ".%09dZ" % (s["next_run_ns"] % NS))
         self.assertEqual(s["created_by"], {"uid": 0, "name": "root"})
         self.assertIsNone(s["last_run_ns"])
         self.assertIsNone(s["last_job_id"])
@@ -430,7 +431,7 @@ class ScheduleDueTest(DaemonTest):
         ops = self.b.sql("SELECT id, source, status, json_extract(request, '$.schedule_id'), "
                          "json_extract(result, '$.missed'), json_extract(result, '$.first_due_ns'), "
                          "json_extract(result, '$.misfire_grace_s') FROM operations WHERE kind = 'schedule.run'")
-        self.assertEqual(ops, [(s["last_op_id"], "scheduler", "skipped", self.b_skip_id, 1, self.due * NS, 5)])
+        self.assertEqual(ops, [(s["last_operation_id"], "scheduler", "skipped", self.b_skip_id, 1, self.due * NS, 5)])
         # No skip was recorded for the schedule that ran.
         self.assertEqual(self.b.sql("SELECT count(*) FROM operations WHERE kind = 'schedule.run' AND "
                                     "json_extract(request, '$.schedule_id') = ?", (self.b_late_id,)), [(0,)])

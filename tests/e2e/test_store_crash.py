@@ -44,7 +44,7 @@ class KillInsideTransactions(unittest.TestCase):
     def job_and_op(self, job_id):
         job = self.d.get("/v1/jobs/%d" % job_id)
         self.assertEqual(job.status, 200, job)
-        op = self.d.get("/v1/history/%d" % job.json["op_id"])
+        op = self.d.get("/v1/history/%d" % job.json["operation_id"])
         self.assertEqual(op.status, 200, op)
         return job.json, op.json
 
