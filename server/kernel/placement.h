@@ -1,6 +1,7 @@
 /* Where a process's memory really is: /proc/PID/numa_maps (per mapping: policy, pages per node,
  * page size), smaps (per mapping: end address, AnonHugePages), smaps_rollup (AnonHugePages in
- * all) and status (Mems_allowed_list), parsed into one struct and summed per node.
+ * all; skipped when /proc/meminfo's AnonHugePages is 0) and status (Mems_allowed_list), parsed
+ * into one struct and summed per node.
  *
  * The parsers are pure functions of the text (pl_parse_*), so fixtures can test every form the
  * kernel prints (kernel-interfaces.md §4.10); pl_read() reads the files of a live process and

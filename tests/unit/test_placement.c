@@ -552,6 +552,42 @@ START_TEST(ends_from_maps_without_thp)
 }
 END_TEST
 
+START_TEST(rollup_skipped_when_meminfo_shows_no_thp)
+{
+	/* /proc/meminfo's AnonHugePages sums every rollup's: 0 there and the rollup (which here
+	 * says 8 MiB, as no real kernel would beside it) is not read; any THP there, an unreadable
+	 * line or no meminfo at all, and it is. */
+	static const struct { const char *meminfo; bool read; } cases[] = {
+		{ "MemTotal:       16 kB\nAnonHugePages:         0 kB\nShmemHugePages:        0 kB\n", false },
+		{ "MemTotal:       16 kB\nAnonHugePages:      2048 kB\n", true },
+		{ "MemTotal:       16 kB\nAnonHugePages:        -1 kB\n", true },
+		{ "MemTotal:       16 kB\n", true },
+		{ NULL, true },
+	};
+	char path[PATH_MAX];
+	struct placement p;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/meminfo", root);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (cases[i].meminfo) {
+			FILE *f = fopen(path, "w");
+			ck_assert_ptr_nonnull(f);
+			fputs(cases[i].meminfo, f);
+			fclose(f);
+		} else {
+			unlink(path);
+		}
+		ck_assert_int_eq(pl_read_opts(root, 4242, 0, PL_NO_ENDS, &p), 0);
+		ck_assert_msg(p.smaps_read == cases[i].read, "case %zu", i);
+		ck_assert_uint_eq(p.rollup_thp_kb, cases[i].read ? 8192 : 0);
+		ck_assert_uint_eq(p.n_mappings, 6);
+		pl_free(&p);
+	}
+	remove_tree();
+}
+END_TEST
+
 START_TEST(read_self_on_the_real_kernel)
 {
 	/* 8 MiB touched: resident anonymous memory this process really has, on some node. */
@@ -600,6 +636,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stat_start_time);
 	tcase_add_test(tc, read_generated_tree);
 	tcase_add_test(tc, ends_from_maps_without_thp);
+	tcase_add_test(tc, rollup_skipped_when_meminfo_shows_no_thp);
 	tcase_add_test(tc, read_self_on_the_real_kernel);
 	suite_add_tcase(s, tc);
 	return s;
