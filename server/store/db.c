@@ -194,6 +194,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store *st = arg;
 
+	__atomic_add_fetch(&st->commits, 1, __ATOMIC_RELAXED);   /* the scans' pacing (stats.c) */
 	if (frames >= 1000 && !__atomic_load_n(&st->scans, __ATOMIC_RELAXED))
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	return SQLITE_OK;

@@ -33,6 +33,7 @@ struct store {
 	char kill_tx[32];                     /* MEMPOLICYD_TEST_KILL_AT=<tx>:<n>; "" when unset */
 	int kill_at;
 	int scans;                            /* statistics scans in progress (atomic): no checkpoint meanwhile */
+	unsigned commits;                     /* atomic: commits on the writer, counted by its WAL hook (the scans' pacing) */
 	int64_t instance;                     /* this daemon start's random id, written with every operation and job */
 	bool trusted;                         /* the file passed store_check_schema: closing may write */
 };

@@ -1,6 +1,7 @@
 #include "server/store/stats.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "server/store/db.h"
 #include "server/store/internal.h"
@@ -26,6 +27,50 @@ static void bind_filter(sqlite3_stmt *s, const struct stats_filter *f)
 		sqlite3_bind_int64(s, 6, f->until_ns);
 }
 
+/* Pacing. The scan runs at SCHED_IDLE (api/slow.c), yet on this kind of machine (2 virtual CPUs)
+ * a busy core still slows the writers on the other one: a SCHED_IDLE busy loop alone added 4 ms
+ * to their p99 (bench/README.md, row 6). So while writers commit, the scan gives way: every
+ * PACE_ROWS rows (about a millisecond of walking) it looks whether any commit happened since the
+ * last look, and if one did it sleeps PACE_SLEEP times as long as it walked. With no writer it
+ * never sleeps, so the statistics' own time is unchanged on a quiet daemon. */
+#define PACE_ROWS  8192
+#define PACE_SLEEP 3
+
+struct pace {
+	unsigned commits;             /* st->commits at the last look */
+	struct timespec since;        /* when the walk resumed */
+};
+
+static void pace_begin(const struct store *st, struct pace *p)
+{
+	p->commits = __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_MONOTONIC, &p->since);
+}
+
+static void pace(const struct store *st, struct pace *p, size_t row)
+{
+	struct timespec now, nap;
+	unsigned c;
+	int64_t ran;
+
+	if (row % PACE_ROWS)
+		return;
+	c = __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (c != p->commits) {
+		ran = (now.tv_sec - p->since.tv_sec) * 1000000000LL + (now.tv_nsec - p->since.tv_nsec);
+		ran = ran > 50000000 ? 50000000 : ran;   /* a walk descheduled for long is not owed more */
+		ran *= PACE_SLEEP;
+		nap.tv_sec = ran / 1000000000LL;
+		nap.tv_nsec = ran % 1000000000LL;
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		c = __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
+	}
+	p->commits = c;
+	p->since = now;
+}
+
 /* Up to this many samples are kept in memory (8 MiB) and walked once, as they come in latency
  * order; a population larger than that is counted in SQL and walked again without a buffer. */
 size_t stats_buf_samples = (size_t)1 << 20;
@@ -36,9 +81,12 @@ static int walk_buffered(struct store *st, sqlite3_stmt *s, struct mmstats *out,
 {
 	double *v = NULL;
 	size_t n = 0, cap = 0;
+	struct pace p;
 	int rc;
 
+	pace_begin(st, &p);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		pace(st, &p, n + 1);
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 4096;
 			double *nv;
@@ -69,6 +117,7 @@ static int walk_counted(struct store *st, int m, const struct stats_filter *f, s
 {
 	sqlite3_stmt *s = stmt(st, ST_STATS_COUNT_0 + m);
 	struct mmstats_walk w;
+	struct pace p;
 	int64_t n;
 	double sum;
 	int rc;
@@ -81,8 +130,11 @@ static int walk_counted(struct store *st, int m, const struct stats_filter *f, s
 	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
 	s = stmt(st, ST_STATS_WALK_0 + m);
 	bind_filter(s, f);
-	while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW)
+	pace_begin(st, &p);
+	while (w.i < w.n && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		mmstats_walk_add(&w, (double)sqlite3_column_int64(s, 0));
+		pace(st, &p, w.i);
+	}
 	if (w.i != w.n)
 		return store_fail(st, R, e, "latency statistics");
 	mmstats_walk_end(&w);
