@@ -94,6 +94,9 @@ json_t *col_json(sqlite3_stmt *s, int col);
 /* How many latency samples a statistics query keeps in memory (2^20: 8 MiB) before it switches to
  * counting first and walking without a buffer. A variable only so that a test can make it small. */
 extern size_t stats_buf_samples;
+/* How many times a statistics walk paused for writers (stats.c), counted for the unit test that
+ * checks it pauses only when commits happen; atomic. */
+extern unsigned stats_pauses;
 
 /* Rows of one table written inside another file's transaction (the writer lock held). */
 struct op_record;

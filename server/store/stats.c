@@ -36,6 +36,8 @@ static void bind_filter(sqlite3_stmt *s, const struct stats_filter *f)
 #define PACE_ROWS  8192
 #define PACE_SLEEP 3
 
+unsigned stats_pauses;
+
 struct pace {
 	unsigned commits;             /* st->commits at the last look */
 	struct timespec since;        /* when the walk resumed */
@@ -64,6 +66,7 @@ static void pace(const struct store *st, struct pace *p, size_t row)
 		nap.tv_sec = ran / 1000000000LL;
 		nap.tv_nsec = ran % 1000000000LL;
 		nanosleep(&nap, NULL);
+		__atomic_add_fetch(&stats_pauses, 1, __ATOMIC_RELAXED);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		c = __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
 	}

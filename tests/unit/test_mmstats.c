@@ -1,6 +1,7 @@
 /* Latency statistics the mmtests way (kernel-interfaces.md §9.2), and the store query that feeds
  * them from the batches table. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -196,6 +197,81 @@ START_TEST(store_query_filters_and_sorts)
 }
 END_TEST
 
+struct committer {
+	struct store *st;
+	int stop;                 /* atomic */
+	int n;
+};
+
+static void *commit_loop(void *arg)
+{
+	struct committer *c = arg;
+	mp_err e = { 0 };
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+		struct op_record op = { .kind = "knob.set", .source = "api", .started_ns = 1, .status = "ok" };
+		if (history_insert(c->st, &op, &e) > 0)
+			__atomic_add_fetch(&c->n, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+START_TEST(a_walk_paced_by_writers_stays_exact)
+{
+	/* While writers commit, the walk pauses every 8192 rows (stats.c); the answer must be the one
+	 * it gives on a quiet store, buffered or counted, and without writers it never pauses. */
+	enum { N = 40000 };
+	char path[] = "/tmp/mpd-mmstats-XXXXXX";
+	int fd = mkstemp(path);
+	static struct batch_row rows[N];
+	static double lat[N];
+	struct stats_filter f = { .kind = "hugepages.resize", .grow = true, .node = -1 };
+	struct op_record op = { .kind = "hugepages.resize", .started_ns = 1, .status = "ok" };
+	struct mmstats s, want;
+	struct committer c = { 0 };
+	unsigned seed = 7, before;
+	pthread_t th;
+	mp_err e = { 0 };
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(path);
+	c.st = store_open(path, &e);
+	ck_assert_msg(c.st != NULL, "%s", e.detail);
+	ck_assert_int_gt(history_insert(c.st, &op, &e), 0);
+	for (int i = 0; i < N; i++) {
+		lat[i] = (double)(1000 + rand_r(&seed) % 5000000);
+		rows[i] = (struct batch_row){ .op_id = 1, .seq = i + 1, .kind = "hugepages.resize", .size_kb = 2048,
+					      .node = 0, .grow = true, .started_ns = 100 + i, .requested = 1,
+					      .achieved = 1, .latency_ns = (int64_t)lat[i] };
+	}
+	ck_assert_int_eq(batches_db_insert(c.st, rows, N, &e), 0);
+	qsort(lat, N, sizeof *lat, cmp_double);
+	mmstats_sorted(lat, N, &want);
+
+	before = __atomic_load_n(&stats_pauses, __ATOMIC_RELAXED);
+	ck_assert_int_eq(stats_latency(c.st, &f, &s, &e), 0);
+	assert_same(&s, &want);
+	ck_assert_uint_eq(__atomic_load_n(&stats_pauses, __ATOMIC_RELAXED), before);   /* nobody wrote */
+
+	ck_assert_int_eq(pthread_create(&th, NULL, commit_loop, &c), 0);
+	while (__atomic_load_n(&c.n, __ATOMIC_RELAXED) < 1)   /* the writer is committing */
+		usleep(1000);
+	for (int pass = 0; pass < 2; pass++) {
+		stats_buf_samples = pass ? 100 : (size_t)1 << 20;   /* buffered, then counted and walked */
+		ck_assert_int_eq(stats_latency(c.st, &f, &s, &e), 0);
+		assert_same(&s, &want);
+	}
+	stats_buf_samples = (size_t)1 << 20;
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert_msg(__atomic_load_n(&stats_pauses, __ATOMIC_RELAXED) > before,
+		      "the walk never paused while %d operations were committed", __atomic_load_n(&c.n, __ATOMIC_RELAXED));
+	store_close(c.st);
+	unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mmstats");
@@ -205,6 +281,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, seed_003_shape_on_large_values);
 	tcase_add_test(tc, walk_matches_the_array_for_every_count);
 	tcase_add_test(tc, store_query_filters_and_sorts);
+	tcase_add_test(tc, a_walk_paced_by_writers_stays_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }
