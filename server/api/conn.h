@@ -22,6 +22,7 @@ struct conn_limits {
 	unsigned idle_timeout_s;    /* nothing sent either way for this long: closed (libmicrohttpd) */
 	unsigned request_timeout_s; /* a whole request (headers and body) must arrive within this,
 				     * counted from the accept or from the end of the previous answer */
+	unsigned auth_fails;        /* TLS: failed authentications a peer may make per minute (api/auth.h) */
 };
 
 /* libmicrohttpd worker threads per listener. A connection stays with the worker that accepted
