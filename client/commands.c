@@ -282,7 +282,7 @@ const struct command cli_commands[] = {
 	{ "token", "create", cmd_token_create, "", 0, token_create_opts,
 	  "a bearer token for the TLS listener (root only); the secret is printed once",
 	  "The secret goes alone to stdout, so `token create ... > FILE` makes a --token-file.\n"
-	  "Example: mempolicyctl token create --name ci --scope admin --expires 30d > ci.token" },
+	  "Example: mempolicyctl token create --name ci --scope admin --expires 30d > ci-token" },
 	{ "token", "list", cmd_token_list, "", 0, NULL,
 	  "tokens (never their secrets): scope, expiry, last use, revocation (root only)", NULL },
 	{ "token", "revoke", cmd_token_revoke, "NAME", 1, NULL,
