@@ -58,7 +58,8 @@ struct conn_table *conn_table_new(const struct conn_limits *l, bool have_admin_g
 void conn_table_free(struct conn_table *t);
 
 /* A connection accepted on fd (on the Unix socket SO_PEERCRED names the caller; over TCP only
- * the total limit applies: no caller is known, and none may change anything). Returns its context, owned by the table until conn_closed(); NULL when out of memory
+ * the total limit applies: no caller is known at accept, and on the TLS listener each request
+ * names its own by its bearer token, api/auth.c). Returns its context, owned by the table until conn_closed(); NULL when out of memory
  * (the connection is then shut down). A connection over the limits gets a 503 problem written on
  * it and is shut down; its context says so (conn_refused). */
 struct conn *conn_opened(struct conn_table *t, int fd);
