@@ -20,9 +20,14 @@ enum {
 };
 
 #define CLI_DEFAULT_SOCKET "/run/mempolicyd/mempolicyd.sock"
+#define CLI_URL_MAX   255   /* "https://host:port", nothing after the port */
+#define CLI_TOKEN_MAX 128   /* a token is 85 characters */
 
 struct cli {
 	const char *socket;     /* borrowed from argv or the environment */
+	const char *url;        /* borrowed: --url / $MEMPOLICYD_URL, "https://host:port"; NULL: the socket */
+	const char *cacert;     /* borrowed: --cacert, the CA file that signed the daemon's certificate */
+	char *token;            /* owned: from $MEMPOLICYD_TOKEN or --token-file, never from argv; wiped */
 	bool json;              /* --json: print the daemon's JSON instead of tables */
 	void *curl;             /* owned: the one libcurl handle (so one connection) every request of
 				 * this command uses; made by the first request, freed by main */
@@ -46,6 +51,7 @@ struct args {
 	struct num limit, count, total, batch, grace;
 	struct num node_id;     /* --node N where the client checks the number itself */
 	bool dry_run, wait, no_wait, compact;
+	const char *name, *scope, *expires;   /* token create */
 	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
 	/* run: numactl's policy and CPU options; proc migrate/collapse */
@@ -116,6 +122,13 @@ extern const size_t cli_ncommands;
  * ends options. Fills a (free it with cli_args_free). EXIT_OK, or EXIT_USAGE after printing why. */
 int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, struct args *a);
 void cli_args_free(struct args *a);
+
+/* The remote transport (client/remote.c): checks c->url ("http://" or "https://" HOST[:PORT],
+ * nothing after), reads the token from token_file (when not NULL) or $MEMPOLICYD_TOKEN into
+ * c->token, and refuses a token with a plain http URL (it would cross the network in clear).
+ * EXIT_OK or EXIT_USAGE after saying why. cli_remote_free wipes the token. */
+int cli_remote_setup(struct cli *c, const char *token_file);
+void cli_remote_free(struct cli *c);
 
 /* The usage line's arguments after the command words, generated from the declaration. */
 void cli_print_usage_args(FILE *f, const struct command *cmd);

@@ -33,6 +33,9 @@ int cmd_proc_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_proc_watch(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_cgroup_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_cgroup_mems(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_token_create(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_token_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_token_revoke(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0 }
 
@@ -125,6 +128,14 @@ static const struct opt schedule_add_opts[] = {
 	{ "--grace", "S", "a run missed while the daemon was down still runs if at most S seconds\n"
 	  "late (default 3600); older ones are skipped and recorded", OPT_NUM_IN(grace, 0), 0 },
 	{ "--batch", "B", "pages per write of the resize", OPT_NUM_IN(batch, 0), 0 },
+	END,
+};
+
+static const struct opt token_create_opts[] = {
+	{ "--name", "NAME", "what the token is for (letters, digits, . _ -; up to 48): history\n"
+	  "records its changes as token:NAME", OPT_TEXT_IN(name), OPT_REQUIRED },
+	{ "--scope", "SCOPE", "read (GET only) or admin (changes too)", OPT_TEXT_IN(scope), OPT_REQUIRED },
+	{ "--expires", "DUR", "expires after DUR: 30d, 12h, 90m, 3600s (default: never)", OPT_TEXT_IN(expires), 0 },
 	END,
 };
 
@@ -268,5 +279,13 @@ const struct command cli_commands[] = {
 	  "NODES is a node list such as 0-1,3 (\"\" empties it: on cgroup v2 that inherits the parent's).\n"
 	  "On v2 the kernel migrates the tasks' pages; on v1 only with cpuset.memory_migrate = 1.\n"
 	  "Example: mempolicyctl cgroup mems system.slice/db.service 1" },
+	{ "token", "create", cmd_token_create, "", 0, token_create_opts,
+	  "a bearer token for the TLS listener (root only); the secret is printed once",
+	  "The secret goes alone to stdout, so `token create ... > FILE` makes a --token-file.\n"
+	  "Example: mempolicyctl token create --name ci --scope admin --expires 30d > ci-token" },
+	{ "token", "list", cmd_token_list, "", 0, NULL,
+	  "tokens (never their secrets): scope, expiry, last use, revocation (root only)", NULL },
+	{ "token", "revoke", cmd_token_revoke, "NAME", 1, NULL,
+	  "revoke a token at once; its name stays taken (root only)", NULL },
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

@@ -47,13 +47,13 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	CURL *h;                        /* borrowed: c->curl, kept for the next request */
 	struct curl_slist *hdr = NULL;  /* owned */
 	struct buf b = { 0 };
-	char url[QUERY_MAX + 32], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;   /* payload: owned */
+	char url[QUERY_MAX + CLI_URL_MAX + 1], auth[64 + CLI_TOKEN_MAX], errbuf[CURL_ERROR_SIZE] = "", *payload = NULL;   /* payload: owned */
 	CURLcode cc;
 	long status = 0;
 	int rc = -1;
 
 	memset(r, 0, sizeof *r);
-	if (snprintf(url, sizeof url, "http://localhost%s", path) >= (int)sizeof url) {
+	if (snprintf(url, sizeof url, "%s%s", c->url ? c->url : "http://localhost", path) >= (int)sizeof url) {
 		snprintf(r->error, sizeof r->error, "request path too long");
 		return -1;
 	}
@@ -64,7 +64,14 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	h = c->curl;
 	/* Forgets the previous request's options but keeps its connection open for this one. */
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	if (c->url) {
+		/* Only http and https, no redirects (curl's default): the token goes to this URL only. */
+		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (c->cacert)
+			curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+	} else {
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -76,6 +83,12 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "mempolicyctl/" MPD_VERSION);
 	hdr = curl_slist_append(hdr, "Accept: application/json, application/problem+json");
+	/* Only over https (main.c refuses a token with an http URL): checked in cli_transport. */
+	if (c->token && c->url) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
+		hdr = curl_slist_append(hdr, auth);
+		explicit_bzero(auth, sizeof auth);
+	}
 	if (body) {
 		if (!(payload = json_dumps(body, JSON_COMPACT))) {
 			snprintf(r->error, sizeof r->error, "cannot encode the request body");

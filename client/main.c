@@ -1,6 +1,6 @@
 /* mempolicyctl: the command-line client of mempolicyd.
  *
- *   mempolicyctl [--socket PATH] [--json] COMMAND [ARGS...]
+ *   mempolicyctl [--socket PATH | --url URL [--cacert FILE] [--token-file FILE]] [--json] COMMAND [ARGS...]
  *
  * Global options, dispatch by the first one or two words through the command table
  * (client/commands.c, where every command and its options are declared), help for the whole
@@ -26,12 +26,16 @@ static void print_command_line(FILE *f, const struct command *k)
 static void main_help(FILE *f)
 {
 	fprintf(f,
-		"usage: mempolicyctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+		"usage: mempolicyctl [--socket PATH | --url URL [--cacert FILE] [--token-file FILE]] [--json]\n"
+		"                    COMMAND [ARGS...]\n"
 		"\n"
 		"Client of mempolicyd, the NUMA memory-placement daemon.\n"
 		"\n"
 		"Options:\n"
 		"  --socket PATH  the daemon's socket (else $MEMPOLICYD_SOCKET, else " CLI_DEFAULT_SOCKET ")\n"
+		"  --url URL      a daemon over the network, https://HOST:PORT (else $MEMPOLICYD_URL)\n"
+		"  --cacert FILE  the CA that signed the daemon's certificate (default: the system's)\n"
+		"  --token-file FILE  the bearer token, else $MEMPOLICYD_TOKEN (never on the command line)\n"
 		"  --json         print the daemon's JSON answer instead of a table\n"
 		"  --help         this help; COMMAND --help for a command\n"
 		"  --version      the client's version\n"
@@ -94,11 +98,33 @@ static int finish(int rc)
 }
 
 /* Global options before the command; *i ends at the command word. -1 to go on, else an exit code. */
-static int global_options(struct cli *c, int argc, char **argv, int *i)
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 with *out set, 0 when it is not that option,
+ * -1 when the value is missing. */
+static int valued(const char *name, int argc, char **argv, int *i, const char **out)
 {
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) != 0 || (a[n] != '=' && a[n] != '\0'))
+		return 0;
+	if (a[n] == '=') {
+		*out = a + n + 1;
+		return 1;
+	}
+	if (*i + 1 >= argc)
+		return -1;
+	*out = argv[++*i];
+	return 1;
+}
+
+static int global_options(struct cli *c, int argc, char **argv, int *i, const char **token_file)
+{
+	static const char *const names[] = { "--socket", "--url", "--cacert", "--token-file" };
+
 	for (; *i < argc && argv[*i][0] == '-'; ++*i) {
 		const char *a = argv[*i];
-		size_t n = strlen("--socket");
+		const char **slot[] = { &c->socket, &c->url, &c->cacert, token_file };
+		int got = 0;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			main_help(stdout);
 			return EXIT_OK;
@@ -119,15 +145,13 @@ static int global_options(struct cli *c, int argc, char **argv, int *i)
 			return cli_complete(c, argv[*i + 1]);
 		if (strcmp(a, "--json") == 0) {
 			c->json = true;
-		} else if (strncmp(a, "--socket", n) == 0 && a[n] == '=') {
-			c->socket = a + n + 1;
-		} else if (strcmp(a, "--socket") == 0) {
-			if (*i + 1 >= argc)
-				return cli_usage_error(NULL, "--socket needs a value");
-			c->socket = argv[++*i];
-		} else {
-			return cli_usage_error(NULL, "unknown option '%s'", a);
+			continue;
 		}
+		for (size_t k = 0; k < sizeof names / sizeof names[0] && !got; k++)
+			if ((got = valued(names[k], argc, argv, i, slot[k])) < 0)
+				return cli_usage_error(NULL, "%s needs a value", names[k]);
+		if (!got)
+			return cli_usage_error(NULL, "unknown option '%s'", a);
 	}
 	return -1;
 }
@@ -185,8 +209,8 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 	}
 	if ((rc = cli_args(c, k, argc, argv, &a)) != EXIT_OK)
 		goto out;
-	/* The daemon is only reached on a Unix socket: no TLS back end to initialise. */
-	if (curl_global_init(CURL_GLOBAL_NOTHING) != 0) {
+	/* On the Unix socket no TLS back end is initialised (start-up time); over https it is. */
+	if (curl_global_init(c->url ? CURL_GLOBAL_DEFAULT : CURL_GLOBAL_NOTHING) != 0) {
 		out_error("cannot initialise libcurl");
 		rc = EXIT_REFUSED;
 		goto out;
@@ -204,15 +228,19 @@ int main(int argc, char **argv)
 {
 	struct cli c = { .socket = NULL, .json = false, .curl = NULL };
 	const struct command *k;
-	const char *env = getenv("MEMPOLICYD_SOCKET");
+	const char *env = getenv("MEMPOLICYD_SOCKET"), *url = getenv("MEMPOLICYD_URL"), *token_file = NULL;
 	int i = 1, rc;
 
 	c.socket = env && env[0] ? env : CLI_DEFAULT_SOCKET;
-	if ((rc = global_options(&c, argc, argv, &i)) >= 0)
+	c.url = url && url[0] ? url : NULL;
+	if ((rc = global_options(&c, argc, argv, &i, &token_file)) >= 0)
 		return finish(rc);
 	if (i >= argc)
 		return finish(cli_usage_error(NULL, "no command given"));
 	if (!(k = find_command(argc, argv, i, &rc)))
 		return finish(rc);
-	return finish(run(&c, k, argc - i - (k->name[0] ? 2 : 1), argv + i + (k->name[0] ? 2 : 1)));
+	if ((rc = cli_remote_setup(&c, token_file)) == EXIT_OK)
+		rc = run(&c, k, argc - i - (k->name[0] ? 2 : 1), argv + i + (k->name[0] ? 2 : 1));
+	cli_remote_free(&c);
+	return finish(rc);
 }

@@ -239,8 +239,12 @@ void out_problem(const struct http_result *r)
 
 void out_unreachable(const struct cli *c, const char *why)
 {
-	out_error("cannot reach mempolicyd at %s: %s (is it running? set --socket or $MEMPOLICYD_SOCKET)",
-		  c->socket, why);
+	if (c->url)
+		out_error("cannot reach mempolicyd at %s: %s (is it running? is --cacert the CA that signed its "
+			  "certificate?)", c->url, why);
+	else
+		out_error("cannot reach mempolicyd at %s: %s (is it running? set --socket or $MEMPOLICYD_SOCKET)",
+			  c->socket, why);
 }
 
 void out_progress(const char *label, double frac, bool done)

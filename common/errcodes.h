@@ -38,6 +38,15 @@
 	X(REQUEST_MISDIRECTED,          "request.misdirected",          MISDIRECTED,   "over TCP, a Host that is not one of the listener's names (DNS rebinding)") \
 	X(AUTH_CROSS_ORIGIN,            "auth.cross_origin",            FORBIDDEN,     "a browser's cross-origin request (Origin or Sec-Fetch-Site)") \
 	X(AUTH_FORBIDDEN,               "auth.forbidden",               FORBIDDEN,     "a change by a caller that is neither root nor in the admin group") \
+	X(AUTH_UNAUTHENTICATED,         "auth.unauthenticated",         UNAUTHORIZED,  "over TLS, a request without a valid bearer token (missing, malformed, unknown, wrong, expired or revoked)") \
+	X(AUTH_SCOPE,                   "auth.scope",                   FORBIDDEN,     "the bearer token's scope does not cover the route (a read token on a change)") \
+	X(AUTH_CLIENT_CERTIFICATE,      "auth.client_certificate",      FORBIDDEN,     "with --tls-client-ca, a TLS client without a certificate that CA signed and that is valid now") \
+	X(AUTH_RATE_LIMITED,            "auth.rate_limited",            TOO_MANY,      "too many failed authentications from this peer address; Retry-After says when to try again") \
+	X(TOKEN_NOT_FOUND,              "token.not_found",              NOT_FOUND,     "no token has this name") \
+	X(TOKEN_EXISTS,                 "token.exists",                 CONFLICT,      "a token with this name exists (revoked names stay taken: history names them)") \
+	X(TOKEN_BAD_REQUEST,            "token.bad_request",            UNPROCESSABLE, "a token name, scope or expiry out of range") \
+	X(TOKEN_LIMIT,                  "token.limit",                  CONFLICT,      "the daemon holds 1000 tokens, revoked ones included; no more can be created") \
+	X(TOKEN_ROOT_ONLY,              "token.root_only",              FORBIDDEN,     "tokens are created, listed and revoked by root on the Unix socket only") \
 	X(KNOB_UNKNOWN,                 "knob.unknown",                 NOT_FOUND,     "no knob has this name") \
 	X(KNOB_UNAVAILABLE,             "knob.unavailable",             CONFLICT,      "this kernel lacks the knob") \
 	X(KNOB_VALUE_NOT_ALLOWED,       "knob.value_not_allowed",       UNPROCESSABLE, "the value is not in the kernel's list for the knob") \
@@ -104,6 +113,7 @@
 	X(STORE_TOO_NEW,                "store.too_new",                INTERNAL,      "start-up: the database is newer than this binary") \
 	X(CONFIG_SOCKET,                "config.socket",                INVALID,       "start-up: the Unix socket path cannot be used") \
 	X(CONFIG_LISTEN_TCP,            "config.listen_tcp",            INVALID,       "start-up: --listen-tcp is malformed or not a loopback address") \
+	X(CONFIG_TLS,                   "config.tls",                   INVALID,       "start-up: a TLS certificate, key or client CA cannot be read or used, or TLS options without --listen-tcp") \
 	X(CONFIG_TEST_CLOCK,            "config.test_clock",            INVALID,       "start-up (test builds only): --test-clock's file cannot be read or holds no time") \
 	X(CONFIG_LIMITS,                "config.limits",                INVALID,       "start-up: a connection limit or timeout is out of range, or needs more open files than the hard limit") \
 	X(CONFIG_DB_IN_USE,             "config.db_in_use",             CONFLICT,      "start-up: another daemon already serves this database") \
@@ -116,6 +126,7 @@
 /* What went wrong, in terms every layer shares. server/api/problem.c maps each to a status. */
 #define MP_ERROR_KINDS(X) \
 	X(INVALID, "invalid")                  /* malformed request: 400 */ \
+	X(UNAUTHORIZED, "unauthorized")        /* no valid credentials: 401 + WWW-Authenticate */ \
 	X(FORBIDDEN, "forbidden")              /* 403 */ \
 	X(NOT_FOUND, "not_found")              /* 404 */ \
 	X(METHOD, "method")                    /* 405 */ \
@@ -125,6 +136,7 @@
 	X(URI_TOO_LONG, "uri_too_long")        /* 414 */ \
 	X(MEDIA_TYPE, "media_type")            /* 415 */ \
 	X(UNPROCESSABLE, "unprocessable")      /* well-formed but not acceptable: 422 */ \
+	X(TOO_MANY, "too_many")                /* slow down: 429 + Retry-After */ \
 	X(KERNEL, "kernel")                    /* the kernel refused: 422 for EINVAL/ERANGE, else 409 */ \
 	X(NOMEM, "nomem")                      /* 500 */ \
 	X(INTERNAL, "internal")                /* 500 */ \

@@ -2,8 +2,8 @@
 # Install the Debian packages a stage needs, only those missing, only as root.
 # Usage: packaging/deps.sh build|test|vm|bench|fuzz|deb
 set -eu
-build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev libsystemd-dev"
-test="$build check python3 curl sqlite3 passwd prometheus systemd man-db"
+build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev libsystemd-dev libgnutls28-dev"
+test="$build check python3 curl sqlite3 passwd prometheus systemd man-db openssl"
 vm="$build qemu-system-x86 busybox-static cpio python3 curl numactl"
 bench="$build wrk nginx-light numactl curl python3 linux-source-6.1"
 fuzz="$build clang libclang-rt-14-dev"

@@ -14,7 +14,9 @@
 
 #include "common/parse.h"
 #include "server/api/api.h"
+#include "server/api/auth.h"
 #include "server/api/conn.h"
+#include "server/api/tls.h"
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/instance.h"
@@ -44,18 +46,22 @@ struct config {
 	char *sysfs_root;
 	char *procfs_root;
 	char *listen_tcp;     /* NULL: no TCP listener */
+	char *tls_cert;       /* with tls_key: the TCP listener speaks TLS (api/tls.h) */
+	char *tls_key;
+	char *tls_client_ca;  /* NULL: no client certificates asked for */
 	char *admin_group;    /* NULL: only root may change things */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
-	char *limit[5];       /* max-connections ... request-timeout, as written; NULL: default */
+	char *limit[6];       /* max-connections ... auth-failures-per-minute, as written; NULL: default */
 	char *keep[5];        /* max-schedules, retain-*: as written; NULL: default */
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 };
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
 #define OPT_LIMIT 256
-static const char *const limit_names[5] = {
+static const char *const limit_names[6] = {
 	"max-connections", "max-connections-per-uid", "admin-reserve", "idle-timeout", "request-timeout",
+	"auth-failures-per-minute",
 };
 
 /* The collections' caps and retention (store/retain.h): option OPT_KEEP + i is keep[i]. A value
@@ -82,6 +88,9 @@ static const struct option long_opts[] = {
 	{ "sysfs-root",  required_argument, NULL, 'S' },
 	{ "procfs-root", required_argument, NULL, 'P' },
 	{ "listen-tcp",  required_argument, NULL, 't' },
+	{ "tls-cert",    required_argument, NULL, 'C' },
+	{ "tls-key",     required_argument, NULL, 'K' },
+	{ "tls-client-ca", required_argument, NULL, 'A' },
 	{ "admin-group", required_argument, NULL, 'g' },
 	{ "log-level",   required_argument, NULL, 'l' },
 	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
@@ -89,6 +98,7 @@ static const struct option long_opts[] = {
 	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
 	{ "idle-timeout",            required_argument, NULL, OPT_LIMIT + 3 },
 	{ "request-timeout",         required_argument, NULL, OPT_LIMIT + 4 },
+	{ "auth-failures-per-minute", required_argument, NULL, OPT_LIMIT + 5 },
 	{ "max-schedules",           required_argument, NULL, OPT_KEEP + 0 },
 	{ "retain-days",             required_argument, NULL, OPT_KEEP + 1 },
 	{ "retain-operations",       required_argument, NULL, OPT_KEEP + 2 },
@@ -120,7 +130,12 @@ static const struct opt_doc {
 	{ "db", "PATH", "SQLite database (default " DEFAULT_DB ")", -1, true },
 	{ "sysfs-root", "DIR", "where sysfs is (default /sys)", -1, true },
 	{ "procfs-root", "DIR", "where procfs is (default /proc)", -1, true },
-	{ "listen-tcp", "A:P", "also serve read-only HTTP (and /metrics) on a loopback address, e.g. 127.0.0.1:8700",
+	{ "listen-tcp", "A:P", "also serve HTTP on TCP: without TLS read-only and on a loopback address only (e.g. "
+	  "127.0.0.1:8700); with --tls-cert and --tls-key HTTPS on any address, every request with a bearer token",
+	  -1, true },
+	{ "tls-cert", "PATH", "PEM certificate (chain) of the TCP listener; read once at start", -1, true },
+	{ "tls-key", "PATH", "PEM private key of --tls-cert; read once at start", -1, true },
+	{ "tls-client-ca", "PATH", "PEM CA(s): TLS clients must also present a certificate they signed (mutual TLS)",
 	  -1, true },
 	{ "admin-group", "NAME", "members of this group may change settings (root always may)", -1, true },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
@@ -131,6 +146,8 @@ static const struct opt_doc {
 	{ "idle-timeout", "S", "close a connection silent for S seconds", CONN_DEFAULT_IDLE_TIMEOUT, true },
 	{ "request-timeout", "S", "close a connection whose request (headers and body) takes longer",
 	  CONN_DEFAULT_REQUEST_TIMEOUT, true },
+	{ "auth-failures-per-minute", "N", "TLS: failed authentications one peer address may make in a minute before "
+	  "it is refused (429) for the rest of it", AUTH_DEFAULT_FAILS, true },
 	{ "max-schedules", "N", "schedules the daemon holds at most", 1000, true },
 	{ "retain-days", "N", "history, batches and finished jobs older than N days are removed (0: by count only)",
 	  RETAIN_DEFAULT_DAYS, true },
@@ -218,7 +235,11 @@ static char **config_slot(struct config *c, int opt)
 	case 'g': return &c->admin_group;
 	case 'l': return &c->log_level;
 	case 'M': return &c->probe_share;
+	case 'C': return &c->tls_cert;
+	case 'K': return &c->tls_key;
+	case 'A': return &c->tls_client_ca;
 	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
+	case OPT_LIMIT + 5:
 		return &c->limit[opt - OPT_LIMIT];
 	case OPT_KEEP + 0: case OPT_KEEP + 1: case OPT_KEEP + 2: case OPT_KEEP + 3: case OPT_KEEP + 4:
 		return &c->keep[opt - OPT_KEEP];
@@ -306,12 +327,12 @@ static int config_file(struct config *c, const char *path)
  * reason on stderr. */
 static int config_limits(const struct config *c, struct conn_limits *l)
 {
-	unsigned *field[5] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
-			       &l->request_timeout_s };
+	unsigned *field[6] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
+			       &l->request_timeout_s, &l->auth_fails };
 	mp_err e = { 0 };
 
 	conn_limits_default(l);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		uint64_t v;
 		if (!c->limit[i])
 			continue;
@@ -445,6 +466,7 @@ int main(int argc, char **argv)
 	struct conn_limits lim;
 	struct http *http = NULL;
 	struct maint *maint = NULL;
+	struct tls_files tls = { 0 };   /* owned until http_listen takes it */
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1, unix_fd = -1;
@@ -515,6 +537,16 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The TLS files are read here, once: they may be root's only, and nothing reads them later. */
+	if (cfg.tls_cert || cfg.tls_key || cfg.tls_client_ca) {
+		if (!cfg.tls_cert || !cfg.tls_key || !cfg.listen_tcp) {
+			mp_fail(&e, MPE_CONFIG_TLS, 0, "TLS needs --tls-cert, --tls-key and --listen-tcp together "
+				"(--tls-client-ca is optional)");
+			goto fail;
+		}
+		if (tls_files_load(&tls, cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca, &e) < 0)
+			goto fail;
+	}
 	/* Before anything opens a file: limits the daemon cannot keep are a refusal to start. */
 	if (conn_raise_nofile(&lim, cfg.listen_tcp ? 2 : 1, &e) < 0)
 		goto fail;
@@ -555,7 +587,7 @@ int main(int argc, char **argv)
 	mp_err_clear(&e);
 	if ((unix_fd = sd_inherited_unix(cfg.socket, &e)) < 0 && e.code)
 		goto fail;
-	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, &lim, &e)))
+	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
 		goto fail;
 	sd_say("STATUS=recovering what the previous daemon left unfinished");
 	if (jobs_start(app.jobs, 2, &e) < 0)
@@ -573,8 +605,10 @@ int main(int argc, char **argv)
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
 		goto fail;
-	log_info("mempolicyd %s listening on %s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
-		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "", app.caps.kernel_release,
+	log_info("mempolicyd %s listening on %s%s%s%s (kernel %s, sysfs %s, db %s)", MPD_VERSION, cfg.socket,
+		 cfg.listen_tcp ? " and " : "", cfg.listen_tcp ? cfg.listen_tcp : "",
+		 cfg.listen_tcp ? (cfg.tls_cert ? (cfg.tls_client_ca ? " (TLS, client certificates)" : " (TLS)")
+					       : " (plain, read-only)") : "", app.caps.kernel_release,
 		 app.sysfs_root, cfg.db);
 	/* Ready: migrated, recovered, serving. systemd orders dependants (and socket clients) after this. */
 	sd_say("READY=1\nSTATUS=serving on %s%s%s", cfg.socket, cfg.listen_tcp ? " and " : "",
@@ -626,6 +660,7 @@ out:
 	if (lock_fd >= 0)
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */
 	knobs_free(app.knobs);
+	tls_files_free(&tls);
 	config_free(&cfg);
 #ifdef MPD_TEST_HOOKS
 	clk_test_close();

@@ -19,15 +19,18 @@ struct MHD_Connection;
 #define API_MAX_PARAMS 4
 #define API_MAX_QUERY  16            /* more query arguments get 400 */
 
-/* Who is calling, from SO_PEERCRED on the Unix socket. Over TCP (loopback, until TLS and tokens
- * exist) the caller is unknown: it may read, never change. */
+/* Who is calling: from SO_PEERCRED on the Unix socket (known, with a uid), from a bearer token on
+ * the TLS listener (token: no uid, admin by the token's scope, name "token:NAME"), else nobody
+ * (plain loopback TCP): it may read, never change. Whatever needs a uid (launching, migrating a
+ * process) needs known. */
 struct caller {
-	bool known;
+	bool known;                  /* a uid from SO_PEERCRED */
+	bool token;                  /* authenticated by a bearer token over TLS */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	bool admin;                  /* uid 0 or member of the admin group */
-	char name[64];               /* user name, "" when the uid has none */
+	bool admin;                  /* uid 0 or member of the admin group, or a token of scope admin */
+	char name[64];               /* user name ("" when the uid has none), or "token:NAME" */
 };
 
 struct req {
@@ -51,7 +54,7 @@ struct req {
 
 typedef int (*handler_fn)(struct req *rq, mp_err *e);
 
-#define R_ADMIN 0x1   /* a change: the caller must be root or in the admin group */
+#define R_ADMIN 0x1   /* a change: the caller must be root or in the admin group, or a token of scope admin */
 #define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
 #define R_SLOW  0x4   /* scans: runs off the HTTP workers at idle priority (api/slow.c) */
 #define R_TAIL  0x4   /* the pattern's last {} matches the rest of the path, '/' included */
@@ -115,8 +118,12 @@ int api_list_errors(FILE *f);
  * start finds it with its backlog. */
 struct http;
 struct conn_limits;
-struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, const struct conn_limits *lim,
-			 mp_err *e);
+struct tls_files;
+/* tls: NULL for a plain TCP listener (loopback addresses only, read-only); else the TCP listener
+ * speaks TLS on any address and every request on it needs a bearer token (api/auth.h). Its
+ * contents are moved into the listener (t is left empty), also on failure. */
+struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, struct tls_files *tls,
+			 const struct conn_limits *lim, mp_err *e);
 int http_serve(struct http *h, const struct app *app, mp_err *e);
 /* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. NULL is fine;
  * so is a listener never served. */
@@ -158,5 +165,8 @@ int api_process_migrate(struct req *rq, mp_err *e);
 int api_process_collapse(struct req *rq, mp_err *e);
 int api_probes_list(struct req *rq, mp_err *e);
 int api_probe_start(struct req *rq, mp_err *e);
+int api_tokens_list(struct req *rq, mp_err *e);
+int api_tokens_create(struct req *rq, mp_err *e);
+int api_token_revoke(struct req *rq, mp_err *e);
 
 #endif

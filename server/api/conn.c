@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/api/api.h"
+#include "server/api/auth.h"
 #include "server/api/peer.h"
 #include "server/clock.h"
 #include "server/log.h"
@@ -47,6 +48,7 @@ void conn_limits_default(struct conn_limits *l)
 	l->admin_reserve = CONN_DEFAULT_RESERVE;
 	l->idle_timeout_s = CONN_DEFAULT_IDLE_TIMEOUT;
 	l->request_timeout_s = CONN_DEFAULT_REQUEST_TIMEOUT;
+	l->auth_fails = AUTH_DEFAULT_FAILS;
 }
 
 int conn_limits_check(const struct conn_limits *l, mp_err *e)
@@ -64,6 +66,8 @@ int conn_limits_check(const struct conn_limits *l, mp_err *e)
 	if (l->idle_timeout_s < 1 || l->idle_timeout_s > 86400 || l->request_timeout_s < 1 ||
 	    l->request_timeout_s > 86400)
 		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "idle-timeout and request-timeout must be 1 to 86400 seconds");
+	if (l->auth_fails < 1 || l->auth_fails > 1000000)
+		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "auth-failures-per-minute must be 1 to 1000000");
 	return 0;
 }
 

@@ -22,6 +22,7 @@ struct conn_limits {
 	unsigned idle_timeout_s;    /* nothing sent either way for this long: closed (libmicrohttpd) */
 	unsigned request_timeout_s; /* a whole request (headers and body) must arrive within this,
 				     * counted from the accept or from the end of the previous answer */
+	unsigned auth_fails;        /* TLS: failed authentications a peer may make per minute (api/auth.h) */
 };
 
 /* libmicrohttpd worker threads per listener. A connection stays with the worker that accepted
@@ -57,7 +58,8 @@ struct conn_table *conn_table_new(const struct conn_limits *l, bool have_admin_g
 void conn_table_free(struct conn_table *t);
 
 /* A connection accepted on fd (on the Unix socket SO_PEERCRED names the caller; over TCP only
- * the total limit applies: no caller is known, and none may change anything). Returns its context, owned by the table until conn_closed(); NULL when out of memory
+ * the total limit applies: no caller is known at accept, and on the TLS listener each request
+ * names its own by its bearer token, api/auth.c). Returns its context, owned by the table until conn_closed(); NULL when out of memory
  * (the connection is then shut down). A connection over the limits gets a 503 problem written on
  * it and is shut down; its context says so (conn_refused). */
 struct conn *conn_opened(struct conn_table *t, int fd);

@@ -164,8 +164,10 @@ int edge_check_headers(struct MHD_Connection *conn, const char *version, bool tc
 			       "the only transfer coding understood is chunked");
 	/* A page in a browser can reach a loopback listener under any name it controls (DNS
 	 * rebinding): over TCP the Host must be one of the listener's own names. The Unix socket
-	 * is out of a browser's reach; curl and libcurl send "localhost" there. */
-	if (tcp && h.hosts && !host_allowed(h.host, allowed_hosts))
+	 * is out of a browser's reach; curl and libcurl send "localhost" there. The TLS listener
+	 * passes no names (NULL): a rebound name would not match its certificate, and every request
+	 * on it needs a token, so any Host is taken there (and any Origin refused). */
+	if (tcp && h.hosts && allowed_hosts && !host_allowed(h.host, allowed_hosts))
 		return mp_fail(e, MPE_REQUEST_MISDIRECTED, 0, "Host '%.64s' is not a name of this listener", h.host);
 	if ((h.origin && !(tcp && origin_allowed(h.origin, allowed_hosts))) ||
 	    (h.fetch_site && strcmp(h.fetch_site, "same-origin") && strcmp(h.fetch_site, "none")))

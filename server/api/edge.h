@@ -25,7 +25,7 @@ size_t edge_no_unescape(void *cls, struct MHD_Connection *c, char *s);
 int edge_decode_path(const char *raw, char *out, size_t len, mp_err *e);
 
 /* Headers: NULs, Host (required for HTTP/1.1, at most one; over TCP one of the listener's names
- * in allowed_hosts, NULL-terminated), Origin / Sec-Fetch-Site of a browser's cross-site request,
+ * in allowed_hosts, NULL-terminated; allowed_hosts NULL: any Host, as on the TLS listener), Origin / Sec-Fetch-Site of a browser's cross-site request,
  * and the body's framing. 0, or -1 with the problem. */
 int edge_check_headers(struct MHD_Connection *conn, const char *version, bool tcp,
 		       const char *const *allowed_hosts, mp_err *e);

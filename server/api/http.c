@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "server/api/api.h"
+#include "server/api/auth.h"
 #include "server/api/conn.h"
 #include "server/api/edge.h"
 #include "server/api/slow.h"
 #include "server/api/listen.h"
+#include "server/api/tls.h"
 #include "server/log.h"
 
 struct http {
@@ -24,7 +26,9 @@ struct http {
 	char *unix_path;           /* owned; unlinked at stop if still our socket (and not systemd's) */
 	struct unix_socket_id unix_id;
 	bool unix_inherited;       /* systemd's socket: left open for the next start, never shut down */
-	char *tcp_hosts[3];        /* owned: the Host values the TCP listener answers to */
+	char *tcp_hosts[3];        /* owned: the Host values the plain TCP listener answers to */
+	struct tls_files tls;      /* owned: cert and key set when the TCP listener speaks TLS */
+	struct auth *auth;         /* owned: failed authentications per peer (TLS only) */
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
 	struct slow *slow;         /* owned: the thread R_SLOW handlers run on (api/slow.c) */
@@ -34,6 +38,7 @@ struct http {
 struct reqstate {
 	const struct route *route; /* NULL when the router already decided the answer */
 	mp_err early;              /* an answer decided before the body arrived */
+	unsigned retry_after;      /* seconds, for a 429 early answer; 0: no Retry-After */
 	char path[API_MAX_URL + 1]; /* the decoded path the router saw */
 	char *body;                /* owned */
 	size_t len;
@@ -78,8 +83,14 @@ static struct conn *conn_of(struct MHD_Connection *conn)
 
 /* ---- replies -------------------------------------------------------------------------------- */
 
+/* Headers a problem may carry besides its body. */
+struct problem_headers {
+	const char *allow;         /* a 405's Allow */
+	unsigned retry_after;      /* a 429's Retry-After, seconds; 0: none */
+};
+
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body, const char *ctype,
-				 const char *location, const char *allow)
+				 const char *location, const struct problem_headers *ph)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	struct MHD_Response *r;
@@ -95,18 +106,27 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (location && *location)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
-	if (allow)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (ph && ph->allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, ph->allow);
+	if (ph && ph->retry_after) {
+		char v[16];
+		snprintf(v, sizeof v, "%u", ph->retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+	}
+	/* RFC 6750: a 401 names the scheme it wants. */
+	if (status == 401)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"mempolicyd\", error=\"invalid_token\"");
 	ret = MHD_queue_response(conn, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
 static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e, const char *url,
-				    const char *allow)
+				    const struct problem_headers *ph)
 {
 	json_t *p = problem_json(e, url);
-	enum MHD_Result ret = send_json(conn, api_status(e), p, "application/problem+json", NULL, allow);
+	enum MHD_Result ret = send_json(conn, api_status(e), p, "application/problem+json", NULL, ph);
 	json_decref(p);
 	return ret;
 }
@@ -205,8 +225,14 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 		return;
 	}
 	if (edge_decode_path(url, s->path, sizeof s->path, &s->early) < 0 ||
-	    edge_check_headers(conn, version, tcp, (const char *const *)h->tcp_hosts, &s->early) < 0 ||
+	    edge_check_headers(conn, version, tcp, h->tls.cert ? NULL : (const char *const *)h->tcp_hosts,
+			       &s->early) < 0 ||
 	    edge_decode_query(conn, &s->rq, &s->early) < 0)
+		return;
+	/* Over TLS every request, reads included, is a token's (api/auth.c); before routing, so that
+	 * a client without one learns nothing of the API. */
+	if (tcp && h->tls.cert && auth_tls_request(h->auth, h->app, conn, h->tls.ca != NULL, &s->rq.who,
+						   &s->retry_after, &s->early) < 0)
 		return;
 	url = s->path;
 	s->route = route_find(method, url, allow, sizeof allow, &path_known);
@@ -223,7 +249,10 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 		goto unroute;
 	}
 	if ((s->route->flags & R_ADMIN) && !s->rq.who.admin) {
-		if (s->rq.who.known)
+		if (s->rq.who.token)
+			mp_fail(&s->early, MPE_AUTH_SCOPE, 0, "the token '%s' has scope read; changes need a token "
+				"of scope admin", s->rq.who.name + strlen("token:"));
+		else if (s->rq.who.known)
 			mp_fail(&s->early, MPE_AUTH_FORBIDDEN, 0,
 				"uid %u may read but not change; changes need root or the admin group",
 				(unsigned)s->rq.who.uid);
@@ -253,8 +282,12 @@ static enum MHD_Result send_early(struct MHD_Connection *conn, const struct reqs
 	char allow[64];
 	bool known;
 
+	struct problem_headers ph = { .retry_after = s->retry_after };
+
 	route_find(method, url, allow, sizeof allow, &known);
-	return send_problem(conn, &s->early, url, s->early.code == MPE_REQUEST_METHOD_NOT_ALLOWED ? allow : NULL);
+	if (s->early.code == MPE_REQUEST_METHOD_NOT_ALLOWED)
+		ph.allow = allow;
+	return send_problem(conn, &s->early, url, &ph);
 }
 
 /* An early refusal goes out before the body only when reading the body costs more than it is
@@ -409,10 +442,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- listeners ------------------------------------------------------------------------------ */
 
-static struct MHD_Daemon *start_daemon(struct http *h, int fd)
+/* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). */
+static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 {
+	/* With a trust list libmicrohttpd asks the client for a certificate but does not require
+	 * one: api/auth.c verifies it on every request. */
+	struct MHD_OptionItem tls_opts[] = {
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key },
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert },
+		{ h->tls.ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, h->tls.ca },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-				MHD_ALLOW_SUSPEND_RESUME, 0,
+				MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0), 0,
 				NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
@@ -423,17 +466,23 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_ARRAY, tls ? tls_opts : &tls_opts[3],
 				MHD_OPTION_END);
 }
 
-struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, const struct conn_limits *lim,
-			 mp_err *e)
+struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, struct tls_files *tls,
+			 const struct conn_limits *lim, mp_err *e)
 {
 	struct http *h = calloc(1, sizeof *h);
 
 	if (!h) {
+		tls_files_free(tls);
 		mp_nomem(e);
 		return NULL;
+	}
+	if (tls) {
+		h->tls = *tls;
+		memset(tls, 0, sizeof *tls);
 	}
 	h->fd_unix = h->fd_tcp = -1;
 	h->lim = *lim;
@@ -448,7 +497,7 @@ struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_add
 		goto fail;
 	}
 	if (tcp_addr) {
-		if ((h->fd_tcp = listen_tcp_loopback(tcp_addr, e)) < 0)
+		if ((h->fd_tcp = listen_tcp(tcp_addr, h->tls.cert != NULL, e)) < 0)
 			goto fail;
 		/* The names a client on this host uses for the listener: the address as configured
 		 * and, for the loopback addresses, "localhost" with the same port. */
@@ -472,12 +521,15 @@ int http_serve(struct http *h, const struct app *app, mp_err *e)
 	h->app = app;
 	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)))
 		return -1;
-	if (!(h->d_unix = start_daemon(h, h->fd_unix)))
+	if (!(h->auth = auth_new(h->lim.auth_fails)))
+		return mp_nomem(e);
+	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
 		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
 	h->fd_unix = -1;   /* libmicrohttpd's now */
 	if (h->fd_tcp >= 0) {
-		if (!(h->d_tcp = start_daemon(h, h->fd_tcp)))
-			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->tcp_hosts[0]);
+		if (!(h->d_tcp = start_daemon(h, h->fd_tcp, h->tls.cert != NULL)))
+			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s%s", h->tcp_hosts[0],
+				       h->tls.cert ? " with TLS" : "");
 		h->fd_tcp = -1;
 	}
 	return 0;
@@ -527,6 +579,8 @@ void http_stop(struct http *h)
 	if (h->fd_tcp >= 0)
 		close(h->fd_tcp);
 	conn_table_free(h->conns);
+	auth_free(h->auth);
+	tls_files_free(&h->tls);
 	free(h->unix_path);
 	for (int i = 0; i < 3; i++)
 		free(h->tcp_hosts[i]);

@@ -91,8 +91,9 @@ void listen_unix_release(const char *path, const struct unix_socket_id *id)
 		unlink(path);
 }
 
-/* Parses "127.0.0.1:8080" or "[::1]:8080"; only loopback addresses are accepted until TLS exists. */
-int listen_tcp_loopback(const char *spec, mp_err *e)
+/* Parses "127.0.0.1:8080" or "[::1]:8080". Without TLS only loopback addresses: the plain listener
+ * has no caller identity and nothing on it is encrypted, so it stays on this host. */
+int listen_tcp(const char *spec, bool any_address, mp_err *e)
 {
 	char host[64];
 	const char *colon = strrchr(spec, ':');
@@ -107,16 +108,18 @@ int listen_tcp_loopback(const char *spec, mp_err *e)
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = '\0';
 	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || port > 65535)
+	if (colon[1] < '0' || colon[1] > '9' || *end || port > 65535)
 		return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "bad port in '%s'", spec);
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 		host[strlen(host) - 1] = '\0';
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1 || !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (TLS is not "
-				       "supported yet, so only loopback is allowed)", spec);
+		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not an IPv6 address", spec);
+		if (!any_address && !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (without "
+				       "--tls-cert and --tls-key only loopback is allowed)", spec);
 		sl = sizeof *s6;
 	} else {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
@@ -124,9 +127,11 @@ int listen_tcp_loopback(const char *spec, mp_err *e)
 		s4->sin_port = htons((uint16_t)port);
 		if (!strcmp(host, "localhost"))
 			snprintf(host, sizeof host, "127.0.0.1");
-		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1 || (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
-			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (TLS is not "
-				       "supported yet, so only loopback is allowed)", spec);
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not an IPv4 address", spec);
+		if (!any_address && (ntohl(s4->sin_addr.s_addr) >> 24) != 127)
+			return mp_fail(e, MPE_CONFIG_LISTEN_TCP, 0, "'%s' is not a loopback address (without "
+				       "--tls-cert and --tls-key only loopback is allowed)", spec);
 		sl = sizeof *s4;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -2,6 +2,7 @@
 #ifndef MPD_API_LISTEN_H
 #define MPD_API_LISTEN_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -19,7 +20,8 @@ struct unix_socket_id {
 int listen_unix_socket(const char *path, struct unix_socket_id *id, mp_err *e);
 /* Unlinks path if it is still the socket id names. */
 void listen_unix_release(const char *path, const struct unix_socket_id *id);
-/* "127.0.0.1:8700", "localhost:8700" or "[::1]:8700": loopback only until TLS exists. The fd or -1. */
-int listen_tcp_loopback(const char *spec, mp_err *e);
+/* "127.0.0.1:8700", "localhost:8700" or "[::1]:8700"; any address ("0.0.0.0:8443") only when
+ * any_address (the listener speaks TLS). The fd or -1. */
+int listen_tcp(const char *spec, bool any_address, mp_err *e);
 
 #endif

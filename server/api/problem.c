@@ -6,9 +6,9 @@
 #include "server/api/api.h"
 
 static const int kind_status[MPK__COUNT] = {
-	[MPK_INVALID] = 400,       [MPK_FORBIDDEN] = 403,     [MPK_NOT_FOUND] = 404,
+	[MPK_INVALID] = 400,       [MPK_UNAUTHORIZED] = 401,  [MPK_FORBIDDEN] = 403,     [MPK_NOT_FOUND] = 404,
 	[MPK_METHOD] = 405,        [MPK_MISDIRECTED] = 421,   [MPK_CONFLICT] = 409,      [MPK_TOO_LARGE] = 413,
-	[MPK_URI_TOO_LONG] = 414,  [MPK_MEDIA_TYPE] = 415,    [MPK_UNPROCESSABLE] = 422,
+	[MPK_URI_TOO_LONG] = 414,  [MPK_MEDIA_TYPE] = 415,    [MPK_UNPROCESSABLE] = 422, [MPK_TOO_MANY] = 429,
 	[MPK_KERNEL] = 409,        [MPK_NOMEM] = 500,         [MPK_INTERNAL] = 500,
 	[MPK_NOT_IMPLEMENTED] = 501, [MPK_UNAVAILABLE] = 503,   [MPK_STORE_BUSY] = 503,    [MPK_STORE_FULL] = 507,
 };
@@ -35,7 +35,7 @@ const char *api_status_title(int status)
 		{ 400, "Bad Request" }, { 401, "Unauthorized" }, { 403, "Forbidden" },
 		{ 404, "Not Found" }, { 405, "Method Not Allowed" }, { 409, "Conflict" },
 		{ 413, "Content Too Large" }, { 414, "URI Too Long" }, { 415, "Unsupported Media Type" }, { 421, "Misdirected Request" },
-		{ 422, "Unprocessable Content" }, { 500, "Internal Server Error" }, { 501, "Not Implemented" },
+		{ 422, "Unprocessable Content" }, { 429, "Too Many Requests" }, { 500, "Internal Server Error" }, { 501, "Not Implemented" },
 		{ 503, "Service Unavailable" }, { 507, "Insufficient Storage" },
 	};
 	for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)

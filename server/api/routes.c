@@ -48,6 +48,10 @@ const struct route api_routes[] = {
 	/* probes */
 	{ "GET",    "/v1/probes",                     api_probes_list,       0 },
 	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY },
+	/* bearer tokens for the TLS listener: root on the Unix socket only (api/tokens.c decides) */
+	{ "GET",    "/v1/tokens",                     api_tokens_list,       R_ADMIN },
+	{ "POST",   "/v1/tokens",                     api_tokens_create,     R_ADMIN | R_BODY },
+	{ "DELETE", "/v1/tokens/{}",                  api_token_revoke,      R_ADMIN },
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];

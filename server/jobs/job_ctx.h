@@ -62,7 +62,8 @@ struct job_measure {
 /* Sets it, before jobs_start(); m is static. */
 void jobs_measure(struct jobs *j, const struct job_measure *m);
 
-/* Who asked. has_uid false: the daemon itself (the scheduler). */
+/* Who asked. has_uid false: the daemon itself (the scheduler; name NULL), or a bearer token (name
+ * "token:NAME"). */
 struct job_actor {
 	bool has_uid;
 	uid_t uid;

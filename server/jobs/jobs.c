@@ -315,7 +315,7 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	op.source = spec->origin.source ? spec->origin.source : "api";
 	op.has_actor = spec->origin.actor && spec->origin.actor->has_uid;
 	op.actor_uid = op.has_actor ? spec->origin.actor->uid : 0;
-	op.actor_name = op.has_actor ? spec->origin.actor->name : NULL;
+	op.actor_name = spec->origin.actor ? spec->origin.actor->name : NULL;   /* a token: a name, no uid */
 	op.started_ns = now;
 	op.status = "running";
 	op.request = spec->request;

@@ -14,11 +14,11 @@ int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 
 	sqlite3_bind_text(s, 1, op->kind, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(s, 2, op->source ? op->source : "api", -1, SQLITE_TRANSIENT);
-	if (op->has_actor) {
+	/* A token's change has a name ("token:NAME") and no uid. */
+	if (op->has_actor)
 		sqlite3_bind_int64(s, 3, op->actor_uid);
-		if (op->actor_name && *op->actor_name)
-			sqlite3_bind_text(s, 4, op->actor_name, -1, SQLITE_TRANSIENT);
-	}
+	if (op->actor_name && *op->actor_name)
+		sqlite3_bind_text(s, 4, op->actor_name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(s, 5, op->started_ns);
 	if (op->finished_ns)
 		sqlite3_bind_int64(s, 6, op->finished_ns);
@@ -134,8 +134,8 @@ static json_t *op_summary(sqlite3_stmt *s)
 {
 	json_t *actor = json_null();
 
-	if (sqlite3_column_type(s, 3) != SQLITE_NULL)
-		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 3), "name", col_text(s, 4));
+	if (sqlite3_column_type(s, 3) != SQLITE_NULL || sqlite3_column_type(s, 4) != SQLITE_NULL)
+		actor = json_pack("{s:o, s:o}", "uid", col_int(s, 3), "name", col_text(s, 4));
 	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
 			 "kind", col_text(s, 1),

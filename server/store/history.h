@@ -18,7 +18,7 @@ struct op_record {
 	const char *source;          /* "api" or "scheduler" */
 	bool has_actor;              /* false for the daemon itself (scheduler) */
 	uid_t actor_uid;
-	const char *actor_name;      /* NULL or "" when the uid has no name */
+	const char *actor_name;      /* NULL or "" when the uid has no name; "token:NAME" (no uid) for a token */
 	int64_t started_ns;          /* CLOCK_REALTIME ns */
 	int64_t finished_ns;         /* 0 while running */
 	const char *status;          /* "ok", "failed", "rolled_back", "partial", "running", ... */

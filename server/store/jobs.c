@@ -18,10 +18,9 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	sqlite3_bind_text(s, 4, r->source, -1, SQLITE_STATIC);
 	if (r->schedule_id > 0)
 		sqlite3_bind_int64(s, 5, r->schedule_id);
-	if (r->has_actor) {
+	if (r->has_actor)
 		sqlite3_bind_int64(s, 6, r->actor_uid);
-		bind_text_or_null(s, 7, r->actor_name && *r->actor_name ? r->actor_name : NULL);
-	}
+	bind_text_or_null(s, 7, r->actor_name && *r->actor_name ? r->actor_name : NULL);
 	if (op_id > 0)
 		sqlite3_bind_int64(s, 8, op_id);
 	sqlite3_bind_int64(s, 9, r->created_ns);
@@ -110,8 +109,8 @@ static json_t *row_json(sqlite3_stmt *s)
 {
 	json_t *actor = json_null();
 
-	if (sqlite3_column_type(s, 5) != SQLITE_NULL)
-		actor = json_pack("{s:I, s:o}", "uid", (json_int_t)sqlite3_column_int64(s, 5), "name", col_text(s, 6));
+	if (sqlite3_column_type(s, 5) != SQLITE_NULL || sqlite3_column_type(s, 6) != SQLITE_NULL)
+		actor = json_pack("{s:o, s:o}", "uid", col_int(s, 5), "name", col_text(s, 6));
 	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "id", (json_int_t)sqlite3_column_int64(s, 0),
 			 "kind", (const char *)sqlite3_column_text(s, 1),

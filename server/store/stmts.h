@@ -130,6 +130,18 @@
 	X(RESTORE_ADD,      W, "INSERT INTO restores (op_id, what, target, value, created_ns) VALUES (?1, ?2, ?3, ?4, ?5)") \
 	X(RESTORE_DONE,     W, "DELETE FROM restores WHERE id = ?1") \
 	X(RESTORE_PENDING,  W, "SELECT id, op_id, what, target, value FROM restores ORDER BY id DESC") \
+	/* bearer tokens and failed authentications (tokens.c); the lookup serves every TLS request */ \
+	X(TOKEN_NAMED,      W, "SELECT 1 FROM tokens WHERE name = ?1") \
+	X(TOKEN_INSERT,     W, "INSERT INTO tokens (name, lookup, hash, scope, created_ns, created_by, expires_ns) " \
+	                       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE (SELECT count(*) FROM tokens) < ?8") \
+	X(TOKEN_LOOKUP,     R, "SELECT id, name, hash, scope, expires_ns, revoked_ns, last_used_ns FROM tokens " \
+	                       "WHERE lookup = ?1") \
+	X(TOKEN_TOUCH,      W, "UPDATE tokens SET last_used_ns = ?2 WHERE id = ?1") \
+	X(TOKEN_LIST,       R, "SELECT name, lookup, scope, created_ns, created_by, expires_ns, last_used_ns, " \
+	                       "revoked_ns FROM tokens ORDER BY id") \
+	X(TOKEN_REVOKE,     W, "UPDATE tokens SET revoked_ns = ?2 WHERE name = ?1 AND revoked_ns IS NULL") \
+	X(AUTH_FAIL_ADD,    W, "INSERT INTO auth_failures (at_ns, peer, reason, token_name, detail) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5)") \
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)

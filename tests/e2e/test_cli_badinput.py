@@ -119,8 +119,22 @@ CASES = {
     "cgroup mems": {"usage": [[], ["a"], ["a", "0", "1"]],
                     "refused": [(["a/../b", "0"], "cgroup.bad_path"), (["a", "0"], "cgroup.unavailable")],
                     "nobody": [["a", "0"]]},
+    "token create": {"usage": [[], ["--name", "x"], ["--scope", "read"], ["--name", "x", "--scope", "read", "extra"],
+                               ["--name", "x", "--scope", "read", "--expires", "soon"],
+                               ["--name", "x", "--scope", "read", "--expires", "0d"],
+                               ["--name", "x", "--scope", "read", "--expires", "-5"],
+                               ["--name", "x", "--scope", "read", "--expires", "99999d"]],
+                     "refused": [(["--name", "x", "--scope", "write"], "token.bad_request"),
+                                 (["--name", "../x", "--scope", "read"], "token.bad_request"),
+                                 (["--name", "x" * 49, "--scope", "read"], "token.bad_request")],
+                     "nobody": [["--name", "x", "--scope", "read"]]},
+    "token list": {"usage": [["x"], ["--all"]]},
+    "token revoke": {"usage": [[], ["a", "b"]],
+                     "refused": [(["nope"], "token.not_found")],
+                     "nobody": [["nope"]]},
 }
-CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems", "probe run"}
+CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems", "probe run",
+            "token create", "token revoke"}
 
 
 class CliBadInput(DaemonTest):

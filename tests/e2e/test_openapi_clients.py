@@ -186,7 +186,9 @@ class PrismProxyValidatesLiveAnswers(DaemonTest):
         checked = 0
         for path, item in spec["paths"].items():
             op = item.get("get")
-            if not op or path == "/metrics":
+            # A GET for root alone (GET /v1/tokens) is 403 through Prism's TCP and 200 on the
+            # socket by design: test_tls.py and test_auth.py cover it.
+            if not op or path == "/metrics" or op.get("x-requires-admin"):
                 continue
             params = [comps[p["$ref"].split("/")[-1]] if "$ref" in p else p
                       for p in item.get("parameters", []) + op.get("parameters", [])]

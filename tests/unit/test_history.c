@@ -38,7 +38,7 @@ static int64_t add(struct store *st, const char *kind, const char *status, int64
 {
 	mp_err e = { 0 };
 	struct op_record op = { .kind = kind, .source = actor ? "api" : "scheduler", .has_actor = actor,
-				.actor_uid = 0, .actor_name = "root", .started_ns = t, .finished_ns = t + 10,
+				.actor_uid = 0, .actor_name = actor ? "root" : NULL, .started_ns = t, .finished_ns = t + 10,
 				.status = status, .kernel_release = "6.18-test" };
 	int64_t id;
 
@@ -116,6 +116,27 @@ START_TEST(insert_finish_and_get_with_changes)
 }
 END_TEST
 
+/* A bearer token's change: a name and no uid (server/api/auth.c), shown as such. */
+START_TEST(token_actor_has_a_name_and_no_uid)
+{
+	struct store *st = fresh();
+	mp_err e = { 0 };
+	struct op_record op = { .kind = "knobs.set", .source = "api", .has_actor = false, .actor_name = "token:ci",
+				.started_ns = 500, .finished_ns = 510, .status = "ok", .kernel_release = "6.18-test" };
+	json_t *got, *actor;
+	int64_t id = history_insert(st, &op, &e);
+
+	ck_assert_msg(id > 0, "%s", e.detail);
+	got = history_get(st, id, &e);
+	ck_assert_msg(got, "%s", e.detail);
+	actor = json_object_get(got, "actor");
+	ck_assert(json_is_null(json_object_get(actor, "uid")));
+	ck_assert_str_eq(json_string_value(json_object_get(actor, "name")), "token:ci");
+	json_decref(got);
+	drop(st);
+}
+END_TEST
+
 START_TEST(list_filters_and_newest_first)
 {
 	struct store *st = fresh();
@@ -135,6 +156,7 @@ START_TEST(list_filters_and_newest_first)
 	ck_assert_int_eq(next, 0);
 	ck_assert(json_is_null(json_object_get(json_array_get(ops, 0), "actor")));
 	json_decref(ops);
+
 
 	f.kind = "knobs.set";
 	ops = list(st, &f, &next);
@@ -234,6 +256,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("history");
 	TCase *t = tcase_create("store");
 	tcase_add_test(t, insert_finish_and_get_with_changes);
+	tcase_add_test(t, token_actor_has_a_name_and_no_uid);
 	tcase_add_test(t, list_filters_and_newest_first);
 	tcase_add_test(t, cursor_pages_through_everything_once);
 	tcase_add_test(t, reopen_keeps_data_and_schema_version);
