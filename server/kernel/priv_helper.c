@@ -1,0 +1,235 @@
+/* The privileged helper: one request at a time from the daemon's end of the socketpair, each
+ * checked again in full here, since the sender may be a compromised daemon. The helper parses no
+ * text from the daemon (the one string, a knob value, is compared with the kernel's own list or
+ * parsed as a bounded number), builds every path from its own tables, and answers a refusal
+ * without acting on it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/kernel/hugetlb.h"
+#include "server/kernel/knobs.h"
+#include "server/kernel/mpol.h"
+#include "server/kernel/priv.h"
+#include "server/kernel/proc.h"
+#include "server/kernel/sysfs.h"
+#include "server/log.h"
+
+struct helper {
+	int fd;                                   /* borrowed: the helper's end */
+	const struct knob_catalogue *knobs;       /* borrowed */
+	const char *sysfs_root, *procfs_root;     /* borrowed */
+	/* The pool file of the last step, kept open: a resize is a run of steps on one file, and
+	 * the measurement should cover the kernel's work, not a path lookup per step. */
+	struct kfs_file nr;
+	uint64_t nr_size_kb;
+	int nr_node;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_knob_write *m = msg;
+	const struct knob *k = knobs_at(h->knobs, m->index);
+	struct knob_state st;
+
+	(void)rep;
+	(void)fd_out;
+	if (!k || !memchr(m->value, '\0', sizeof m->value))
+		return -EINVAL;
+	/* The value again against the kernel's list or the knob's range, read now. */
+	knob_read(h->knobs, k, &st);
+	if (st.read_err)
+		return st.read_err;
+	if (knob_check_value(k, &st, m->value) != KNOB_OK)
+		return -EINVAL;
+	return knob_write(h->knobs, k, m->value);
+}
+
+/* A pool the kernel has: a size with a directory, the global pool or a node with one. */
+static int pool_ok(const struct helper *h, const struct priv_pool *m)
+{
+	if (m->pad || m->count > INT64_MAX || !htlb_size_exists(h->sysfs_root, m->size_kb))
+		return -EINVAL;
+	if (m->node < -1 || m->node >= TOPO_MAX_NODES)
+		return -EINVAL;
+	if (m->node >= 0 && !htlb_node_exists(h->sysfs_root, m->size_kb, (unsigned)m->node))
+		return -EINVAL;
+	return 0;
+}
+
+static int do_pool_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_pool *m = msg;
+	int rc = pool_ok(h, m);
+
+	(void)rep;
+	(void)fd_out;
+	return rc < 0 ? rc : htlb_write_nr(h->sysfs_root, m->size_kb, m->node, m->count);
+}
+
+static int do_pool_step(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_pool *m = msg;
+	int64_t t0;
+	int rc = pool_ok(h, m);
+
+	(void)fd_out;
+	if (rc < 0)
+		return rc;
+	if (h->nr.fd < 0 || h->nr_size_kb != m->size_kb || h->nr_node != m->node) {
+		kfs_close(&h->nr);
+		if ((rc = htlb_open_nr(h->sysfs_root, m->size_kb, m->node, &h->nr)) < 0)
+			return rc;
+		h->nr_size_kb = m->size_kb;
+		h->nr_node = m->node;
+	}
+	/* What the resize measured in-process before privilege separation: one write, one read-back. */
+	t0 = mono_ns();
+	rc = kfs_file_write_u64(&h->nr, m->count);
+	if (rc == 0)
+		rc = kfs_file_read_u64(&h->nr, &rep->value);
+	rep->elapsed_ns = mono_ns() - t0;
+	return rc;
+}
+
+static int do_compact(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	(void)msg;
+	(void)rep;
+	(void)fd_out;
+	return htlb_compact(h->procfs_root);
+}
+
+static int do_proc_open(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	static const char *const names[PRIV_PROC_END] = {
+		[PRIV_PROC_MAPS] = "maps", [PRIV_PROC_SMAPS] = "smaps", [PRIV_PROC_SMAPS_ROLLUP] = "smaps_rollup",
+		[PRIV_PROC_NUMA_MAPS] = "numa_maps",
+	};
+	const struct priv_proc_open *m = msg;
+	char path[4096];
+	int n;
+
+	(void)rep;
+	if (m->pid <= 0 || m->pid > PROC_PID_MAX || m->file >= PRIV_PROC_END)
+		return -EINVAL;
+	n = snprintf(path, sizeof path, "%s/%d/%s", h->procfs_root, (int)m->pid, names[m->file]);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -ENAMETOOLONG;
+	/* The kernel checks ptrace access at open, against the helper: the daemon reads the fd. */
+	if ((*fd_out = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	return 0;
+}
+
+static int do_migrate(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_migrate *m = msg;
+	struct mpol_mask from = { .maxnode = m->maxnode }, to = { .maxnode = m->maxnode };
+	long rc;
+
+	(void)fd_out;
+	if (m->pid <= 0 || m->pid > PROC_PID_MAX || m->pad || !m->start_time || m->maxnode < 1 ||
+	    m->maxnode > IDSET_MAX + 1)
+		return -EINVAL;
+	/* No node at or past maxnode - 1: the kernel would not read it, so a set one is a malformed mask. */
+	for (uint64_t b = m->maxnode - 1; b < IDSET_MAX; b++)
+		if ((m->from[b / 64] | m->to[b / 64]) >> (b % 64) & 1)
+			return -EINVAL;
+	memcpy(from.bits, m->from, sizeof from.bits);
+	memcpy(to.bits, m->to, sizeof to.bits);
+	/* As late as possible: the pid still names the process the daemon checked. */
+	if ((rc = proc_check_identity(h->procfs_root, m->pid, m->start_time)) < 0)
+		return (int)rc;
+	rc = mpol_migrate_pages(m->pid, &from, &to);
+	rep->value = rc >= 0 ? (uint64_t)rc : 0;
+	return rc < 0 ? (int)rc : 0;
+}
+
+/* The closed set: type -> exact size and handler. */
+static const struct {
+	size_t size;
+	int (*fn)(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out);
+} requests[PRIV_TYPE_END] = {
+	[PRIV_KNOB_WRITE] = { sizeof(struct priv_knob_write), do_knob_write },
+	[PRIV_POOL_WRITE] = { sizeof(struct priv_pool), do_pool_write },
+	[PRIV_POOL_STEP]  = { sizeof(struct priv_pool), do_pool_step },
+	[PRIV_COMPACT]    = { sizeof(struct priv_compact), do_compact },
+	[PRIV_PROC_OPEN]  = { sizeof(struct priv_proc_open), do_proc_open },
+	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },
+};
+
+static void answer(int fd, const struct priv_reply *rep, int pass_fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)rep, .iov_len = sizeof *rep };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *c;
+		memset(&ctl, 0, sizeof ctl);
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof ctl.buf;
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
+	}
+	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+void priv_helper_main(int fd, const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root)
+{
+	struct helper h = { .fd = fd, .knobs = knobs, .sysfs_root = sysfs_root, .procfs_root = procfs_root,
+			    .nr = { .fd = -1 } };
+	/* One byte more than any message: a datagram that fills the buffer was too long. */
+	_Alignas(8) unsigned char buf[PRIV_MSG_MAX + 1];
+
+	for (;;) {
+		struct priv_reply rep = { .h = { .magic = PRIV_MAGIC, .len = sizeof rep } };
+		const struct priv_hdr *hd = (const void *)buf;
+		int pass = -1;
+		ssize_t n = recv(fd, buf, sizeof buf, MSG_TRUNC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;   /* EOF: the daemon stopped (or died) */
+		if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->pad ||
+		    hd->len != (size_t)n) {
+			log_warn("privileged helper: refused a malformed message (%zd bytes)", n);
+			rep.rc = -EBADMSG;
+		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
+			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
+			rep.rc = -EBADMSG;
+		} else if (hd->len != requests[hd->type].size) {
+			log_warn("privileged helper: refused a type %u message of %u bytes (it has %zu)", hd->type, hd->len,
+				 requests[hd->type].size);
+			rep.h.type = hd->type;
+			rep.rc = -EBADMSG;
+		} else {
+			rep.h.type = hd->type;
+			rep.rc = requests[hd->type].fn(&h, buf, &rep, &pass);
+		}
+		answer(fd, &rep, rep.rc == 0 ? pass : -1);
+		if (pass >= 0)
+			close(pass);
+	}
+	kfs_close(&h.nr);
+}
