@@ -18,9 +18,15 @@
 
 #include "server/kernel/priv_caps.h"
 
-static int chan = -1;            /* owned: the daemon's end of the socketpair; -1 without a helper */
+/* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
+ * and waits when none is. Several, so that a request that takes long in the kernel (compaction, a
+ * large migrate_pages, a resize step of a 1 GiB page) holds up only its own caller. */
+static int chans[PRIV_CHANNELS];   /* owned */
+static int nchans;                 /* 0 without a helper */
+static int free_chans[PRIV_CHANNELS], nfree;
 static pid_t helper_pid = -1;
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t chan_freed = PTHREAD_COND_INITIALIZER;
 
 int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 {
@@ -41,52 +47,70 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 
 bool priv_active(void)
 {
-	return chan >= 0;
+	return nchans > 0;
 }
 
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, mp_err *e)
 {
-	int sv[2];
-	pid_t pid;
+	int sv[PRIV_CHANNELS][2], n, err;
+	pid_t parent = getpid(), pid;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return mp_fail(e, MPE_PRIV_START, errno, "socketpair for the privileged helper: %s", strerror(errno));
-	if ((pid = fork()) < 0) {
-		int err = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return mp_fail(e, MPE_PRIV_START, err, "forking the privileged helper: %s", strerror(err));
-	}
+	for (n = 0; n < PRIV_CHANNELS; n++)
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv[n]) < 0)
+			goto fail;
+	if ((pid = fork()) < 0)
+		goto fail;
 	if (pid == 0) {
-		/* The helper dies with the daemon, and keeps nothing of it but its channel and stdio
-		 * (the log). */
+		int fds[PRIV_CHANNELS];
+		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
+		 * 3 + PRIV_CHANNELS - 1) and stdio (the log). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		if (getppid() != parent)
 			_exit(0);
-		close(sv[0]);
-		if (dup2(sv[1], 3) < 0)
-			_exit(1);
-		syscall(SYS_close_range, 4U, ~0U, 0U);
+		for (int i = 0; i < PRIV_CHANNELS; i++)
+			close(sv[i][0]);
+		for (int i = 0; i < PRIV_CHANNELS; i++) {
+			/* Above every fd in use, then down to 3 + i: no dup2 overwrites a channel not yet moved. */
+			int hi = fcntl(sv[i][1], F_DUPFD, 64 + i);
+			if (hi < 0)
+				_exit(1);
+			sv[i][1] = hi;
+		}
+		for (int i = 0; i < PRIV_CHANNELS; i++)
+			if ((fds[i] = dup2(sv[i][1], 3 + i)) < 0)
+				_exit(1);
+		syscall(SYS_close_range, 3U + PRIV_CHANNELS, ~0U, 0U);
 		if (priv_helper_caps() < 0)
 			_exit(1);
-		priv_helper_main(3, knobs, sysfs_root, procfs_root);
+		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root);
 		_exit(0);
 	}
-	close(sv[1]);
-	chan = sv[0];
+	for (int i = 0; i < PRIV_CHANNELS; i++) {
+		close(sv[i][1]);
+		chans[i] = free_chans[i] = sv[i][0];
+	}
+	nchans = nfree = PRIV_CHANNELS;
 	helper_pid = pid;
 	return 0;
+fail:
+	err = errno;
+	while (n-- > 0) {
+		close(sv[n][0]);
+		close(sv[n][1]);
+	}
+	return mp_fail(e, MPE_PRIV_START, err, "starting the privileged helper: %s", strerror(err));
 }
 
 void priv_stop(void)
 {
 	int st;
 
-	if (chan < 0)
+	if (!nchans)
 		return;
-	close(chan);
-	chan = -1;
-	/* EOF ends the helper's loop; it answers nothing in between. */
+	for (int i = 0; i < nchans; i++)
+		close(chans[i]);
+	nchans = nfree = 0;
+	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
 		;
 	helper_pid = -1;
@@ -125,7 +149,7 @@ int priv_drop(const struct priv_user *u, mp_err *e)
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
-static int exchange_locked(const void *msg, size_t len, struct priv_reply *rep, int *fd)
+static int exchange_on(int chan, const void *msg, size_t len, struct priv_reply *rep, int *fd)
 {
 	union {
 		struct cmsghdr h;
@@ -171,12 +195,19 @@ static int exchange_locked(const void *msg, size_t len, struct priv_reply *rep, 
 
 int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd)
 {
-	int rc;
+	int rc, chan;
 
-	if (chan < 0)
+	if (!nchans)
 		return -ENOTCONN;
 	pthread_mutex_lock(&chan_lock);
-	rc = exchange_locked(msg, len, rep, fd);
+	while (!nfree)
+		pthread_cond_wait(&chan_freed, &chan_lock);
+	chan = free_chans[--nfree];
+	pthread_mutex_unlock(&chan_lock);
+	rc = exchange_on(chan, msg, len, rep, fd);
+	pthread_mutex_lock(&chan_lock);
+	free_chans[nfree++] = chan;
+	pthread_cond_signal(&chan_freed);
 	pthread_mutex_unlock(&chan_lock);
 	return rc;
 }

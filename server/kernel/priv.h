@@ -23,6 +23,8 @@
 #include "server/kernel/mpol.h"
 #include "server/kernel/priv_proto.h"
 
+#define PRIV_CHANNELS 4
+
 /* The user the daemon drops to, looked up before anything forks (NSS may need files the
  * unprivileged side cannot read). */
 struct priv_user {
@@ -49,7 +51,8 @@ bool priv_active(void);
 void priv_stop(void);
 
 /* The requests. Each returns what the direct kernel call would: 0 (or a count) or -errno; -EPIPE
- * when the helper is gone. Serialised by a mutex: one request in flight. */
+ * when the helper is gone. Up to PRIV_CHANNELS in flight at once (one per socketpair, each served
+ * by its own helper thread); more wait for a free one. */
 int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 int priv_pool_write(uint64_t size_kb, int node, uint64_t count);
 int priv_pool_step(uint64_t size_kb, int node, uint64_t want, uint64_t *after, int64_t *elapsed_ns);
@@ -62,7 +65,9 @@ long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, 
  * (and *fd when one came back, else -1). 0, or -errno from the socket. */
 int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd);
 
-/* The helper's side (priv_helper.c): serves fd until EOF, then returns. */
-void priv_helper_main(int fd, const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root);
+/* The helper's side (priv_helper.c): one thread per channel, each until EOF on it; returns when
+ * the first channel ends. */
+void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
+		     const char *procfs_root);
 
 #endif

@@ -5,6 +5,7 @@
  * without acting on it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -194,12 +195,12 @@ static void answer(int fd, const struct priv_reply *rep, int pass_fd)
 		;
 }
 
-void priv_helper_main(int fd, const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root)
+static void *serve(void *arg)
 {
-	struct helper h = { .fd = fd, .knobs = knobs, .sysfs_root = sysfs_root, .procfs_root = procfs_root,
-			    .nr = { .fd = -1 } };
+	struct helper *hp = arg, h = *hp;
 	/* One byte more than any message: a datagram that fills the buffer was too long. */
 	_Alignas(8) unsigned char buf[PRIV_MSG_MAX + 1];
+	int fd = h.fd;
 
 	for (;;) {
 		struct priv_reply rep = { .h = { .magic = PRIV_MAGIC, .len = sizeof rep } };
@@ -232,4 +233,29 @@ void priv_helper_main(int fd, const struct knob_catalogue *knobs, const char *sy
 			close(pass);
 	}
 	kfs_close(&h.nr);
+	return NULL;
+}
+
+void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
+		     const char *procfs_root)
+{
+	struct helper hs[PRIV_CHANNELS];
+	pthread_t th;
+
+	/* The capability sets are per thread: the threads made here inherit the helper's. The
+	 * catalogue and roots are read-only; each thread has its own pool file and buffer. */
+	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
+		hs[i] = (struct helper){ .fd = fds[i], .knobs = knobs, .sysfs_root = sysfs_root,
+					 .procfs_root = procfs_root, .nr = { .fd = -1 } };
+		if (i == 0)
+			continue;
+		if (pthread_create(&th, NULL, serve, &hs[i]) != 0) {
+			/* A channel nobody serves would hang its callers: end, and the daemon sees EPIPE. */
+			log_error("privileged helper: cannot start a thread for channel %d", i);
+			return;
+		}
+		pthread_detach(th);
+	}
+	/* The daemon closes every channel together: the first one's EOF ends the helper. */
+	serve(&hs[0]);
 }

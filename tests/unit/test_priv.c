@@ -2,6 +2,8 @@
  * every malformed, out-of-set, oversized or truncated message and every field out of range is
  * refused, nothing is written, and the helper goes on answering; the valid requests act. */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +285,40 @@ START_TEST(valid_requests_act)
 }
 END_TEST
 
+static void *compact_thread(void *arg)
+{
+	*(int *)arg = priv_compact();
+	return NULL;
+}
+
+/* A request that blocks in the kernel holds up only its own channel: compact_memory is a FIFO
+ * nobody reads, so the compaction write blocks in open(2) until the test opens it. */
+START_TEST(a_blocked_request_holds_up_only_its_channel)
+{
+	char path[PATH_MAX], buf[128];
+	pthread_t th;
+	int rc = 1, rd;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/sys/vm/compact_memory", proc_root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, compact_thread, &rc), 0);
+	usleep(100 * 1000);
+	ck_assert_int_eq(rc, 1);   /* still blocked */
+	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
+	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
+	ck_assert_int_eq(atoi(buf), 2 * PRIV_CHANNELS - 1);
+	assert_alive();
+	ck_assert_int_ge(rd = open(path, O_RDONLY | O_NONBLOCK), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(rc, 0);
+	close(rd);
+	drop_tree();
+}
+END_TEST
+
 static Suite *priv_suite(void)
 {
 	Suite *s = suite_create("priv");
@@ -291,6 +327,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, malformed_messages_are_refused);
 	tcase_add_test(tc, fields_out_of_range_are_refused);
 	tcase_add_test(tc, valid_requests_act);
+	tcase_add_test(tc, a_blocked_request_holds_up_only_its_channel);
 	suite_add_tcase(s, tc);
 	return s;
 }
