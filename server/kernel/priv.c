@@ -149,7 +149,7 @@ int priv_drop(const struct priv_user *u, mp_err *e)
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
-static int exchange_on(int chan, const void *msg, size_t len, struct priv_reply *rep, int *fd)
+static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
 {
 	union {
 		struct cmsghdr h;
@@ -160,10 +160,27 @@ static int exchange_on(int chan, const void *msg, size_t len, struct priv_reply 
 	struct cmsghdr *c;
 	ssize_t n;
 
+	struct iovec siov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} sctl;
+
 	if (fd)
 		*fd = -1;
+	if (send_fd >= 0) {
+		memset(&sctl, 0, sizeof sctl);
+		smh.msg_control = sctl.buf;
+		smh.msg_controllen = sizeof sctl.buf;
+		c = CMSG_FIRSTHDR(&smh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &send_fd, sizeof send_fd);
+	}
 	do
-		n = send(chan, msg, len, MSG_NOSIGNAL);
+		n = sendmsg(chan, &smh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
@@ -193,7 +210,7 @@ static int exchange_on(int chan, const void *msg, size_t len, struct priv_reply 
 	return 0;
 }
 
-int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd)
+int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
 {
 	int rc, chan;
 
@@ -204,7 +221,7 @@ int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd)
 		pthread_cond_wait(&chan_freed, &chan_lock);
 	chan = free_chans[--nfree];
 	pthread_mutex_unlock(&chan_lock);
-	rc = exchange_on(chan, msg, len, rep, fd);
+	rc = exchange_on(chan, msg, len, send_fd, rep, fd);
 	pthread_mutex_lock(&chan_lock);
 	free_chans[nfree++] = chan;
 	pthread_cond_signal(&chan_freed);
@@ -213,13 +230,19 @@ int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd)
 }
 
 /* Sends a typed request whose header is filled here; the answer's rc, or the socket's -errno. */
+static long ask_fd(void *msg, size_t len, enum priv_type type, int send_fd, struct priv_reply *rep, int *fd);
 static long ask(void *msg, size_t len, enum priv_type type, struct priv_reply *rep, int *fd)
+{
+	return ask_fd(msg, len, type, -1, rep, fd);
+}
+
+static long ask_fd(void *msg, size_t len, enum priv_type type, int send_fd, struct priv_reply *rep, int *fd)
 {
 	struct priv_hdr *h = msg;
 	int rc;
 
 	*h = (struct priv_hdr){ .magic = PRIV_MAGIC, .type = type, .len = (uint32_t)len };
-	if ((rc = priv_exchange(msg, len, rep, fd)) < 0)
+	if ((rc = priv_exchange(msg, len, send_fd, rep, fd)) < 0)
 		return rc;
 	return (long)rep->rc;
 }
@@ -298,4 +321,17 @@ long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, 
 	memcpy(m.from, from->bits, sizeof m.from);
 	memcpy(m.to, to->bits, sizeof m.to);
 	return ask(&m, sizeof m, PRIV_MIGRATE, &rep, NULL);
+}
+
+long priv_collapse(int pidfd, uint64_t start, uint64_t len)
+{
+	struct priv_collapse m = { .start = start, .len = len };
+	struct priv_reply rep;
+
+	long rc;
+
+	if (pidfd < 0)
+		return -EBADF;
+	rc = ask_fd(&m, sizeof m, PRIV_COLLAPSE, pidfd, &rep, NULL);
+	return rc < 0 ? rc : (long)rep.value;
 }

@@ -60,10 +60,12 @@ int priv_compact(void);
 /* An open read-only fd (owned by the caller) of the pid's file, or -errno (-ESRCH: no such pid). */
 int priv_proc_open(pid_t pid, enum priv_proc_file f);
 long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, const struct mpol_mask *to);
+long priv_collapse(int pidfd, uint64_t start, uint64_t len);
 
-/* One raw exchange, for the helper's own tests: sends len bytes as one datagram, fills *rep
- * (and *fd when one came back, else -1). 0, or -errno from the socket. */
-int priv_exchange(const void *msg, size_t len, struct priv_reply *rep, int *fd);
+/* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
+ * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the
+ * socket. */
+int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
 
 /* The helper's side (priv_helper.c): one thread per channel, each until EOF on it; returns when
  * the first channel ends. */

@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
+#include "server/kernel/madv.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/priv.h"
 #include "server/kernel/proc.h"
@@ -29,6 +32,7 @@ struct helper {
 	struct kfs_file nr;
 	uint64_t nr_size_kb;
 	int nr_node;
+	int in_fd;                                /* the fd that came with this request, or -1 */
 };
 
 static int64_t mono_ns(void)
@@ -158,6 +162,30 @@ static int do_migrate(struct helper *h, const void *msg, struct priv_reply *rep,
 	return rc < 0 ? (int)rc : 0;
 }
 
+/* The address space a user process can have (57-bit with 5-level paging). */
+#define USER_ADDR_END (1ULL << 57)
+
+static int do_collapse(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_collapse *m = msg;
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)m->start, .iov_len = (size_t)m->len };
+	long rc;
+
+	(void)fd_out;
+	if (h->in_fd < 0 || !m->len || m->start % 4096 || m->len % 4096 || m->start >= USER_ADDR_END ||
+	    m->len > USER_ADDR_END - m->start)
+		return -EINVAL;
+	/* A pidfd, and of a live process: signal 0 through it is refused with EPERM at most (the
+	 * helper has no CAP_KILL); anything but a pidfd is EBADF or EINVAL. */
+	if (syscall(SYS_pidfd_send_signal, h->in_fd, 0, NULL, 0) < 0 && errno != EPERM)
+		return errno == ESRCH ? -ESRCH : -EINVAL;
+	rc = syscall(SYS_process_madvise, h->in_fd, &iov, 1UL, MADV_COLLAPSE, 0U);
+	if (rc < 0)
+		return -errno;
+	rep->value = (uint64_t)rc;
+	return 0;
+}
+
 /* The closed set: type -> exact size and handler. */
 static const struct {
 	size_t size;
@@ -169,6 +197,7 @@ static const struct {
 	[PRIV_COMPACT]    = { sizeof(struct priv_compact), do_compact },
 	[PRIV_PROC_OPEN]  = { sizeof(struct priv_proc_open), do_proc_open },
 	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },
+	[PRIV_COLLAPSE]   = { sizeof(struct priv_collapse), do_collapse },
 };
 
 static void answer(int fd, const struct priv_reply *rep, int pass_fd)
@@ -205,19 +234,35 @@ static void *serve(void *arg)
 	for (;;) {
 		struct priv_reply rep = { .h = { .magic = PRIV_MAGIC, .len = sizeof rep } };
 		const struct priv_hdr *hd = (const void *)buf;
-		int pass = -1;
-		ssize_t n = recv(fd, buf, sizeof buf, MSG_TRUNC);
+		int pass = -1, nfds = 0, fds[4];
+		union {
+			struct cmsghdr c;
+			char b[CMSG_SPACE(sizeof fds)];
+		} ctl;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
+		ssize_t n = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;   /* EOF: the daemon stopped (or died) */
+		/* Every fd that came along is ours to close, whatever the message. */
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; i++)
+					memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		h.in_fd = nfds == 1 ? fds[0] : -1;
 		if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->pad ||
 		    hd->len != (size_t)n) {
 			log_warn("privileged helper: refused a malformed message (%zd bytes)", n);
 			rep.rc = -EBADMSG;
 		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
 			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
+			rep.rc = -EBADMSG;
+		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE)) {
+			log_warn("privileged helper: refused a type %u message carrying %d fds", hd->type, nfds);
+			rep.h.type = hd->type;
 			rep.rc = -EBADMSG;
 		} else if (hd->len != requests[hd->type].size) {
 			log_warn("privileged helper: refused a type %u message of %u bytes (it has %zu)", hd->type, hd->len,
@@ -231,6 +276,8 @@ static void *serve(void *arg)
 		answer(fd, &rep, rep.rc == 0 ? pass : -1);
 		if (pass >= 0)
 			close(pass);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 	}
 	kfs_close(&h.nr);
 	return NULL;

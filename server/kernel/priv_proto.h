@@ -25,6 +25,7 @@ enum priv_type {
 	PRIV_COMPACT,          /* write 1 to compact_memory */
 	PRIV_PROC_OPEN,        /* open a ptrace-guarded procfs file of a pid: the fd comes back */
 	PRIV_MIGRATE,          /* migrate_pages(2) of a pid checked against its start time */
+	PRIV_COLLAPSE,         /* process_madvise(MADV_COLLAPSE) through the pidfd sent with it */
 	PRIV_TYPE_END,
 };
 
@@ -74,10 +75,18 @@ struct priv_migrate {
 };
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
+/* Carries the target's pidfd (SCM_RIGHTS), which the daemon opened and checked against the start
+ * time; the helper checks that it is a pidfd. Any other request carrying an fd is refused. */
+struct priv_collapse {
+	struct priv_hdr h;
+	uint64_t start;        /* page-aligned user address */
+	uint64_t len;          /* page-aligned, > 0, start + len in the user address space */
+};
+
 /* Every answer. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
 	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
-	int64_t rc;            /* 0, a count (migrate: pages not moved), or -errno */
+	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
 	uint64_t value;        /* PRIV_POOL_STEP: nr_hugepages read back */
 	int64_t elapsed_ns;    /* PRIV_POOL_STEP: the write and read-back, measured by the helper */
 };

@@ -128,6 +128,34 @@ class Privsep(unittest.TestCase):
         self.assertEqual(r.json["uid"], pwd.getpwnam("nobody").pw_uid)
         self.assertGreater(r.json["totals"]["mappings"], 0)
 
+    def test_collapse_of_another_users_process_goes_through_the_helper(self):
+        # the daemon opens the pidfd; process_madvise (CAP_SYS_NICE + ptrace) is the helper's
+        script = os.path.join(self.d.dir, "touch.py")
+        with open(script, "w") as f:
+            f.write(TOUCH)
+        os.chmod(script, 0o644)
+        p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3",
+                              script], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        r = self.d.request("POST", "/v1/processes/%d/collapse" % p.pid, body={})
+        self.assertEqual(r.status, 202, r.raw)
+        job = wait_job(self.d, r.json["id"], timeout=60)
+        self.assertEqual(job["status"], "ok", job)
+        self.assertGreaterEqual(job["result"]["collapsed"], 1, job)
+        self.assertGreaterEqual(job["result"]["thp_bytes_after"], 6 << 20, job)   # 8 MiB holds 3 aligned 2 MiB ranges at least
+
+
+# 8 MiB of anonymous memory, every base page written, then wait: MADV_COLLAPSE turns it into huge pages.
+TOUCH = """import mmap, time
+m = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for i in range(0, 8 << 20, 4096):
+    m[i] = 1
+print("ready", flush=True)
+time.sleep(60)
+"""
+
 
 @unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user" % USER)
 class PrivsepRefusals(unittest.TestCase):

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "server/kernel/knobs.h"
@@ -124,14 +125,19 @@ static struct priv_hdr hdr(uint32_t type, uint32_t len)
 	return (struct priv_hdr){ .magic = PRIV_MAGIC, .type = type, .len = len };
 }
 
-static long send_raw(const void *msg, size_t len)
+static long send_raw_fd(const void *msg, size_t len, int send_fd)
 {
 	struct priv_reply rep;
-	int fd, rc = priv_exchange(msg, len, &rep, &fd);
+	int fd, rc = priv_exchange(msg, len, send_fd, &rep, &fd);
 
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(fd, -1);
 	return (long)rep.rc;
+}
+
+static long send_raw(const void *msg, size_t len)
+{
+	return send_raw_fd(msg, len, -1);
 }
 
 START_TEST(malformed_messages_are_refused)
@@ -251,6 +257,30 @@ START_TEST(fields_out_of_range_are_refused)
 	mg.to[0] = 1;
 	mg.start_time = 778;
 	ck_assert_int_eq(send_raw(&mg, sizeof mg), -ESTALE);
+	/* collapse: no pidfd with it, an fd that is not a pidfd, a range not page-aligned, empty, past
+	 * the user address space; and a pidfd sent with a request that takes none. */
+	{
+		struct priv_collapse co = { .h = hdr(PRIV_COLLAPSE, sizeof co), .start = 0x200000, .len = 0x200000 };
+		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0), file = open("/dev/null", O_RDONLY);
+		ck_assert_int_ge(pidfd, 0);
+		ck_assert_int_eq(send_raw(&co, sizeof co), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, file), -EINVAL);
+		co.start = 0x200001;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = 0x200000;
+		co.len = 0;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = 1ULL << 57;
+		co.len = 4096;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = (1ULL << 57) - 4096;
+		co.len = 8192;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		po.file = PRIV_PROC_NUMA_MAPS;
+		ck_assert_int_eq(send_raw_fd(&po, sizeof po, pidfd), -EBADMSG);
+		close(pidfd);
+		close(file);
+	}
 	assert_untouched();
 	assert_alive();
 	drop_tree();
