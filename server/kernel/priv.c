@@ -335,3 +335,18 @@ long priv_collapse(int pidfd, uint64_t start, uint64_t len)
 	rc = ask_fd(&m, sizeof m, PRIV_COLLAPSE, pidfd, &rep, NULL);
 	return rc < 0 ? rc : (long)rep.value;
 }
+
+int priv_cg_mems(int dirfd, const char *text)
+{
+	struct priv_cg_mems m = { 0 };
+	struct priv_reply rep;
+	idset nodes;
+
+	if (dirfd < 0)
+		return -EBADF;
+	if (idset_parse(text, &nodes) < 0)
+		return -EINVAL;
+	_Static_assert(sizeof m.nodes == sizeof nodes.bits, "the mask travels word for word");
+	memcpy(m.nodes, nodes.bits, sizeof m.nodes);
+	return (int)ask_fd(&m, sizeof m, PRIV_CG_MEMS, dirfd, &rep, NULL);
+}

@@ -61,6 +61,8 @@ int priv_compact(void);
 int priv_proc_open(pid_t pid, enum priv_proc_file f);
 long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, const struct mpol_mask *to);
 long priv_collapse(int pidfd, uint64_t start, uint64_t len);
+/* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
+int priv_cg_mems(int dirfd, const char *text);
 
 /* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
  * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the

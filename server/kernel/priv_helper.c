@@ -5,15 +5,20 @@
  * without acting on it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/parse.h"
+#include "server/kernel/cgroup.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/madv.h"
@@ -186,6 +191,46 @@ static int do_collapse(struct helper *h, const void *msg, struct priv_reply *rep
 	return 0;
 }
 
+/* The directory is a cgroup's: on a cgroup file system, or, when the helper was given another
+ * sysfs root (a generated tree), inside that root's fs/cgroup. */
+static bool cgroup_dir(const struct helper *h, int dirfd)
+{
+	char link[64], real[4096], want[4096];
+	struct statfs sf;
+	struct stat sb;
+	ssize_t n;
+	int w;
+
+	if (fstat(dirfd, &sb) < 0 || !S_ISDIR(sb.st_mode) || fstatfs(dirfd, &sf) < 0)
+		return false;
+	if (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC)
+		return true;
+	if (!strcmp(h->sysfs_root, "/sys"))
+		return false;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+	w = snprintf(want, sizeof want, "%s/fs/cgroup", h->sysfs_root);
+	if ((n = readlink(link, real, sizeof real - 1)) < 0 || w < 0 || (size_t)w >= sizeof want)
+		return false;
+	real[n] = '\0';
+	return !strncmp(real, want, (size_t)w) && (real[w] == '/' || real[w] == '\0');
+}
+
+static int do_cg_mems(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_cg_mems *m = msg;
+	idset nodes;
+	char text[20480];   /* every other id of IDSET_MAX: "0,2,...,4094" */
+
+	(void)rep;
+	(void)fd_out;
+	if (h->in_fd < 0 || !cgroup_dir(h, h->in_fd))
+		return -EINVAL;
+	memcpy(nodes.bits, m->nodes, sizeof nodes.bits);
+	if (idset_format(&nodes, text, sizeof text) < 0)
+		return -EINVAL;
+	return cg_write_mems_direct(h->in_fd, text);
+}
+
 /* The closed set: type -> exact size and handler. */
 static const struct {
 	size_t size;
@@ -198,6 +243,7 @@ static const struct {
 	[PRIV_PROC_OPEN]  = { sizeof(struct priv_proc_open), do_proc_open },
 	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },
 	[PRIV_COLLAPSE]   = { sizeof(struct priv_collapse), do_collapse },
+	[PRIV_CG_MEMS]    = { sizeof(struct priv_cg_mems), do_cg_mems },
 };
 
 static void answer(int fd, const struct priv_reply *rep, int pass_fd)
@@ -260,7 +306,7 @@ static void *serve(void *arg)
 		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
 			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
 			rep.rc = -EBADMSG;
-		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE)) {
+		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS)) {
 			log_warn("privileged helper: refused a type %u message carrying %d fds", hd->type, nfds);
 			rep.h.type = hd->type;
 			rep.rc = -EBADMSG;

@@ -26,6 +26,7 @@ enum priv_type {
 	PRIV_PROC_OPEN,        /* open a ptrace-guarded procfs file of a pid: the fd comes back */
 	PRIV_MIGRATE,          /* migrate_pages(2) of a pid checked against its start time */
 	PRIV_COLLAPSE,         /* process_madvise(MADV_COLLAPSE) through the pidfd sent with it */
+	PRIV_CG_MEMS,          /* write cpuset.mems in the cgroup directory whose fd is sent with it */
 	PRIV_TYPE_END,
 };
 
@@ -73,7 +74,6 @@ struct priv_migrate {
 	uint64_t maxnode;      /* 1 .. IDSET_MAX + 1 */
 	uint64_t from[MPOL_MASK_WORDS], to[MPOL_MASK_WORDS];
 };
-_Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
 /* Carries the target's pidfd (SCM_RIGHTS), which the daemon opened and checked against the start
  * time; the helper checks that it is a pidfd. Any other request carrying an fd is refused. */
@@ -83,6 +83,15 @@ struct priv_collapse {
 	uint64_t len;          /* page-aligned, > 0, start + len in the user address space */
 };
 
+/* Carries the cgroup directory's fd (SCM_RIGHTS), which the daemon walked to with O_NOFOLLOW from
+ * the cpuset mount (kernel/cgroup.c); the helper checks it is a directory of a cgroup file system
+ * (or, with a generated tree, under the helper's own cgroup mount) and writes the list it formats
+ * itself from the mask. */
+struct priv_cg_mems {
+	struct priv_hdr h;
+	uint64_t nodes[IDSET_MAX / 64];   /* empty: inherit (v2) */
+};
+
 /* Every answer. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
 	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
@@ -90,5 +99,8 @@ struct priv_reply {
 	uint64_t value;        /* PRIV_POOL_STEP: nr_hugepages read back */
 	int64_t elapsed_ns;    /* PRIV_POOL_STEP: the write and read-back, measured by the helper */
 };
+
+_Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+_Static_assert(sizeof(struct priv_cg_mems) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
 #endif

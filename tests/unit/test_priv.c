@@ -65,6 +65,8 @@ static void make_tree(void)
 	put(sys_root, POOL "free_hugepages", "0");
 	put(sys_root, NODE0 "nr_hugepages", "0");
 	put(sys_root, "devices/system/node/online", "0");
+	put(sys_root, "fs/cgroup/a/cpuset.mems", "");
+	put(sys_root, "cpuset.mems", "");   /* outside fs/cgroup: never written */
 	put(proc_root, "sys/vm/compact_memory", "0");
 	put(proc_root, "4242/numa_maps", "7f0000000000 default anon=1 N0=1");
 	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
@@ -97,6 +99,10 @@ static void assert_untouched(void)
 	ck_assert_str_eq(buf, "0");
 	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
 	ck_assert_str_eq(buf, "0");
+	get(sys_root, "fs/cgroup/a/cpuset.mems", buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
+	get(sys_root, "cpuset.mems", buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
 }
 
 /* The helper still answers: a valid request that writes nothing (an fd of a procfs file). */
@@ -281,6 +287,19 @@ START_TEST(fields_out_of_range_are_refused)
 		close(pidfd);
 		close(file);
 	}
+	/* cpuset.mems: no directory with it, a file, a directory outside the tree's cgroup mount. */
+	{
+		struct priv_cg_mems cm = { .h = hdr(PRIV_CG_MEMS, sizeof cm), .nodes = { 1 } };
+		int file = open("/dev/null", O_RDONLY), tmp = open("/tmp", O_RDONLY | O_DIRECTORY),
+		    outside = open(sys_root, O_RDONLY | O_DIRECTORY);
+		ck_assert_int_eq(send_raw(&cm, sizeof cm), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, file), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, tmp), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, outside), -EINVAL);
+		close(file);
+		close(tmp);
+		close(outside);
+	}
 	assert_untouched();
 	assert_alive();
 	drop_tree();
@@ -310,6 +329,16 @@ START_TEST(valid_requests_act)
 	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
 	ck_assert_str_eq(buf, "1");
 	ck_assert_int_eq(priv_proc_open(4243, PRIV_PROC_NUMA_MAPS), -ENOENT);
+	{
+		char dir[PATH_MAX];
+		int dfd;
+		snprintf(dir, sizeof dir, "%s/fs/cgroup/a", sys_root);
+		ck_assert_int_ge(dfd = open(dir, O_RDONLY | O_DIRECTORY), 0);
+		ck_assert_int_eq(priv_cg_mems(dfd, "0-1,3"), 0);
+		close(dfd);
+		get(sys_root, "fs/cgroup/a/cpuset.mems", buf, sizeof buf);
+		ck_assert_str_eq(buf, "0-1,3");
+	}
 	assert_alive();
 	drop_tree();
 }
