@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "server/kernel/priv_caps.h"
+#include "server/log.h"
 
 /* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
  * and waits when none is. Several, so that a request that takes long in the kernel (compaction, a
@@ -24,6 +25,7 @@
 static int chans[PRIV_CHANNELS];   /* owned */
 static int nchans;                 /* 0 without a helper */
 static int free_chans[PRIV_CHANNELS], nfree;
+static int nalive;                 /* channels whose helper thread still answers */
 static pid_t helper_pid = -1;
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t chan_freed = PTHREAD_COND_INITIALIZER;
@@ -89,7 +91,7 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		close(sv[i][1]);
 		chans[i] = free_chans[i] = sv[i][0];
 	}
-	nchans = nfree = PRIV_CHANNELS;
+	nchans = nfree = nalive = PRIV_CHANNELS;
 	helper_pid = pid;
 	return 0;
 fail:
@@ -109,7 +111,7 @@ void priv_stop(void)
 		return;
 	for (int i = 0; i < nchans; i++)
 		close(chans[i]);
-	nchans = nfree = 0;
+	nchans = nfree = nalive = 0;
 	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -217,14 +219,27 @@ int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *r
 	if (!nchans)
 		return -ENOTCONN;
 	pthread_mutex_lock(&chan_lock);
-	while (!nfree)
+	while (!nfree && nalive)
 		pthread_cond_wait(&chan_freed, &chan_lock);
+	if (!nfree) {
+		pthread_mutex_unlock(&chan_lock);
+		return -EPIPE;
+	}
 	chan = free_chans[--nfree];
 	pthread_mutex_unlock(&chan_lock);
 	rc = exchange_on(chan, msg, len, send_fd, rep, fd);
 	pthread_mutex_lock(&chan_lock);
-	free_chans[nfree++] = chan;
-	pthread_cond_signal(&chan_freed);
+	if (rc == -EPIPE) {
+		/* The helper closed this channel (it died, or its thread ended): never hand it out
+		 * again, so that no caller waits on it; priv_stop() closes it. When none is left, every
+		 * privileged request fails with EPIPE at once. */
+		if (--nalive == 0)
+			log_error("the privileged helper is gone: kernel writes fail with EPIPE until a restart");
+		pthread_cond_broadcast(&chan_freed);
+	} else {
+		free_chans[nfree++] = chan;
+		pthread_cond_signal(&chan_freed);
+	}
 	pthread_mutex_unlock(&chan_lock);
 	return rc;
 }

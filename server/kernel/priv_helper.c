@@ -325,6 +325,9 @@ static void *serve(void *arg)
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
+	/* A zero-length datagram reads as EOF too: close, so that the daemon sees EPIPE on this
+	 * channel rather than waiting for an answer that will not come. */
+	close(fd);
 	kfs_close(&h.nr);
 	return NULL;
 }

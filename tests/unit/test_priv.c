@@ -378,6 +378,24 @@ START_TEST(a_blocked_request_holds_up_only_its_channel)
 }
 END_TEST
 
+/* A zero-length datagram cannot be told from EOF: it ends that channel's thread, and the daemon
+ * side must then see EPIPE on it and go on with the others, never wait for an answer. */
+START_TEST(a_dead_channel_is_dropped_not_waited_on)
+{
+	struct priv_reply rep;
+	int fd;
+
+	make_tree();
+	ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
+	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
+	for (int i = 1; i < PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
+	ck_assert_int_eq(priv_pool_write(2048, 0, 1), -EPIPE);   /* none left: at once, not a hang */
+	drop_tree();
+}
+END_TEST
+
 static Suite *priv_suite(void)
 {
 	Suite *s = suite_create("priv");
@@ -387,6 +405,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, fields_out_of_range_are_refused);
 	tcase_add_test(tc, valid_requests_act);
 	tcase_add_test(tc, a_blocked_request_holds_up_only_its_channel);
+	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
 	suite_add_tcase(s, tc);
 	return s;
 }
