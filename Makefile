@@ -65,7 +65,7 @@ CHECK_LIBS := $(call PKGLIBS,check)
 GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
              $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
 
-.PHONY: all deps run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
+.PHONY: all deps user run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl $(GENERATED)
 
 deps:
@@ -145,7 +145,13 @@ fuzz: deps
 fuzz-merge:
 	tests/fuzz/run --merge build/fuzz $(FUZZ_TARGETS)
 
-run: deps all
+# The unprivileged user of privilege separation (--user, server/kernel/priv.h): the tests start
+# daemons with it, and `make run` makes sure it exists for a run with --user.
+MPD_USER ?= mempolicyd
+user:
+	@id $(MPD_USER) >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin $(MPD_USER)
+
+run: deps all user
 	@mkdir -p run var
 	@echo "export MEMPOLICYD_SOCKET=$(CURDIR)/run/mempolicyd.sock"
 	$(BIN)/mempolicyd --socket run/mempolicyd.sock --db var/mempolicyd.db
@@ -155,7 +161,7 @@ run: deps all
 TSAN_MAKE := $(MAKE) TSAN=1 BUILD=build/tsan BIN=build/tsan/bin
 TSAN_RUN  := --tsan-bin build/tsan/bin --tsan-unit build/tsan/tests
 
-test: deps
+test: deps user
 	@packaging/deps.sh test
 	$(MAKE) all
 	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
@@ -180,7 +186,7 @@ test-unit: deps
 	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all unit-bins fuzz-bins
 	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --only unit
 
-test-e2e: deps
+test-e2e: deps user
 	@packaging/deps.sh test
 	$(MAKE) SAN=1 BUILD=build/san BIN=build/san/bin all
 	tests/run --bin build/san/bin --only e2e

@@ -24,8 +24,10 @@
 #include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
+#include "server/kernel/priv.h"
 #include "server/log.h"
 #include "server/sd.h"
+#include "server/statedir.h"
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
@@ -50,6 +52,7 @@ struct config {
 	char *tls_key;
 	char *tls_client_ca;  /* NULL: no client certificates asked for */
 	char *admin_group;    /* NULL: only root may change things */
+	char *user;           /* NULL: no privilege separation (server/kernel/priv.h) */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[6];       /* max-connections ... auth-failures-per-minute, as written; NULL: default */
@@ -92,6 +95,7 @@ static const struct option long_opts[] = {
 	{ "tls-key",     required_argument, NULL, 'K' },
 	{ "tls-client-ca", required_argument, NULL, 'A' },
 	{ "admin-group", required_argument, NULL, 'g' },
+	{ "user",        required_argument, NULL, 'u' },
 	{ "log-level",   required_argument, NULL, 'l' },
 	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
 	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
@@ -138,6 +142,9 @@ static const struct opt_doc {
 	{ "tls-client-ca", "PATH", "PEM CA(s): TLS clients must also present a certificate they signed (mutual TLS)",
 	  -1, true },
 	{ "admin-group", "NAME", "members of this group may change settings (root always may)", -1, true },
+	{ "user", "NAME", "privilege separation: serve as this unprivileged user with no capabilities, the kernel "
+	  "writes done by a privileged helper (needs start as root; the database's directory must be the user's)",
+	  -1, true },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
 	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
 	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
@@ -233,6 +240,7 @@ static char **config_slot(struct config *c, int opt)
 	case 'P': return &c->procfs_root;
 	case 't': return &c->listen_tcp;
 	case 'g': return &c->admin_group;
+	case 'u': return &c->user;
 	case 'l': return &c->log_level;
 	case 'M': return &c->probe_share;
 	case 'C': return &c->tls_cert;
@@ -428,20 +436,6 @@ static int parse_args(int argc, char **argv, struct config *c)
 	return -1;
 }
 
-/* mkdir -p for the directory that will hold path (socket, database). */
-static void make_parent(const char *path)
-{
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(dir, 0755);
-		*p = '/';
-	}
-}
-
 #ifdef MPD_TEST_HOOKS
 /* SIGUSR2 with --test-clock: the clock takes the file's time, and the scheduler, which waits for
  * this rather than for a time, runs a pass at it and says so in the log (server/clock.h). */
@@ -466,7 +460,11 @@ int main(int argc, char **argv)
 	struct conn_limits lim;
 	struct http *http = NULL;
 	struct maint *maint = NULL;
+<<<<<<< HEAD
 	struct tls_files tls = { 0 };   /* owned until http_listen takes it */
+=======
+	struct priv_user user;
+>>>>>>> privsep
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1, unix_fd = -1;
@@ -559,9 +557,40 @@ int main(int argc, char **argv)
 		mp_fail(&e, MPE_CONFIG_SOCKET, 0, "--socket and --db are the same path %s", cfg.db);
 		goto fail;
 	}
-	make_parent(cfg.db);
+	if (cfg.user) {
+		if (geteuid() != 0) {
+			mp_fail(&e, MPE_CONFIG_USER, EPERM, "--user %s: privilege separation needs the daemon started as root",
+				cfg.user);
+			goto fail;
+		}
+		if (priv_lookup_user(cfg.user, &user, &e) < 0 || statedir_prepare(cfg.db, DEFAULT_DB, &user, &e) < 0)
+			goto fail;
+		/* Before the store and before any thread: the helper is a fork of this image, holding the
+		 * knob catalogue and the roots, and nothing else of the daemon. */
+		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, &e) < 0)
+			goto fail;
+	} else {
+		statedir_mkparents(cfg.db);
+	}
 	if ((lock_fd = instance_lock(cfg.db, &e)) < 0)
 		goto fail;
+	/* The socket is ours from here: a second daemon started on it is refused (by the lock above)
+	 * before it can mark the first one's jobs interrupted or run its schedules. Nothing is
+	 * answered yet; a client that connects now waits in the backlog until app is complete. It is
+	 * made before privileges are dropped: its directory may be root's. Under systemd the socket
+	 * unit's socket is taken instead (server/sd.c). */
+	statedir_mkparents(cfg.socket);
+	mp_err_clear(&e);
+	if ((unix_fd = sd_inherited_unix(cfg.socket, &e)) < 0 && e.code)
+		goto fail;
+	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, &lim, &e)))
+		goto fail;
+	if (cfg.user) {
+		if (priv_drop(&user, &e) < 0 || statedir_check(cfg.db, &user, &e) < 0)
+			goto fail;
+		log_info("privilege separation: serving as %s (uid %d) with no capabilities; kernel writes by the helper",
+			 user.name, (int)user.uid);
+	}
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
@@ -579,6 +608,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(app.children = children_open(&app, &e)))
 		goto fail;
+<<<<<<< HEAD
 	/* The socket is ours from here: a second daemon started on it is refused before it can mark
 	 * the first one's jobs interrupted or run its schedules. Nothing is answered yet; a client
 	 * that connects now waits in the backlog until app is complete. Under systemd the socket
@@ -589,6 +619,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
 		goto fail;
+=======
+>>>>>>> privsep
 	sd_say("STATUS=recovering what the previous daemon left unfinished");
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
@@ -659,6 +691,7 @@ out:
 	store_close(app.store);
 	if (lock_fd >= 0)
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */
+	priv_stop();   /* after everything that may still ask it something */
 	knobs_free(app.knobs);
 	tls_files_free(&tls);
 	config_free(&cfg);

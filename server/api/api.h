@@ -57,7 +57,7 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 #define R_ADMIN 0x1   /* a change: the caller must be root or in the admin group, or a token of scope admin */
 #define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
 #define R_SLOW  0x4   /* scans: runs off the HTTP workers at idle priority (api/slow.c) */
-#define R_TAIL  0x4   /* the pattern's last {} matches the rest of the path, '/' included */
+#define R_TAIL  0x8   /* the pattern's last {} matches the rest of the path, '/' included */
 
 struct route {
 	const char *method;

@@ -52,5 +52,7 @@ int cg_children(int dirfd, char ***names, size_t *n);
 /* Writes cpuset.mems with one write(2). 0 or -errno (the kernel's: EINVAL, EACCES, EBUSY,
  * ENOSPC, ...). */
 int cg_write_mems(int dirfd, const char *text);
+/* The write itself, in this process (the privileged helper, or a daemon without one). */
+int cg_write_mems_direct(int dirfd, const char *text);
 
 #endif

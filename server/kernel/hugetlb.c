@@ -4,8 +4,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/parse.h"
+#include "server/kernel/priv.h"
 #include "server/kernel/sysfs.h"
 
 #define GLOBAL_DIR "kernel/mm/hugepages"
@@ -52,6 +54,8 @@ int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t c
 {
 	char rel[160];
 
+	if (priv_active())
+		return priv_pool_write(size_kb, node, count);
 	if (node < 0)
 		global_path(rel, sizeof rel, size_kb, "nr_hugepages");
 	else
@@ -120,7 +124,37 @@ int htlb_read_pool(const char *sysfs_root, uint64_t size_kb, struct htlb_pool *p
 
 int htlb_compact(const char *procfs_root)
 {
-	return kfs_write(procfs_root, "sys/vm/compact_memory", "1");
+	return priv_active() ? priv_compact() : kfs_write(procfs_root, "sys/vm/compact_memory", "1");
+}
+
+int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb_nr *h)
+{
+	*h = (struct htlb_nr){ .size_kb = size_kb, .node = node, .f = { .fd = -1 } };
+	/* The helper opens (and keeps open) its own copy; it checks the pool at every step. */
+	if (priv_active())
+		return htlb_size_exists(sysfs_root, size_kb) ? 0 : -ENOENT;
+	return htlb_open_nr(sysfs_root, size_kb, node, &h->f);
+}
+
+int htlb_nr_step(struct htlb_nr *h, uint64_t count, uint64_t *after, int64_t *elapsed_ns)
+{
+	struct timespec t0, t1;
+	int rc;
+
+	if (priv_active())
+		return priv_pool_step(h->size_kb, h->node, count, after, elapsed_ns);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = kfs_file_write_u64(&h->f, count);
+	if (rc == 0)
+		rc = kfs_file_read_u64(&h->f, after);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*elapsed_ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+	return rc;
+}
+
+void htlb_nr_close(struct htlb_nr *h)
+{
+	kfs_close(&h->f);
 }
 
 int htlb_vmstat_read(const char *procfs_root, struct htlb_vmstat *v)

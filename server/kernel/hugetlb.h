@@ -39,6 +39,18 @@ int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t c
 /* Opens nr_hugepages (global when node < 0) for a run of writes and read-backs. */
 int htlb_open_nr(const char *sysfs_root, uint64_t size_kb, int node, struct kfs_file *f);
 
+/* A resize's pool file: opened once, then a run of steps. Each step writes count and reads
+ * nr_hugepages back; elapsed_ns is the time of the two, measured where they happen (in the
+ * privileged helper when one runs, so the socket round trip is not in it). */
+struct htlb_nr {
+	uint64_t size_kb;
+	int node;
+	struct kfs_file f;      /* owned; unused (fd -1) with the helper */
+};
+int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb_nr *h);
+int htlb_nr_step(struct htlb_nr *h, uint64_t count, uint64_t *after, int64_t *elapsed_ns);
+void htlb_nr_close(struct htlb_nr *h);
+
 /* Compacts all memory once (procfs sys/vm/compact_memory). */
 int htlb_compact(const char *procfs_root);
 

@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server/kernel/priv.h"
+#include "server/kernel/proc.h"
+
 static const struct mpol_mode modes[] = {
 	{ "default",             MPD_MPOL_DEFAULT,             MPOL_NODES_NONE,     false },
 	{ "local",               MPD_MPOL_LOCAL,               MPOL_NODES_NONE,     false },
@@ -61,6 +64,18 @@ long mpol_migrate_pages(pid_t pid, const struct mpol_mask *from, const struct mp
 	long rc = syscall(SYS_migrate_pages, pid, maxnode, from->bits, to->bits);
 
 	return rc < 0 ? -errno : rc;
+}
+
+long mpol_migrate_checked(const char *procfs_root, pid_t pid, uint64_t start_time, const struct mpol_mask *from,
+			  const struct mpol_mask *to)
+{
+	int rc;
+
+	if (priv_active())
+		return priv_migrate(pid, start_time, from, to);
+	if ((rc = proc_check_identity(procfs_root, pid, start_time)) < 0)
+		return rc;
+	return mpol_migrate_pages(pid, from, to);
 }
 
 /* ---- the probe ------------------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
+#include "server/kernel/priv.h"
 
 int proc_parse_stat_start(const char *text, uint64_t *start_time)
 {
@@ -49,21 +50,39 @@ static int proc_path(char *out, size_t len, const char *root, pid_t pid, const c
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* Where every read's fd comes from. The files that need ptrace access to another process are
+ * opened by the privileged helper when one runs (the check is made at open, against the opener);
+ * the world-readable ones (stat, status) here. An fd, or -errno (-ESRCH for ENOENT). */
+static int proc_open(const char *procfs_root, pid_t pid, const char *name)
+{
+	static const char *const guarded[PRIV_PROC_END] = {
+		[PRIV_PROC_MAPS] = "maps", [PRIV_PROC_SMAPS] = "smaps", [PRIV_PROC_SMAPS_ROLLUP] = "smaps_rollup",
+		[PRIV_PROC_NUMA_MAPS] = "numa_maps",
+	};
+	char path[PATH_MAX];
+	int fd, rc;
+
+	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
+		return rc;
+	if (priv_active())
+		for (int f = 0; f < PRIV_PROC_END; f++)
+			if (!strcmp(name, guarded[f]))
+				return (fd = priv_proc_open(pid, (enum priv_proc_file)f)) == -ENOENT ? -ESRCH : fd;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
 int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
 		   size_t *len)
 {
-	char path[PATH_MAX];
 	size_t cap = 64 * 1024, off = 0;
 	char *b = NULL; /* owned until handed to *buf */
 	int fd = -1, rc;
 
 	*buf = NULL;
 	*len = 0;
-	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
-		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = errno == ENOENT ? -ESRCH : -errno;
+	if ((fd = proc_open(procfs_root, pid, name)) < 0) {
+		rc = fd;
 		goto out;
 	}
 	if (!(b = malloc(cap))) {
@@ -134,16 +153,12 @@ int proc_read_lines(const char *procfs_root, pid_t pid, const char *name, proc_l
 		    void *arg)
 {
 	enum { CHUNK = 256 * 1024, MAX_LINE = 64 * 1024 };
-	char path[PATH_MAX];
 	char *b = NULL; /* owned: CHUNK + MAX_LINE, so a carried partial line always fits */
 	size_t have = 0;
 	int fd = -1, rc;
 
-	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
-		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = errno == ENOENT ? -ESRCH : -errno;
+	if ((fd = proc_open(procfs_root, pid, name)) < 0) {
+		rc = fd;
 		goto out;
 	}
 	if (!(b = malloc(CHUNK + MAX_LINE))) {

@@ -10,6 +10,7 @@
 
 #include "server/app.h"
 #include "server/clock.h"
+#include "server/kernel/madv.h"
 #include "server/kernel/placement.h"
 #include "server/kernel/proc.h"
 #include "server/ops/pact.h"
@@ -56,17 +57,17 @@ struct crun {
 
 static void one(struct crun *r, uint64_t s, uint64_t e)
 {
-	struct iovec iov = { .iov_base = (void *)(uintptr_t)s, .iov_len = e - s };
 	long rc;
 
 	r->ranges++;
-	rc = syscall(SYS_process_madvise, r->pidfd, &iov, 1UL, MADV_COLLAPSE, 0U);
-	if (rc < 0 && errno == EAGAIN)   /* transient (page lock, LRU isolation): once more */
-		rc = syscall(SYS_process_madvise, r->pidfd, &iov, 1UL, MADV_COLLAPSE, 0U);
+	rc = madv_collapse(r->pidfd, s, e - s);
+	if (rc == -EAGAIN)   /* transient (page lock, LRU isolation): once more */
+		rc = madv_collapse(r->pidfd, s, e - s);
 	if (rc >= 0) {
 		r->collapsed++;
 		return;
 	}
+	errno = (int)-rc;
 	r->failed++;
 	r->last_errno = errno;
 	if (json_array_size(r->errors) < MAX_ERRORS)

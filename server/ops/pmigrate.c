@@ -151,12 +151,13 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		return;
 	}
 	t0 = clk_mono_ns();
-	rc = mpol_migrate_pages(a->pid, &from, &to);
+	/* Checked once more where it happens (by the privileged helper when one runs). */
+	rc = mpol_migrate_checked(a->app->procfs_root, a->pid, a->start_time, &from, &to);
 	el = clk_mono_ns() - t0;
 	vmstat_read(a->app->procfs_root, counters, NCOUNTERS, v1);
 	if (rc < 0) {
 		pl_free(&before);
-		fail_with(out, (int)-rc, "%s: %s", "migrate_pages");
+		fail_with(out, rc == -ESTALE ? ESRCH : (int)-rc, "%s: %s", "migrate_pages");
 		out->result = json_pack("{s:I}", "elapsed_ns", (json_int_t)el);
 		return;
 	}

@@ -67,7 +67,7 @@ static void report(struct run *r)
 
 /* One target to its goal. Returns 0 to go on with the next target, 1 to stop the job (cancel,
  * deadline, errno: out is filled). */
-static int run_target(struct run *r, struct resize_target *t, struct kfs_file *nr, struct job_outcome *out)
+static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr, struct job_outcome *out)
 {
 	struct resize_args *a = r->a;
 	bool grow = t->goal > t->now;
@@ -76,7 +76,7 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 	while (grow ? t->now < t->goal : t->now > t->goal) {
 		struct batch_row *row;
 		uint64_t step, want, after, gained;
-		int64_t started, m0, el;
+		int64_t started, el;
 
 		if (job_cancelled(r->ctx)) {
 			t->stop = "cancelled";
@@ -94,11 +94,8 @@ static int run_target(struct run *r, struct resize_target *t, struct kfs_file *n
 			step = a->batch;
 		want = grow ? t->now + step : t->now - step;
 		started = clk_wall_ns();
-		m0 = clk_mono_ns();
-		rc = kfs_file_write_u64(nr, want);
-		if (rc == 0)
-			rc = kfs_file_read_u64(nr, &after);
-		el = clk_mono_ns() - m0;
+		/* The write and read-back, timed where they happen (server/kernel/hugetlb.h). */
+		rc = htlb_nr_step(nr, want, &after, &el);
 		if (rc < 0) {
 			t->stop = "error";
 			out->status = "failed";
@@ -184,16 +181,16 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	report(r);
 	for (int i = 0; i < a->n; i++) {
-		struct kfs_file nr;
+		struct htlb_nr nr;
 		int stop;
-		if ((rc = htlb_open_nr(a->app->sysfs_root, a->size_kb, a->t[i].node, &nr)) < 0) {
+		if ((rc = htlb_nr_open(a->app->sysfs_root, a->size_kb, a->t[i].node, &nr)) < 0) {
 			out->status = "failed";
 			out->err_no = -rc;
 			snprintf(out->error, sizeof out->error, "opening nr_hugepages: %s", strerror(-rc));
 			break;
 		}
 		stop = run_target(r, &a->t[i], &nr, out);
-		kfs_close(&nr);
+		htlb_nr_close(&nr);
 		if (stop)
 			break;
 	}

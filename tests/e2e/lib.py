@@ -19,6 +19,8 @@ BIN = os.environ.get("MPD_BIN", os.path.join(os.path.dirname(__file__), "..", ".
 BIN = os.path.abspath(BIN)
 DAEMON = os.path.join(BIN, "mempolicyd")
 CTL = os.path.join(BIN, "mempolicyctl")
+# MPD_E2E_USER=mempolicyd runs every daemon of a suite with privilege separation (--user).
+E2E_USER = os.environ.get("MPD_E2E_USER") or None
 
 
 def free_port():
@@ -61,12 +63,18 @@ class Response:
 class Daemon:
     """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc. clock_ns: run
     it on the test clock (server/clock.h: builds with test hooks only), starting at that wall time
-    in ns since the epoch; set_clock() moves it."""
+    in ns since the epoch; set_clock() moves it. user: serve as that user with privilege separation
+    (--user); its directory is then under /tmp (the unprivileged side must reach it, and the
+    checkout's temp dirs may be under /root) and given to the user, as the daemon's rule wants."""
 
-    def __init__(self, tree=None, args=(), workdir=None, clock_ns=None):
+    def __init__(self, tree=None, args=(), workdir=None, clock_ns=None, user=E2E_USER):
         self.own_dir = workdir is None
-        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-")
+        self.user = user
+        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-", dir="/tmp" if user else None)
         os.chmod(self.dir, 0o755)   # the CLI runs as nobody in some tests and must reach the socket
+        if user:
+            pw = pwd.getpwnam(user)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         self.socket = os.path.join(self.dir, "mpd.sock")
         self.db = os.path.join(self.dir, "mpd.db")
         self.log = os.path.join(self.dir, "daemon.log")
@@ -86,6 +94,8 @@ class Daemon:
             cmd += ["--sysfs-root", self.tree.sys, "--procfs-root", self.tree.proc]
         if self.clock_file:
             cmd += ["--test-clock", self.clock_file]
+        if self.user:
+            cmd += ["--user", self.user]
         return cmd + self.args
 
     # -- the test clock ----------------------------------------------------------------------------

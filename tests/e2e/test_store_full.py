@@ -11,6 +11,7 @@ On tmpfs the first refusal comes at the insert that precedes any write. The othe
 written and then the outcome not recordable, is made deterministic with a trigger the test adds to
 the real database (RecordFails)."""
 import os
+import pwd
 import shutil
 import sqlite3
 import subprocess
@@ -18,7 +19,7 @@ import tempfile
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon, DaemonTest
+from lib import E2E_USER, Daemon, DaemonTest
 
 PAGES = "pages_to_scan"
 KNOB = "sys/kernel/mm/transparent_hugepage/khugepaged/" + PAGES
@@ -49,7 +50,11 @@ class StoreFull(unittest.TestCase):
         self.tree = FakeTree(os.path.join(self.tmp, "tree"), nodes=2)
         self.mnt = os.path.join(self.tmp, "db")
         os.mkdir(self.mnt)
-        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "mpd-test-full", self.mnt],
+        opts = "size=4m,mode=0755"
+        if E2E_USER:   # privilege separation: the database's directory must be the user's
+            pw = pwd.getpwnam(E2E_USER)
+            opts += ",uid=%d,gid=%d" % (pw.pw_uid, pw.pw_gid)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "mpd-test-full", self.mnt],
                            capture_output=True, text=True)
         if p.returncode != 0:
             self.skipTest("cannot mount a tmpfs: " + p.stderr.strip())

@@ -1,0 +1,77 @@
+/* Privilege separation: a small helper process keeps the privileges the kernel writes need; the
+ * daemon (HTTP, JSON, SQLite, jobs) drops to an unprivileged user with no capabilities and asks
+ * the helper for each privileged step over a socketpair (server/kernel/priv_proto.h).
+ *
+ * The seam is this kernel layer: knob_write, htlb_write_nr, htlb_compact, the resize step
+ * (htlb_nr_step), the ptrace-guarded procfs opens (proc.c) and mpol_migrate_pages ask the helper
+ * when one runs (priv_active()), and do the work themselves otherwise (the daemon not started as
+ * root, the unit tests, the helper itself). Callers above server/kernel/ do not know which.
+ *
+ * The daemon stays the parent and the helper is its child: socket activation (LISTEN_PID),
+ * sd_notify from MAINPID and the signals systemd sends all keep naming the process they did
+ * before. */
+#ifndef MPD_KERNEL_PRIV_H
+#define MPD_KERNEL_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "server/kernel/knobs.h"
+#include "server/kernel/mpol.h"
+#include "server/kernel/priv_proto.h"
+
+#define PRIV_CHANNELS 4
+
+/* The user the daemon drops to, looked up before anything forks (NSS may need files the
+ * unprivileged side cannot read). */
+struct priv_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+};
+/* 0, or -1 with MPE_CONFIG_USER when there is no such user or it is root. */
+int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e);
+
+/* Forks the helper over the catalogue and roots (borrowed; the helper keeps its copy-on-write
+ * image of them). Call as root, before any thread starts and before the store is opened: the
+ * helper closes every fd but its end of the socketpair and stdio. 0, or -1 with MPE_PRIV_START. */
+int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, mp_err *e);
+
+/* The calling process becomes u: supplementary groups, gid, uid; every capability set empty
+ * (effective, permitted, inheritable, ambient, bounding); no_new_privs. Checked afterwards from
+ * the kernel's own view. 0, or -1 with MPE_PRIV_START. */
+int priv_drop(const struct priv_user *u, mp_err *e);
+
+/* True once priv_start() succeeded in this process (the daemon side, never the helper). */
+bool priv_active(void);
+/* Stops the helper (closes the socketpair, reaps it). Safe without one. */
+void priv_stop(void);
+
+/* The requests. Each returns what the direct kernel call would: 0 (or a count) or -errno; -EPIPE
+ * when the helper is gone. Up to PRIV_CHANNELS in flight at once (one per socketpair, each served
+ * by its own helper thread); more wait for a free one. */
+int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
+int priv_pool_write(uint64_t size_kb, int node, uint64_t count);
+int priv_pool_step(uint64_t size_kb, int node, uint64_t want, uint64_t *after, int64_t *elapsed_ns);
+int priv_compact(void);
+/* An open read-only fd (owned by the caller) of the pid's file, or -errno (-ESRCH: no such pid). */
+int priv_proc_open(pid_t pid, enum priv_proc_file f);
+long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, const struct mpol_mask *to);
+long priv_collapse(int pidfd, uint64_t start, uint64_t len);
+/* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
+int priv_cg_mems(int dirfd, const char *text);
+
+/* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
+ * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the
+ * socket. */
+int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
+
+/* The helper's side (priv_helper.c): one thread per channel, each until EOF on it; returns when
+ * the first channel ends. */
+void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
+		     const char *procfs_root);
+
+#endif

@@ -1,0 +1,106 @@
+/* The privileged helper's wire format: what the unprivileged daemon may ask the helper to do.
+ *
+ * The set is closed and every request is typed: the helper builds every path itself from numbers
+ * and enums (a knob is its index in the catalogue both processes built before the fork, a pool is
+ * a page size and a node), so no message carries a path or a command. Each message is one
+ * SOCK_SEQPACKET datagram of exactly the size of its struct, header included; the helper refuses
+ * anything else (other size, unknown type, a field out of range) with -EBADMSG or -EINVAL and goes
+ * on serving. Both ends are the same binary, so the structs are not versioned; the header's
+ * magic catches a stray writer. */
+#ifndef MPD_KERNEL_PRIV_PROTO_H
+#define MPD_KERNEL_PRIV_PROTO_H
+
+#include <stdint.h>
+
+#include "server/kernel/mpol.h"
+
+#define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
+/* Larger than any message: a datagram that fills it is oversized, never silently truncated. */
+#define PRIV_MSG_MAX 4096
+
+enum priv_type {
+	PRIV_KNOB_WRITE = 1,   /* write a catalogue knob */
+	PRIV_POOL_WRITE,       /* write nr_hugepages once (restore) */
+	PRIV_POOL_STEP,        /* write nr_hugepages and read it back, timed by the helper (resize) */
+	PRIV_COMPACT,          /* write 1 to compact_memory */
+	PRIV_PROC_OPEN,        /* open a ptrace-guarded procfs file of a pid: the fd comes back */
+	PRIV_MIGRATE,          /* migrate_pages(2) of a pid checked against its start time */
+	PRIV_COLLAPSE,         /* process_madvise(MADV_COLLAPSE) through the pidfd sent with it */
+	PRIV_CG_MEMS,          /* write cpuset.mems in the cgroup directory whose fd is sent with it */
+	PRIV_TYPE_END,
+};
+
+struct priv_hdr {
+	uint32_t magic;
+	uint32_t type;         /* enum priv_type */
+	uint32_t len;          /* the whole message, header included */
+	uint32_t pad;          /* 0 */
+};
+
+#define PRIV_KNOB_VALUE 64
+struct priv_knob_write {
+	struct priv_hdr h;
+	uint32_t index;        /* in the knob catalogue */
+	char value[PRIV_KNOB_VALUE];   /* canonical text, NUL-terminated inside the field */
+	uint32_t pad;
+};
+
+/* PRIV_POOL_WRITE and PRIV_POOL_STEP. */
+struct priv_pool {
+	struct priv_hdr h;
+	uint64_t size_kb;      /* a hugetlb size the kernel has */
+	int32_t node;          /* -1: the global pool; else a node with a pool of this size */
+	uint32_t pad;
+	uint64_t count;        /* nr_hugepages to write */
+};
+
+struct priv_compact {
+	struct priv_hdr h;
+};
+
+enum priv_proc_file { PRIV_PROC_MAPS, PRIV_PROC_SMAPS, PRIV_PROC_SMAPS_ROLLUP, PRIV_PROC_NUMA_MAPS, PRIV_PROC_END };
+
+struct priv_proc_open {
+	struct priv_hdr h;
+	int32_t pid;           /* 1 .. PROC_PID_MAX */
+	uint32_t file;         /* enum priv_proc_file */
+};
+
+struct priv_migrate {
+	struct priv_hdr h;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t start_time;   /* the pid's start time the caller saw; the helper checks it again */
+	uint64_t maxnode;      /* 1 .. IDSET_MAX + 1 */
+	uint64_t from[MPOL_MASK_WORDS], to[MPOL_MASK_WORDS];
+};
+
+/* Carries the target's pidfd (SCM_RIGHTS), which the daemon opened and checked against the start
+ * time; the helper checks that it is a pidfd. Any other request carrying an fd is refused. */
+struct priv_collapse {
+	struct priv_hdr h;
+	uint64_t start;        /* page-aligned user address */
+	uint64_t len;          /* page-aligned, > 0, start + len in the user address space */
+};
+
+/* Carries the cgroup directory's fd (SCM_RIGHTS), which the daemon walked to with O_NOFOLLOW from
+ * the cpuset mount (kernel/cgroup.c); the helper checks it is a directory of a cgroup file system
+ * (or, with a generated tree, under the helper's own cgroup mount) and writes the list it formats
+ * itself from the mask. */
+struct priv_cg_mems {
+	struct priv_hdr h;
+	uint64_t nodes[IDSET_MAX / 64];   /* empty: inherit (v2) */
+};
+
+/* Every answer. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
+struct priv_reply {
+	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
+	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
+	uint64_t value;        /* PRIV_POOL_STEP: nr_hugepages read back */
+	int64_t elapsed_ns;    /* PRIV_POOL_STEP: the write and read-back, measured by the helper */
+};
+
+_Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+_Static_assert(sizeof(struct priv_cg_mems) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+
+#endif

@@ -1,0 +1,200 @@
+"""Privilege separation (--user): the process that serves HTTP holds no capability and is not root,
+as /proc/PID/status shows; the helper, its child, is root with exactly the four capabilities the
+kernel writes need; knob writes, pool resizes and the procfs files of another user's process still
+work through it, against the real kernel (every change put back, also on failure); and a start
+that cannot be separated is refused with a clear reason, leaving nothing behind it ran."""
+import os
+import pwd
+import subprocess
+import tempfile
+import time
+import unittest
+
+from lib import DAEMON, Daemon, bracketed, real_file, real_write
+from test_pools_fake import wait_job
+
+USER = "mempolicyd"
+DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
+HP = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+# CAP_DAC_OVERRIDE (1), CAP_SYS_PTRACE (19), CAP_SYS_ADMIN (21), CAP_SYS_NICE (23)
+HELPER_CAPS = (1 << 1) | (1 << 19) | (1 << 21) | (1 << 23)
+
+
+def status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def children(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(p) for p in f.read().split()]
+
+
+def have_user():
+    try:
+        pwd.getpwnam(USER)
+        return True
+    except KeyError:
+        return False
+
+
+@unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user (make test creates it)" % USER)
+class Privsep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pw = pwd.getpwnam(USER)
+        cls.d = Daemon(None, user=USER)
+        cls.d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.cleanup()
+        if rc not in (0, None):
+            raise AssertionError("mempolicyd exited with %s:\n%s" % (rc, cls.d.last_log))
+
+    def test_http_side_holds_no_privilege(self):
+        st = status(self.d.proc.pid)
+        for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            self.assertEqual(int(st[k], 16), 0, "%s of the HTTP side: %s" % (k, st[k]))
+        self.assertEqual(st["Uid"].split(), [str(self.pw.pw_uid)] * 4)
+        self.assertEqual(st["Gid"].split(), [str(self.pw.pw_gid)] * 4)
+        self.assertNotEqual(self.pw.pw_uid, 0)
+        self.assertEqual(st["Groups"], "")
+        self.assertEqual(st["NoNewPrivs"], "1")
+        # every thread, not only the main one (the capability sets are per thread)
+        for tid in os.listdir("/proc/%d/task" % self.d.proc.pid):
+            with open("/proc/%d/task/%s/status" % (self.d.proc.pid, tid)) as f:
+                self.assertIn("CapEff:\t0000000000000000", f.read())
+
+    def test_helper_keeps_only_what_the_kernel_writes_need(self):
+        kids = children(self.d.proc.pid)
+        self.assertEqual(len(kids), 1, kids)
+        st = status(kids[0])
+        self.assertEqual(st["Uid"].split(), ["0"] * 4)
+        for k in ("CapPrm", "CapEff", "CapBnd"):
+            self.assertEqual(int(st[k], 16), HELPER_CAPS, "%s of the helper: %s" % (k, st[k]))
+        self.assertEqual(int(st["CapInh"], 16), 0)
+        self.assertEqual(int(st["CapAmb"], 16), 0)
+        self.assertEqual(st["NoNewPrivs"], "1")
+
+    def test_database_is_the_users(self):
+        self.assertEqual(os.stat(self.d.db).st_uid, self.pw.pw_uid)
+
+    def test_knob_write_goes_through_the_helper(self):
+        old = bracketed(real_file(DEFRAG))
+        self.addCleanup(real_write, DEFRAG, old)
+        new = "defer" if old != "defer" else "madvise"
+        r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": new})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(bracketed(real_file(DEFRAG)), new)
+        self.assertTrue(self.d.get("/v1/knobs/thp.defrag").json["writable"])
+        # a value outside the kernel's list is refused before the helper, and nothing changes
+        r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": "sometimes"})
+        self.assertEqual(r.status, 422, r.raw)
+        self.assertEqual(bracketed(real_file(DEFRAG)), new)
+
+    @unittest.skipUnless(os.path.exists(HP), "no 2 MiB hugetlb pool")
+    def test_resize_steps_are_timed_by_the_helper(self):
+        n0 = int(real_file(HP))
+        self.addCleanup(real_write, HP, str(n0))
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"total": n0 + 4, "batch": 2})
+        self.assertEqual(r.status, 202, r.raw)
+        job = wait_job(self.d, r.json["id"], timeout=60)
+        self.assertEqual(job["status"], "ok", job)
+        self.assertEqual(int(real_file(HP)), n0 + 4)
+        rows = self.d.sql("SELECT before, after, elapsed_ns FROM batches WHERE op_id = ? ORDER BY seq",
+                          (job["operation_id"],))
+        self.assertEqual([(b, a) for b, a, _ in rows], [(n0, n0 + 2), (n0 + 2, n0 + 4)])
+        self.assertTrue(all(el > 0 for *_, el in rows), rows)
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"total": n0})
+        self.assertEqual(wait_job(self.d, r.json["id"], timeout=60)["status"], "ok")
+        self.assertEqual(int(real_file(HP)), n0)
+
+    def test_another_users_process_is_read_through_the_helper(self):
+        p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sleep", "30"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        time.sleep(0.2)
+        # the HTTP side's own uid may not open it: the kernel's ptrace check refuses
+        probe = subprocess.run(["setpriv", "--reuid=%s" % USER, "--regid=%s" % USER, "--clear-groups",
+                                "cat", "/proc/%d/numa_maps" % p.pid], capture_output=True)
+        self.assertNotEqual(probe.returncode, 0)
+        r = self.d.get("/v1/processes/%d" % p.pid)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["uid"], pwd.getpwnam("nobody").pw_uid)
+        self.assertGreater(r.json["totals"]["mappings"], 0)
+
+    def test_collapse_of_another_users_process_goes_through_the_helper(self):
+        # the daemon opens the pidfd; process_madvise (CAP_SYS_NICE + ptrace) is the helper's
+        script = os.path.join(self.d.dir, "touch.py")
+        with open(script, "w") as f:
+            f.write(TOUCH)
+        os.chmod(script, 0o644)
+        p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3",
+                              script], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        r = self.d.request("POST", "/v1/processes/%d/collapse" % p.pid, body={})
+        self.assertEqual(r.status, 202, r.raw)
+        job = wait_job(self.d, r.json["id"], timeout=60)
+        self.assertEqual(job["status"], "ok", job)
+        self.assertGreaterEqual(job["result"]["collapsed"], 1, job)
+        self.assertGreaterEqual(job["result"]["thp_bytes_after"], 6 << 20, job)   # 3 aligned 2 MiB ranges at least
+
+
+# 8 MiB of anonymous memory, every base page written, then wait: MADV_COLLAPSE turns it into huge pages.
+TOUCH = """import mmap, time
+m = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for i in range(0, 8 << 20, 4096):
+    m[i] = 1
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user" % USER)
+class PrivsepRefusals(unittest.TestCase):
+    def start_fails(self, args, workdir):
+        db = os.path.join(workdir, "db", "x.db")
+        p = subprocess.run([DAEMON, "--socket", os.path.join(workdir, "s.sock"), "--db", db] + args,
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(db), "the database was created")
+        return p.stderr
+
+    def tmp(self, mode):
+        d = tempfile.mkdtemp(prefix="mpd-privsep-", dir="/tmp")
+        os.chmod(d, mode)
+        self.addCleanup(subprocess.run, ["rm", "-rf", d])
+        return d
+
+    def test_unknown_user(self):
+        err = self.start_fails(["--user", "no-such-user-mpd"], self.tmp(0o755))
+        self.assertIn("no such user 'no-such-user-mpd'", err)
+
+    def test_root_is_not_a_user_to_drop_to(self):
+        err = self.start_fails(["--user", "root"], self.tmp(0o755))
+        self.assertIn("is root", err)
+
+    def test_database_directory_the_user_cannot_reach(self):
+        # the database's directory is the daemon's to create, but its parent is root's 0700
+        err = self.start_fails(["--user", USER], self.tmp(0o700))
+        self.assertIn("is not writable by user %s" % USER, err)
+
+    def test_not_started_as_root(self):
+        d = self.tmp(0o777)
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", DAEMON, "--socket",
+                            os.path.join(d, "s.sock"), "--db", os.path.join(d, "x.db"), "--user", USER],
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("needs the daemon started as root", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "x.db")))
+
+
+if __name__ == "__main__":
+    unittest.main()

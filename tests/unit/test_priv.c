@@ -1,0 +1,413 @@
+/* The privileged helper (server/kernel/priv_helper.c), forked for real over a tree generated here:
+ * every malformed, out-of-set, oversized or truncated message and every field out of range is
+ * refused, nothing is written, and the helper goes on answering; the valid requests act. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "server/kernel/knobs.h"
+#include "server/kernel/priv.h"
+#include "tests/unit/check_main.h"
+
+static char root[64], sys_root[96], proc_root[96];
+
+static void put(const char *base, const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", base, rel);
+	for (char *p = path + strlen(root) + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(path, 0755);
+			*p = '/';
+		}
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+static void get(const char *base, const char *rel, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", base, rel);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	ck_assert_ptr_nonnull(fgets(buf, (int)len, f));
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+#define THP "kernel/mm/transparent_hugepage/"
+#define POOL "kernel/mm/hugepages/hugepages-2048kB/"
+#define NODE0 "devices/system/node/node0/hugepages/hugepages-2048kB/"
+
+static struct knob_catalogue *cat;
+
+static void make_tree(void)
+{
+	snprintf(root, sizeof root, "/tmp/mpd-priv-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(sys_root, sizeof sys_root, "%s/sys", root);
+	snprintf(proc_root, sizeof proc_root, "%s/proc", root);
+	put(sys_root, THP "enabled", "always [madvise] never");
+	put(sys_root, THP "khugepaged/pages_to_scan", "4096");
+	put(sys_root, POOL "nr_hugepages", "0");
+	put(sys_root, POOL "free_hugepages", "0");
+	put(sys_root, NODE0 "nr_hugepages", "0");
+	put(sys_root, "devices/system/node/online", "0");
+	put(sys_root, "fs/cgroup/a/cpuset.mems", "");
+	put(sys_root, "cpuset.mems", "");   /* outside fs/cgroup: never written */
+	put(proc_root, "sys/vm/compact_memory", "0");
+	put(proc_root, "4242/numa_maps", "7f0000000000 default anon=1 N0=1");
+	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
+	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
+	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, NULL), 0);
+}
+
+static void drop_tree(void)
+{
+	char cmd[128];
+
+	priv_stop();
+	knobs_free(cat);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Nothing the refused messages could have reached has changed. */
+static void assert_untouched(void)
+{
+	char buf[128];
+
+	get(sys_root, THP "enabled", buf, sizeof buf);
+	ck_assert_str_eq(buf, "always [madvise] never");
+	get(sys_root, THP "khugepaged/pages_to_scan", buf, sizeof buf);
+	ck_assert_str_eq(buf, "4096");
+	get(sys_root, POOL "nr_hugepages", buf, sizeof buf);
+	ck_assert_str_eq(buf, "0");
+	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
+	ck_assert_str_eq(buf, "0");
+	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
+	ck_assert_str_eq(buf, "0");
+	get(sys_root, "fs/cgroup/a/cpuset.mems", buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
+	get(sys_root, "cpuset.mems", buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
+}
+
+/* The helper still answers: a valid request that writes nothing (an fd of a procfs file). */
+static void assert_alive(void)
+{
+	int fd = priv_proc_open(4242, PRIV_PROC_NUMA_MAPS);
+	char buf[16] = { 0 };
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, 12), 12);
+	ck_assert_str_eq(buf, "7f0000000000");
+	close(fd);
+}
+
+static size_t knob_index(const char *name)
+{
+	for (size_t i = 0; i < knobs_count(cat); i++)
+		if (!strcmp(knobs_at(cat, i)->name, name))
+			return i;
+	ck_abort_msg("no knob %s", name);
+	return 0;
+}
+
+static struct priv_hdr hdr(uint32_t type, uint32_t len)
+{
+	return (struct priv_hdr){ .magic = PRIV_MAGIC, .type = type, .len = len };
+}
+
+static long send_raw_fd(const void *msg, size_t len, int send_fd)
+{
+	struct priv_reply rep;
+	int fd, rc = priv_exchange(msg, len, send_fd, &rep, &fd);
+
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(fd, -1);
+	return (long)rep.rc;
+}
+
+static long send_raw(const void *msg, size_t len)
+{
+	return send_raw_fd(msg, len, -1);
+}
+
+START_TEST(malformed_messages_are_refused)
+{
+	_Alignas(8) unsigned char big[PRIV_MSG_MAX + 64];
+	struct priv_knob_write kw = { .h = hdr(PRIV_KNOB_WRITE, sizeof kw) };
+	struct priv_hdr h;
+
+	make_tree();
+	kw.index = (uint32_t)knob_index("thp.enabled");
+	memcpy(kw.value, "never", 6);
+	/* A header alone, and less than a header. */
+	h = hdr(PRIV_KNOB_WRITE, sizeof h);
+	ck_assert_int_eq(send_raw(&h, sizeof h), -EBADMSG);
+	ck_assert_int_eq(send_raw(&h, 5), -EBADMSG);
+	/* The valid knob message truncated by one byte, with len claiming the full size or the short one. */
+	ck_assert_int_eq(send_raw(&kw, sizeof kw - 1), -EBADMSG);
+	kw.h.len = sizeof kw - 1;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw - 1), -EBADMSG);
+	/* Oversized: the valid message with bytes after it, and a datagram larger than any buffer. */
+	memset(big, 0, sizeof big);
+	kw.h.len = sizeof kw;
+	memcpy(big, &kw, sizeof kw);
+	ck_assert_int_eq(send_raw(big, sizeof kw + 8), -EBADMSG);
+	((struct priv_hdr *)big)->len = sizeof big;
+	ck_assert_int_eq(send_raw(big, sizeof big), -EBADMSG);
+	/* Out of the set: type 0, one past the last, the top value; a wrong magic; a non-zero pad. */
+	kw.h.type = 0;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	kw.h.type = PRIV_TYPE_END;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	kw.h.type = 0xffffffffu;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	kw.h = hdr(PRIV_KNOB_WRITE, sizeof kw);
+	kw.h.magic ^= 1;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	kw.h = hdr(PRIV_KNOB_WRITE, sizeof kw);
+	kw.h.pad = 1;
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	/* A knob message of another type's size. */
+	kw.h = hdr(PRIV_COMPACT, sizeof kw);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EBADMSG);
+	assert_untouched();
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
+START_TEST(fields_out_of_range_are_refused)
+{
+	struct priv_knob_write kw = { .h = hdr(PRIV_KNOB_WRITE, sizeof kw) };
+	struct priv_pool pw = { .h = hdr(PRIV_POOL_WRITE, sizeof pw), .size_kb = 2048, .node = -1, .count = 1 };
+	struct priv_proc_open po = { .h = hdr(PRIV_PROC_OPEN, sizeof po), .pid = 4242, .file = PRIV_PROC_NUMA_MAPS };
+	struct priv_migrate mg = { .h = hdr(PRIV_MIGRATE, sizeof mg), .pid = 4242, .start_time = 777, .maxnode = 2 };
+
+	make_tree();
+	/* Knobs: an index past the catalogue, a value without its NUL, a value not in the kernel's
+	 * list, an integer past the knob's range, text where a number goes. */
+	kw.index = (uint32_t)knobs_count(cat);
+	memcpy(kw.value, "never", 6);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	kw.index = (uint32_t)knob_index("thp.enabled");
+	memset(kw.value, 'a', sizeof kw.value);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	memset(kw.value, 0, sizeof kw.value);
+	memcpy(kw.value, "sometimes", 10);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	memcpy(kw.value, "never\n/etc", 11);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	kw.index = (uint32_t)knob_index("thp.khugepaged.pages_to_scan");
+	memset(kw.value, 0, sizeof kw.value);
+	memcpy(kw.value, "99999999999999999999", 21);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	memcpy(kw.value, "-1", 3);
+	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
+	/* Pools: a size the kernel lacks, a node without the pool, a negative node, a count past
+	 * INT64_MAX, a non-zero pad; for the write and the timed step alike. */
+	for (uint32_t t = PRIV_POOL_WRITE; t <= PRIV_POOL_STEP; t++) {
+		pw.h = hdr(t, sizeof pw);
+		pw.size_kb = 1048576;
+		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+		pw.size_kb = 2048;
+		pw.node = 1;
+		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+		pw.node = -2;
+		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+		pw.node = 0;
+		pw.count = (uint64_t)INT64_MAX + 1;
+		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+		pw.count = 1;
+		pw.pad = 1;
+		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+		pw.pad = 0;
+	}
+	/* procfs: pid 0, negative, past pid_max; a file outside the enum. */
+	po.pid = 0;
+	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
+	po.pid = -1;
+	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
+	po.pid = 4194305;
+	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
+	po.pid = 4242;
+	po.file = PRIV_PROC_END;
+	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
+	/* migrate: no start time, maxnode 0 and past the mask, a node bit at maxnode - 1, a start
+	 * time that is not the process's (a reused pid). */
+	mg.start_time = 0;
+	ck_assert_int_eq(send_raw(&mg, sizeof mg), -EINVAL);
+	mg.start_time = 777;
+	mg.maxnode = 0;
+	ck_assert_int_eq(send_raw(&mg, sizeof mg), -EINVAL);
+	mg.maxnode = 4098;
+	ck_assert_int_eq(send_raw(&mg, sizeof mg), -EINVAL);
+	mg.maxnode = 2;
+	mg.to[0] = 2;
+	ck_assert_int_eq(send_raw(&mg, sizeof mg), -EINVAL);
+	mg.to[0] = 1;
+	mg.start_time = 778;
+	ck_assert_int_eq(send_raw(&mg, sizeof mg), -ESTALE);
+	/* collapse: no pidfd with it, an fd that is not a pidfd, a range not page-aligned, empty, past
+	 * the user address space; and a pidfd sent with a request that takes none. */
+	{
+		struct priv_collapse co = { .h = hdr(PRIV_COLLAPSE, sizeof co), .start = 0x200000, .len = 0x200000 };
+		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0), file = open("/dev/null", O_RDONLY);
+		ck_assert_int_ge(pidfd, 0);
+		ck_assert_int_eq(send_raw(&co, sizeof co), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, file), -EINVAL);
+		co.start = 0x200001;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = 0x200000;
+		co.len = 0;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = 1ULL << 57;
+		co.len = 4096;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		co.start = (1ULL << 57) - 4096;
+		co.len = 8192;
+		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
+		po.file = PRIV_PROC_NUMA_MAPS;
+		ck_assert_int_eq(send_raw_fd(&po, sizeof po, pidfd), -EBADMSG);
+		close(pidfd);
+		close(file);
+	}
+	/* cpuset.mems: no directory with it, a file, a directory outside the tree's cgroup mount. */
+	{
+		struct priv_cg_mems cm = { .h = hdr(PRIV_CG_MEMS, sizeof cm), .nodes = { 1 } };
+		int file = open("/dev/null", O_RDONLY), tmp = open("/tmp", O_RDONLY | O_DIRECTORY),
+		    outside = open(sys_root, O_RDONLY | O_DIRECTORY);
+		ck_assert_int_eq(send_raw(&cm, sizeof cm), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, file), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, tmp), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(&cm, sizeof cm, outside), -EINVAL);
+		close(file);
+		close(tmp);
+		close(outside);
+	}
+	assert_untouched();
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
+/* The same requests, valid, act: so the refusals above are the checks, not a helper that does nothing. */
+START_TEST(valid_requests_act)
+{
+	const struct knob *k;
+	uint64_t after = 0;
+	int64_t el = -1;
+	char buf[128];
+
+	make_tree();
+	ck_assert_ptr_nonnull(k = knobs_find(cat, "thp.enabled"));
+	ck_assert_int_eq(knob_write(cat, k, "never"), 0);   /* through the seam: priv_active() */
+	get(sys_root, THP "enabled", buf, sizeof buf);
+	ck_assert_str_eq(buf, "always madvise [never]");
+	ck_assert_int_eq(priv_pool_write(2048, 0, 3), 0);
+	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
+	ck_assert_str_eq(buf, "3");
+	ck_assert_int_eq(priv_pool_step(2048, -1, 5, &after, &el), 0);
+	ck_assert_uint_eq(after, 5);
+	ck_assert_int_ge(el, 0);
+	ck_assert_int_eq(priv_compact(), 0);
+	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
+	ck_assert_str_eq(buf, "1");
+	ck_assert_int_eq(priv_proc_open(4243, PRIV_PROC_NUMA_MAPS), -ENOENT);
+	{
+		char dir[PATH_MAX];
+		int dfd;
+		snprintf(dir, sizeof dir, "%s/fs/cgroup/a", sys_root);
+		ck_assert_int_ge(dfd = open(dir, O_RDONLY | O_DIRECTORY), 0);
+		ck_assert_int_eq(priv_cg_mems(dfd, "0-1,3"), 0);
+		close(dfd);
+		get(sys_root, "fs/cgroup/a/cpuset.mems", buf, sizeof buf);
+		ck_assert_str_eq(buf, "0-1,3");
+	}
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
+static void *compact_thread(void *arg)
+{
+	*(int *)arg = priv_compact();
+	return NULL;
+}
+
+/* A request that blocks in the kernel holds up only its own channel: compact_memory is a FIFO
+ * nobody reads, so the compaction write blocks in open(2) until the test opens it. */
+START_TEST(a_blocked_request_holds_up_only_its_channel)
+{
+	char path[PATH_MAX], buf[128];
+	pthread_t th;
+	int rc = 1, rd;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/sys/vm/compact_memory", proc_root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, compact_thread, &rc), 0);
+	usleep(100 * 1000);
+	ck_assert_int_eq(rc, 1);   /* still blocked */
+	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
+	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
+	ck_assert_int_eq(atoi(buf), 2 * PRIV_CHANNELS - 1);
+	assert_alive();
+	ck_assert_int_ge(rd = open(path, O_RDONLY | O_NONBLOCK), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(rc, 0);
+	close(rd);
+	drop_tree();
+}
+END_TEST
+
+/* A zero-length datagram cannot be told from EOF: it ends that channel's thread, and the daemon
+ * side must then see EPIPE on it and go on with the others, never wait for an answer. */
+START_TEST(a_dead_channel_is_dropped_not_waited_on)
+{
+	struct priv_reply rep;
+	int fd;
+
+	make_tree();
+	ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
+	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
+	for (int i = 1; i < PRIV_CHANNELS; i++)
+		ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
+	ck_assert_int_eq(priv_pool_write(2048, 0, 1), -EPIPE);   /* none left: at once, not a hang */
+	drop_tree();
+}
+END_TEST
+
+static Suite *priv_suite(void)
+{
+	Suite *s = suite_create("priv");
+	TCase *tc = tcase_create("helper");
+
+	tcase_add_test(tc, malformed_messages_are_refused);
+	tcase_add_test(tc, fields_out_of_range_are_refused);
+	tcase_add_test(tc, valid_requests_act);
+	tcase_add_test(tc, a_blocked_request_holds_up_only_its_channel);
+	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+MPD_CHECK_MAIN(priv_suite)
