@@ -460,11 +460,8 @@ int main(int argc, char **argv)
 	struct conn_limits lim;
 	struct http *http = NULL;
 	struct maint *maint = NULL;
-<<<<<<< HEAD
 	struct tls_files tls = { 0 };   /* owned until http_listen takes it */
-=======
 	struct priv_user user;
->>>>>>> privsep
 	mp_err e = { 0 };
 	sigset_t sigs;
 	int sig, n, rc = 1, lock_fd = -1, unix_fd = -1;
@@ -583,7 +580,7 @@ int main(int argc, char **argv)
 	mp_err_clear(&e);
 	if ((unix_fd = sd_inherited_unix(cfg.socket, &e)) < 0 && e.code)
 		goto fail;
-	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, &lim, &e)))
+	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
 		goto fail;
 	if (cfg.user) {
 		if (priv_drop(&user, &e) < 0 || statedir_check(cfg.db, &user, &e) < 0)
@@ -608,19 +605,6 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!(app.children = children_open(&app, &e)))
 		goto fail;
-<<<<<<< HEAD
-	/* The socket is ours from here: a second daemon started on it is refused before it can mark
-	 * the first one's jobs interrupted or run its schedules. Nothing is answered yet; a client
-	 * that connects now waits in the backlog until app is complete. Under systemd the socket
-	 * unit's socket is taken instead (server/sd.c). */
-	make_parent(cfg.socket);
-	mp_err_clear(&e);
-	if ((unix_fd = sd_inherited_unix(cfg.socket, &e)) < 0 && e.code)
-		goto fail;
-	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
-		goto fail;
-=======
->>>>>>> privsep
 	sd_say("STATUS=recovering what the previous daemon left unfinished");
 	if (jobs_start(app.jobs, 2, &e) < 0)
 		goto fail;
