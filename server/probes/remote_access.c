@@ -174,11 +174,13 @@ int probe_remote_access(const struct pw_env *env, const struct remote_access_par
 			break;
 	}
 	sched_setaffinity(0, sizeof saved, &saved);
+	/* The ratio first, then the scale: 10.0 * x / x can round to 10.000000000000002, and the
+	 * diagonal must read exactly 10 like the kernel's. */
 	for (int b = 0; b < t->n_nodes; b++) {
 		json_t *row = json_array();
 		for (int a = 0; a < t->n_nodes; a++)
 			json_array_append_new(row, have[b][a] && have[b][b] && lat_m[b][b] > 0
-						   ? json_real(10.0 * lat_m[b][a] / lat_m[b][b]) : json_null());
+						   ? json_real(10.0 * (lat_m[b][a] / lat_m[b][b])) : json_null());
 		json_array_append_new(md, row);
 	}
 	out = json_pack("{s:I, s:i, s:I, s:O, s:O, s:O, s:O, s:O, s:O}", "size_mib", (json_int_t)p->size_mib,
