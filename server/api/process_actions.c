@@ -14,12 +14,11 @@ static const char *const no_query[] = { NULL };
 
 /* The caller's supplementary groups as the socket saw them at connect (SO_PEERGROUPS, 4.13).
  * 0 groups when they cannot be read: the child then runs with none, never with more. */
-static size_t peer_groups(struct req *rq, gid_t *g, size_t max)
+static size_t peer_groups(int fd, gid_t *g, size_t max)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	socklen_t len = (socklen_t)(max * sizeof *g);
 
-	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0)
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0)
 		return 0;
 	return len / sizeof *g;
 }
@@ -28,13 +27,16 @@ int api_processes_launch(struct req *rq, mp_err *e)
 {
 	gid_t groups[MAX_PEER_GROUPS];
 	struct launch_who who = { .known = rq->who.known, .uid = rq->who.uid, .gid = rq->who.gid,
-				  .name = rq->who.name, .groups = groups };
+				  .name = rq->who.name, .groups = groups, .conn_fd = -1 };
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	json_t *out;
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	if (who.known)
-		who.ngroups = peer_groups(rq, groups, MAX_PEER_GROUPS);
+	if (who.known && ci) {
+		who.conn_fd = ci->connect_fd;
+		who.ngroups = peer_groups(who.conn_fd, groups, MAX_PEER_GROUPS);
+	}
 	if (launch_start(rq->app, rq->body, &who, &out, e) < 0)
 		return -1;
 	snprintf(rq->location, sizeof rq->location, "/v1/processes/%lld",

@@ -22,6 +22,7 @@
 #include "server/kernel/knobs.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/priv_proto.h"
+#include "server/kernel/spawn.h"
 
 #define PRIV_CHANNELS 4
 
@@ -63,6 +64,13 @@ long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, 
 long priv_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
 int priv_cg_mems(int dirfd, const char *text);
+
+/* spawn_start through the helper: s->peer_fd (borrowed) goes along for the helper to read the
+ * client's credentials from. The pid, or -errno with *step. */
+pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
+/* spawn_reap of a child the helper started; without nohang it polls (the helper never blocks a
+ * channel on a child). */
+int priv_reap(pid_t pid, int *status, bool nohang);
 
 /* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
  * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the

@@ -18,7 +18,9 @@ int priv_cap_last(void)
 
 uint64_t priv_helper_capset(void)
 {
-	return 1ULL << CAP_DAC_OVERRIDE | 1ULL << CAP_SYS_ADMIN | 1ULL << CAP_SYS_NICE | 1ULL << CAP_SYS_PTRACE;
+	/* SETUID/SETGID: a launched program becomes the client (PRIV_SPAWN). */
+	return 1ULL << CAP_DAC_OVERRIDE | 1ULL << CAP_SYS_ADMIN | 1ULL << CAP_SYS_NICE | 1ULL << CAP_SYS_PTRACE |
+	       1ULL << CAP_SETUID | 1ULL << CAP_SETGID;
 }
 
 int priv_helper_caps(void)

@@ -24,6 +24,7 @@
 #include "server/kernel/madv.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/priv.h"
+#include "server/kernel/priv_spawn.h"
 #include "server/kernel/proc.h"
 #include "server/kernel/sysfs.h"
 #include "server/log.h"
@@ -231,6 +232,19 @@ static int do_cg_mems(struct helper *h, const void *msg, struct priv_reply *rep,
 	return cg_write_mems_direct(h->in_fd, text);
 }
 
+static int do_spawn(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	(void)fd_out;
+	return priv_do_spawn(h->in_fd, msg, &rep->value);
+}
+
+static int do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	(void)h;
+	(void)fd_out;
+	return priv_do_reap(msg, &rep->value);
+}
+
 /* The closed set: type -> exact size and handler. */
 static const struct {
 	size_t size;
@@ -244,6 +258,8 @@ static const struct {
 	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },
 	[PRIV_COLLAPSE]   = { sizeof(struct priv_collapse), do_collapse },
 	[PRIV_CG_MEMS]    = { sizeof(struct priv_cg_mems), do_cg_mems },
+	[PRIV_SPAWN]      = { sizeof(struct priv_spawn), do_spawn },
+	[PRIV_REAP]       = { sizeof(struct priv_reap), do_reap },
 };
 
 static void answer(int fd, const struct priv_reply *rep, int pass_fd)
@@ -306,7 +322,7 @@ static void *serve(void *arg)
 		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
 			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
 			rep.rc = -EBADMSG;
-		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS)) {
+		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS || hd->type == PRIV_SPAWN)) {
 			log_warn("privileged helper: refused a type %u message carrying %d fds", hd->type, nfds);
 			rep.h.type = hd->type;
 			rep.rc = -EBADMSG;
@@ -319,7 +335,7 @@ static void *serve(void *arg)
 			rep.h.type = hd->type;
 			rep.rc = requests[hd->type].fn(&h, buf, &rep, &pass);
 		}
-		answer(fd, &rep, rep.rc == 0 ? pass : -1);
+		answer(fd, &rep, rep.rc == 0 ? pass : -1);   /* a spawn's rc is a pid: it passes no fd */
 		if (pass >= 0)
 			close(pass);
 		for (int i = 0; i < nfds; i++)

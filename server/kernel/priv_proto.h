@@ -15,8 +15,9 @@
 #include "server/kernel/mpol.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
-/* Larger than any message: a datagram that fills it is oversized, never silently truncated. */
-#define PRIV_MSG_MAX 4096
+/* Larger than any message: a datagram that fills it is oversized, never silently truncated. The
+ * largest is a spawn with its strings (below the socket's default send buffer, wmem_default). */
+#define PRIV_MSG_MAX (128 * 1024)
 
 enum priv_type {
 	PRIV_KNOB_WRITE = 1,   /* write a catalogue knob */
@@ -27,6 +28,8 @@ enum priv_type {
 	PRIV_MIGRATE,          /* migrate_pages(2) of a pid checked against its start time */
 	PRIV_COLLAPSE,         /* process_madvise(MADV_COLLAPSE) through the pidfd sent with it */
 	PRIV_CG_MEMS,          /* write cpuset.mems in the cgroup directory whose fd is sent with it */
+	PRIV_SPAWN,            /* start a program as the client on the connection whose fd is sent with it */
+	PRIV_REAP,             /* collect the exit status of a program the helper started */
 	PRIV_TYPE_END,
 };
 
@@ -92,7 +95,44 @@ struct priv_cg_mems {
 	uint64_t nodes[IDSET_MAX / 64];   /* empty: inherit (v2) */
 };
 
-/* Every answer. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
+/* PRIV_SPAWN carries the client's connection (SCM_RIGHTS): the helper reads SO_PEERCRED and
+ * SO_PEERGROUPS from it itself and never takes the identity from the daemon's word. A non-root
+ * client gets exactly its own uid and gid and a subset of its own groups; only a root client may
+ * name another user (as the API allows). The strings are counted: data holds argc argument, envc
+ * "NAME=value" entries and the cwd, each NUL-terminated, filling exactly data_len bytes. The policy
+ * and CPUs are typed and applied by the child on itself before exec (kernel/spawn.c). */
+#define PRIV_SPAWN_DATA   (96 * 1024)
+#define PRIV_SPAWN_ARGS   4096
+#define PRIV_SPAWN_GROUPS 1024
+struct priv_spawn {
+	struct priv_hdr h;
+	uint32_t uid, gid;
+	uint32_t ngroups;      /* 0 .. PRIV_SPAWN_GROUPS */
+	uint32_t argc;         /* 1 .. PRIV_SPAWN_ARGS, argv[0] non-empty */
+	uint32_t envc;         /* 0 .. PRIV_SPAWN_ARGS */
+	uint32_t data_len;     /* 1 .. PRIV_SPAWN_DATA */
+	uint32_t thp;          /* enum spawn_thp */
+	uint32_t set_policy;   /* 0 or 1 */
+	int32_t policy;        /* MPD_MPOL_* | MPD_MPOL_F_*: the kernel checks it in the child */
+	uint32_t has_cpus;     /* 0 or 1 */
+	uint64_t maxnode;      /* 0 .. IDSET_MAX + 1 */
+	uint64_t nodes[MPOL_MASK_WORDS];
+	uint64_t cpus[IDSET_MAX / 64];
+	uint32_t groups[PRIV_SPAWN_GROUPS];
+	char data[PRIV_SPAWN_DATA];
+};
+
+/* Answered with rc 0 and value the wait status once the program exited, -EAGAIN while it runs,
+ * -ECHILD when the pid is not one the helper started (or was collected already). */
+struct priv_reap {
+	struct priv_hdr h;
+	int32_t pid;
+	uint32_t pad;
+};
+
+/* Every answer. PRIV_SPAWN: rc the pid (not collected until a PRIV_REAP, so the pid keeps naming
+ * it and the daemon reads its start time itself), or rc -errno and value the enum spawn_step that
+ * failed. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
 	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
 	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
@@ -102,5 +142,6 @@ struct priv_reply {
 
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 _Static_assert(sizeof(struct priv_cg_mems) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+_Static_assert(sizeof(struct priv_spawn) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
 #endif

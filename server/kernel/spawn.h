@@ -38,6 +38,9 @@ struct spawn_spec {
 	int stdout_fd;               /* > 0: the child's stdout (a pipe the caller reads; the child's
 	                              * copy is the only one of the caller's fds that survives exec);
 	                              * 0: /dev/null like stdin and stderr */
+	int peer_fd;                 /* borrowed: the client's Unix connection, whose SO_PEERCRED the
+	                              * privileged helper checks uid/gid/groups against; -1 when none
+	                              * (the in-process path does not need it) */
 };
 
 /* The step of the child's set-up that failed. */
@@ -47,8 +50,15 @@ enum spawn_step {
 };
 const char *spawn_step_name(enum spawn_step s);
 
-/* Starts the child. Returns its pid once it has exec'd, or -errno with *step saying which step
- * failed (the child has then been reaped). The caller reaps a started child. */
+/* Starts the child: in this process, or, with privilege separation (priv_active()), in the
+ * privileged helper, whose child it then is. Returns its pid once it has exec'd, or -errno with
+ * *step saying which step failed (the child has then been reaped). The caller reaps a started
+ * child with spawn_reap. */
 pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step);
+/* The fork and set-up itself, always in this process (the helper's side of spawn_start). */
+pid_t spawn_local(const struct spawn_spec *s, enum spawn_step *step);
+/* Collects a started child's wait status: 0, -EAGAIN when it still runs (nohang), or -errno
+ * (-ECHILD: not ours). Through the helper when the helper started it. */
+int spawn_reap(pid_t pid, int *status, bool nohang);
 
 #endif

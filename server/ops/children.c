@@ -14,6 +14,7 @@
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/log.h"
+#include "server/kernel/spawn.h"
 #include "server/ops/sample.h"
 
 struct children {
@@ -134,8 +135,7 @@ static void *watch_main(void *arg)
 		int timeout = -1;
 		if (pidfd < 0) {
 			/* Without a pidfd (before 5.3) only a blocking wait is left. */
-			while (waitpid(ci->pid, &st, 0) < 0 && errno == EINTR)
-				;
+			spawn_reap(ci->pid, &st, false);
 			reaped = exited = true;
 			break;
 		}
@@ -146,8 +146,9 @@ static void *watch_main(void *arg)
 		if (wait_event(w, pidfd, timeout, &exited))
 			break;
 		if (exited) {
-			while (waitpid(ci->pid, &st, 0) < 0 && errno == EINTR)
-				;
+			/* The pidfd is readable once the child is a zombie; the helper's child is
+			 * collected by the helper (spawn_reap asks it until it has the status). */
+			spawn_reap(ci->pid, &st, false);
 			reaped = true;
 			break;
 		}

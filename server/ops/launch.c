@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "server/app.h"
 #include "server/clock.h"
@@ -37,11 +36,15 @@ static json_t *policy_json(const struct launch_req *r)
 	return json_pack("{s:s, s:s, s:o}", "mode", r->mode, "nodes", nodes, "flags", flags);
 }
 
+/* Under privilege separation the daemon may not signal another user's process: the kill fails
+ * (logged) and the helper's child is left running, reaped by init after the daemon exits. */
 static void kill_reap(pid_t pid)
 {
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	if (kill(pid, SIGKILL) < 0) {
+		log_warn("pid %d: cannot kill it after a failed record: %s", (int)pid, strerror(errno));
+		return;
+	}
+	spawn_reap(pid, NULL, false);
 }
 
 int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
@@ -72,7 +75,7 @@ int launch_start(const struct app *app, const json_t *body, const struct launch_
 	s = (struct spawn_spec){
 		.argv = r.argv, .envp = r.envp, .path = r.path, .cwd = r.cwd, .uid = r.uid, .gid = r.gid,
 		.groups = r.groups, .ngroups = r.ngroups, .cpus = r.cpus, .cpus_size = r.cpus_size,
-		.set_policy = r.mode != NULL, .policy = r.policy, .thp = r.thp,
+		.set_policy = r.mode != NULL, .policy = r.policy, .thp = r.thp, .peer_fd = who->conn_fd,
 	};
 	mpol_mask_from(&r.nodes, &s.nodes);
 	pid = spawn_start(&s, &step);

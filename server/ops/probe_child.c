@@ -65,9 +65,10 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 		.cpus = s->cpus, .cpus_size = s->cpus_size, .set_policy = s->set_policy, .policy = s->policy,
 		.nodes = s->nodes, .stdout_fd = p[1],
 		/* A probe is the daemon's measurement: it does not outlive a daemon that dies. */
-		.die_with_parent = true,
+		.die_with_parent = true, .peer_fd = -1,
 	};
-	pid = spawn_start(&sp, &step);
+	/* In this process, not the helper: the probe child is the daemon's own, as its uid (see DESIGN). */
+	pid = spawn_local(&sp, &step);
 	close(p[1]);
 	p[1] = -1;
 	if (pid < 0) {

@@ -3,6 +3,7 @@ as /proc/PID/status shows; the helper, its child, is root with exactly the four 
 kernel writes need; knob writes, pool resizes and the procfs files of another user's process still
 work through it, against the real kernel (every change put back, also on failure); and a start
 that cannot be separated is refused with a clear reason, leaving nothing behind it ran."""
+import json
 import os
 import pwd
 import subprocess
@@ -12,12 +13,14 @@ import unittest
 
 from lib import DAEMON, Daemon, bracketed, real_file, real_write
 from test_pools_fake import wait_job
+from test_process_launch import numa_policies
 
 USER = "mempolicyd"
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 HP = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
-# CAP_DAC_OVERRIDE (1), CAP_SYS_PTRACE (19), CAP_SYS_ADMIN (21), CAP_SYS_NICE (23)
-HELPER_CAPS = (1 << 1) | (1 << 19) | (1 << 21) | (1 << 23)
+# CAP_DAC_OVERRIDE (1), CAP_SETGID (6), CAP_SETUID (7), CAP_SYS_PTRACE (19), CAP_SYS_ADMIN (21),
+# CAP_SYS_NICE (23)
+HELPER_CAPS = (1 << 1) | (1 << 6) | (1 << 7) | (1 << 19) | (1 << 21) | (1 << 23)
 
 
 def status(pid):
@@ -127,6 +130,40 @@ class Privsep(unittest.TestCase):
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(r.json["uid"], pwd.getpwnam("nobody").pw_uid)
         self.assertGreater(r.json["totals"]["mappings"], 0)
+
+    def test_launch_runs_as_the_caller_with_its_policy_and_its_exit_is_reported(self):
+        # the HTTP side has neither CAP_SETUID nor the right to set another process's policy: the
+        # helper starts the program, as the uid it read from the caller's own socket
+        nobody = pwd.getpwnam("nobody")
+        helper = children(self.d.proc.pid)[0]
+        body = {"argv": ["sh", "-c", "sleep 1; exit 3"], "policy": {"mode": "bind", "nodes": "0"},
+                "watch": {"interval_ms": 200}}
+        p = subprocess.run(["setpriv", "--reuid", str(nobody.pw_uid), "--regid", str(nobody.pw_gid), "--clear-groups",
+                            "--", "curl", "-sS", "--unix-socket", self.d.socket, "-H", "Content-Type: application/json",
+                            "-d", json.dumps(body), "-w", "\n%{http_code}", "http://localhost/v1/processes"],
+                           capture_output=True, text=True, timeout=30)
+        out, code = p.stdout.rsplit("\n", 1)
+        self.assertEqual(int(code), 201, out)
+        pid = json.loads(out)["pid"]
+        self.addCleanup(lambda: os.path.exists("/proc/%d" % pid) and os.kill(pid, 9))
+        st = status(pid)
+        self.assertEqual(st["Uid"].split(), [str(nobody.pw_uid)] * 4)
+        self.assertEqual(st["Gid"].split(), [str(nobody.pw_gid)] * 4)
+        self.assertEqual(st["Groups"], "")
+        self.assertEqual(int(st["PPid"]), helper)
+        self.assertEqual(set(numa_policies(pid)), {"bind:0"})
+        # the exit: the helper collects it, the watcher records it as the last sample
+        deadline = time.time() + 15
+        rows = []
+        while time.time() < deadline:
+            rows = self.d.sql("SELECT result FROM operations WHERE kind = 'process.sample' AND "
+                              "json_extract(request, '$.pid') = ? ORDER BY id", (pid,))
+            if rows and '"exited"' in rows[-1][0]:
+                break
+            time.sleep(0.1)
+        self.assertTrue(rows, "no sample of pid %d" % pid)
+        self.assertEqual(json.loads(rows[-1][0]).get("exited"), {"code": 3}, rows[-1])
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "pid %d is left a zombie" % pid)
 
     def test_collapse_of_another_users_process_goes_through_the_helper(self):
         # the daemon opens the pidfd; process_madvise (CAP_SYS_NICE + ptrace) is the helper's

@@ -3,17 +3,21 @@
  * refused, nothing is written, and the helper goes on answering; the valid requests act. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "server/kernel/knobs.h"
 #include "server/kernel/priv.h"
+#include "server/kernel/spawn.h"
 #include "tests/unit/check_main.h"
 
 static char root[64], sys_root[96], proc_root[96];
@@ -396,6 +400,203 @@ START_TEST(a_dead_channel_is_dropped_not_waited_on)
 }
 END_TEST
 
+/* ---- PRIV_SPAWN / PRIV_REAP ------------------------------------------------------------------ */
+
+/* A spawn of argv (NULL-terminated) with cwd "/", as uid/gid, packed as the daemon packs it. */
+static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gid)
+{
+	struct priv_spawn *m = calloc(1, sizeof *m);
+
+	ck_assert_ptr_nonnull(m);
+	m->h = hdr(PRIV_SPAWN, sizeof *m);
+	m->uid = uid;
+	m->gid = gid;
+	for (; argv[m->argc]; m->argc++) {
+		memcpy(m->data + m->data_len, argv[m->argc], strlen(argv[m->argc]) + 1);
+		m->data_len += (uint32_t)strlen(argv[m->argc]) + 1;
+	}
+	memcpy(m->data + m->data_len, "/", 2);
+	m->data_len += 2;
+	return m;
+}
+
+/* One end of a socketpair made by a process running as uid 65534: its SO_PEERCRED says nobody. */
+static int nobody_socket(void)
+{
+	int carrier[2], got = -1;
+	pid_t pid;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, carrier), 0);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		int sv[2];
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } ctl = { 0 };
+		struct iovec iov = { .iov_base = "x", .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
+		    socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			_exit(1);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &sv[0], sizeof(int));
+		_exit(sendmsg(carrier[1], &mh, 0) == 1 ? 0 : 1);
+	}
+	{
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } ctl;
+		char x;
+		struct iovec iov = { .iov_base = &x, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
+		int st;
+		ck_assert_int_eq(recvmsg(carrier[0], &mh, 0), 1);
+		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof got);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_int_eq(st, 0);
+	}
+	close(carrier[0]);
+	close(carrier[1]);
+	return got;
+}
+
+/* Every spawn below would run "touch <marker>": none may have, so nothing was started. */
+static char marker[PATH_MAX];
+
+START_TEST(malformed_spawns_are_refused)
+{
+	const char *argv[] = { "/usr/bin/touch", marker, NULL };
+	struct priv_spawn *m;
+	int sv[2], pfd[2], udp, nobody;
+	struct priv_reap rp = { .h = hdr(PRIV_REAP, sizeof rp), .pid = 1 };
+
+	make_tree();
+	snprintf(marker, sizeof marker, "%s/spawned", root);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_ge(udp = socket(AF_INET, SOCK_DGRAM, 0), 0);
+	nobody = nobody_socket();
+	m = spawn_msg(argv, 0, 0);
+	/* No connection with it, a pipe, an Internet socket: no identity to take. */
+	ck_assert_int_eq(send_raw(m, sizeof *m), -EBADF);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, pfd[0]), -ENOTSOCK);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, udp), -ENOTCONN);
+	/* The daemon's word against the socket's: nobody asking to run as root, or as itself with
+	 * root's gid or a group it lacks. */
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
+	m->uid = 65534;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
+	m->gid = 65534;
+	m->ngroups = 1;
+	m->groups[0] = 0;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
+	free(m);
+	/* Oversized counts. */
+	m = spawn_msg(argv, 0, 0);
+	m->argc = PRIV_SPAWN_ARGS + 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+	m->argc = 2;
+	m->envc = PRIV_SPAWN_ARGS + 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+	m->envc = 0;
+	m->ngroups = PRIV_SPAWN_GROUPS + 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+	m->ngroups = 0;
+	m->data_len = PRIV_SPAWN_DATA + 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+	m->data_len = 0;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+	free(m);
+	/* Counts that do not add up: one string more than the data holds, one fewer (a string left
+	 * over after the cwd), a data_len that cuts the last string short. */
+	m = spawn_msg(argv, 0, 0);
+	m->argc = 3;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EBADMSG);
+	m->argc = 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EBADMSG);
+	m->argc = 2;
+	m->data_len--;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EBADMSG);
+	m->data_len++;
+	/* An env entry without '=', a relative cwd, an empty program. */
+	m->envc = 1;
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EBADMSG);   /* the cwd becomes the env entry */
+	free(m);
+	{
+		const char *rel[] = { "/usr/bin/touch", marker, NULL };
+		m = spawn_msg(rel, 0, 0);
+		m->data[m->data_len - 2] = '.';
+		ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+		free(m);
+		const char *empty[] = { "", marker, NULL };
+		m = spawn_msg(empty, 0, 0);
+		ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+		m->data[0] = 'x';
+		m->thp = SPAWN_THP_EXCEPT_ADVISED + 1;
+		ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+		m->thp = 0;
+		m->maxnode = IDSET_MAX + 2;
+		ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[0]), -EINVAL);
+		free(m);
+	}
+	/* A spawn short by a byte: the generic size check. */
+	m = spawn_msg(argv, 0, 0);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m - 1, sv[0]), -EBADMSG);
+	free(m);
+	/* Reaping what the helper did not start: init, a pid of nothing. */
+	ck_assert_int_eq(send_raw(&rp, sizeof rp), -ECHILD);
+	rp.pid = 0;
+	ck_assert_int_eq(send_raw(&rp, sizeof rp), -EINVAL);
+	usleep(100 * 1000);
+	ck_assert_int_eq(access(marker, F_OK), -1);
+	close(sv[0]);
+	close(sv[1]);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(udp);
+	close(nobody);
+	assert_untouched();
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
+/* A valid spawn runs, as the socket's peer, and its exit status comes back through PRIV_REAP. */
+START_TEST(spawn_runs_and_reaps_through_the_helper)
+{
+	char *argv[] = { "/bin/sh", "-c", "touch \"$M\"; exit 7", NULL };
+	char env_m[PATH_MAX + 2];
+	char *envp[] = { env_m, NULL };
+	int sv[2], st = -1;
+	enum spawn_step step;
+	pid_t pid;
+
+	make_tree();
+	snprintf(marker, sizeof marker, "%s/spawned", root);
+	snprintf(env_m, sizeof env_m, "M=%s", marker);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
+				.peer_fd = sv[0] };
+	ck_assert(priv_active());
+	ck_assert_int_gt(pid = spawn_start(&s, &step), 0);
+	ck_assert_int_eq(spawn_reap(pid, &st, false), 0);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 7);
+	ck_assert_int_eq(access(marker, F_OK), 0);
+	/* The helper's child, not ours: collected once, by the helper. */
+	ck_assert_int_eq(spawn_reap(pid, &st, true), -ECHILD);
+	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), -1);
+	/* A program that is not there fails at exec, with the step. */
+	argv[0] = "/nonexistent/program";
+	ck_assert_int_eq(spawn_start(&s, &step), -ENOENT);
+	ck_assert_int_eq(step, SPAWN_EXEC);
+	close(sv[0]);
+	close(sv[1]);
+	unlink(marker);
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
 static Suite *priv_suite(void)
 {
 	Suite *s = suite_create("priv");
@@ -406,6 +607,8 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, valid_requests_act);
 	tcase_add_test(tc, a_blocked_request_holds_up_only_its_channel);
 	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
+	tcase_add_test(tc, malformed_spawns_are_refused);
+	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
 	suite_add_tcase(s, tc);
 	return s;
 }
