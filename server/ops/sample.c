@@ -35,12 +35,19 @@ void sample_record(const struct app *app, const struct child_info *ci, unsigned 
 	if (!wait_status && res) {
 		struct placement p;
 		mp_err pe = { 0 };
-		if (process_read_opts(app, ci->pid, ci->start_time, PL_NO_ENDS, &p, &pe) == 0) {
+		int rc = process_read_opts(app, ci->pid, ci->start_time, PL_NO_ENDS, &p, &pe);
+		if (rc == 0 && p.n_mappings) {
 			json_t *pj = placement_json(&p, false);
 			if (pj)
 				json_object_update(res, pj);
 			json_decref(pj);
 			pl_free(&p);
+		} else if (rc == 0) {
+			/* A live process always maps something: none means its memory is gone already
+			 * (it is exiting, between exit_mm and the zombie the watcher then collects; the
+			 * helper's round trip under --user makes that window easier to land in). */
+			pl_free(&p);
+			json_object_set_new(res, "placement_error", json_string("the process is exiting: no memory map left"));
 		} else {
 			json_object_set_new(res, "placement_error", json_string(pe.detail));
 		}
