@@ -72,6 +72,12 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
  * channel on a child). */
 int priv_reap(pid_t pid, int *status, bool nohang);
 
+/* A probe child (`--probe-child KIND PARAMS`) started by the helper under s's policy and CPUs,
+ * its stdout s->stdout_fd (borrowed). The pid, or -errno with *step. */
+pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step);
+/* SIGKILL to a child the helper started: 0 or -errno. */
+int priv_kill(pid_t pid);
+
 /* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
  * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the
  * socket. */

@@ -245,6 +245,20 @@ static int do_reap(struct helper *h, const void *msg, struct priv_reply *rep, in
 	return priv_do_reap(msg, &rep->value);
 }
 
+static int do_probe_start(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	(void)fd_out;
+	return priv_do_probe_start(h->in_fd, msg, &rep->value);
+}
+
+static int do_kill(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	(void)h;
+	(void)rep;
+	(void)fd_out;
+	return priv_do_kill(msg);
+}
+
 /* The closed set: type -> exact size and handler. */
 static const struct {
 	size_t size;
@@ -260,6 +274,8 @@ static const struct {
 	[PRIV_CG_MEMS]    = { sizeof(struct priv_cg_mems), do_cg_mems },
 	[PRIV_SPAWN]      = { sizeof(struct priv_spawn), do_spawn },
 	[PRIV_REAP]       = { sizeof(struct priv_reap), do_reap },
+	[PRIV_PROBE_START] = { sizeof(struct priv_probe_start), do_probe_start },
+	[PRIV_KILL]       = { sizeof(struct priv_kill), do_kill },
 };
 
 static void answer(int fd, const struct priv_reply *rep, int pass_fd)
@@ -322,7 +338,8 @@ static void *serve(void *arg)
 		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
 			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
 			rep.rc = -EBADMSG;
-		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS || hd->type == PRIV_SPAWN)) {
+		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS || hd->type == PRIV_SPAWN ||
+								hd->type == PRIV_PROBE_START)) {
 			log_warn("privileged helper: refused a type %u message carrying %d fds", hd->type, nfds);
 			rep.h.type = hd->type;
 			rep.rc = -EBADMSG;

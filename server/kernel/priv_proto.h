@@ -30,6 +30,8 @@ enum priv_type {
 	PRIV_CG_MEMS,          /* write cpuset.mems in the cgroup directory whose fd is sent with it */
 	PRIV_SPAWN,            /* start a program as the client on the connection whose fd is sent with it */
 	PRIV_REAP,             /* collect the exit status of a program the helper started */
+	PRIV_PROBE_START,      /* start a probe child (a kind of the probe table) writing to the pipe sent */
+	PRIV_KILL,             /* SIGKILL a child the helper started and has not collected */
 	PRIV_TYPE_END,
 };
 
@@ -130,6 +132,35 @@ struct priv_reap {
 	uint32_t pad;
 };
 
+/* PRIV_PROBE_START carries the write end of the pipe the probe child answers on (SCM_RIGHTS).
+ * The helper builds the command itself: its own binary, --probe-child, the name of probe table
+ * entry `kind`, the parameters. The parameters are the kind's JSON object (NUL-terminated, at
+ * most PRIV_PROBE_PARAMS), which the helper does not read: the child, the daemon's own code, parses
+ * them with the kind's strict parser before it runs anything. The child runs as the helper (uid 0,
+ * its capabilities), because a probe's workload writes knobs and pools itself. */
+#define PRIV_PROBE_PARAMS (16 * 1024)
+struct priv_probe_start {
+	struct priv_hdr h;
+	uint32_t kind;         /* index in probe_kinds */
+	uint32_t params_len;   /* strlen(params) + 1, 2 .. PRIV_PROBE_PARAMS */
+	uint32_t set_policy;   /* 0 or 1 */
+	int32_t policy;
+	uint64_t maxnode;      /* 0 .. IDSET_MAX + 1 */
+	uint64_t nodes[MPOL_MASK_WORDS];
+	uint32_t has_cpus;     /* 0 or 1 */
+	uint32_t pad;
+	uint64_t cpus[IDSET_MAX / 64];
+	char params[PRIV_PROBE_PARAMS];
+};
+
+/* SIGKILL to a child the helper started and has not collected yet (so the pid cannot have been
+ * reused); anything else is -ECHILD. */
+struct priv_kill {
+	struct priv_hdr h;
+	int32_t pid;
+	uint32_t pad;
+};
+
 /* Every answer. PRIV_SPAWN: rc the pid (not collected until a PRIV_REAP, so the pid keeps naming
  * it and the daemon reads its start time itself), or rc -errno and value the enum spawn_step that
  * failed. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
@@ -143,5 +174,6 @@ struct priv_reply {
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 _Static_assert(sizeof(struct priv_cg_mems) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 _Static_assert(sizeof(struct priv_spawn) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+_Static_assert(sizeof(struct priv_probe_start) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
 #endif

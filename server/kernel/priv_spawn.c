@@ -7,16 +7,22 @@
  * uses. The helper never blocks a channel on a child: PRIV_REAP is a WNOHANG wait, and the
  * daemon's watcher asks once the child's pidfd says it exited (ops/children.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "server/kernel/priv.h"
 #include "server/kernel/priv_spawn.h"
+#include "server/probes/probe.h"
+
+extern char **environ;
 
 /* ---- the daemon's side ------------------------------------------------------------------------ */
 
@@ -101,7 +107,69 @@ int priv_reap(pid_t pid, int *status, bool nohang)
 	return (int)rep.rc;
 }
 
+pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step)
+{
+	struct priv_probe_start *m = calloc(1, sizeof *m);   /* owned */
+	struct priv_reply rep;
+	size_t n = strlen(params) + 1;
+	long rc;
+
+	*step = SPAWN_FORK;
+	if (!m)
+		return -ENOMEM;
+	if (n > sizeof m->params) {
+		free(m);
+		*step = SPAWN_EXEC;
+		return -E2BIG;
+	}
+	m->h = (struct priv_hdr){ .magic = PRIV_MAGIC, .type = PRIV_PROBE_START, .len = sizeof *m };
+	m->kind = kind;
+	m->params_len = (uint32_t)n;
+	memcpy(m->params, params, n);
+	m->set_policy = s->set_policy;
+	m->policy = s->policy;
+	m->maxnode = s->nodes.maxnode;
+	memcpy(m->nodes, s->nodes.bits, sizeof m->nodes);
+	if (s->cpus) {
+		m->has_cpus = 1;
+		for (size_t c = 0; c < s->cpus_size * 8 && c < IDSET_MAX; c++)
+			if (CPU_ISSET_S(c, s->cpus_size, s->cpus))
+				m->cpus[c / 64] |= 1ULL << (c % 64);
+	}
+	if ((rc = priv_exchange(m, sizeof *m, s->stdout_fd, &rep, NULL)) == 0) {
+		rc = rep.rc;
+		if (rc < 0)
+			*step = rep.value < SPAWN_EXEC + 1 ? (enum spawn_step)rep.value : SPAWN_EXEC;
+	}
+	free(m);
+	return (pid_t)rc;
+}
+
+int priv_kill(pid_t pid)
+{
+	struct priv_kill m = { .h = { .magic = PRIV_MAGIC, .type = PRIV_KILL, .len = sizeof m }, .pid = pid };
+	struct priv_reply rep;
+	int rc = priv_exchange(&m, sizeof m, -1, &rep, NULL);
+
+	return rc < 0 ? rc : (int)rep.rc;
+}
+
 /* ---- the helper's side ------------------------------------------------------------------------ */
+
+/* The CPU mask of a message as a cpu_set_t (owned by the caller, CPU_FREE), or NULL with -ENOMEM. */
+static cpu_set_t *cpus_of(const uint64_t *bits, size_t *size)
+{
+	cpu_set_t *cpus = CPU_ALLOC(IDSET_MAX);
+
+	if (!cpus)
+		return NULL;
+	*size = CPU_ALLOC_SIZE(IDSET_MAX);
+	CPU_ZERO_S(*size, cpus);
+	for (unsigned c = 0; c < IDSET_MAX; c++)
+		if (bits[c / 64] >> (c % 64) & 1)
+			CPU_SET_S(c, *size, cpus);
+	return cpus;
+}
 
 /* The client's identity from its own connection: a Unix stream socket, peer credentials set. */
 static int peer_of(int fd, struct ucred *uc, gid_t *groups, size_t *ngroups)
@@ -192,16 +260,9 @@ int priv_do_spawn(int peer_fd, const struct priv_spawn *m, uint64_t *step_out)
 		if (!strncmp(envp[i], "PATH=", 5))
 			path = envp[i] + 5;
 	}
-	if (m->has_cpus) {
-		if (!(cpus = CPU_ALLOC(IDSET_MAX))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		s.cpus_size = CPU_ALLOC_SIZE(IDSET_MAX);
-		CPU_ZERO_S(s.cpus_size, cpus);
-		for (unsigned c = 0; c < IDSET_MAX; c++)
-			if (m->cpus[c / 64] >> (c % 64) & 1)
-				CPU_SET_S(c, s.cpus_size, cpus);
+	if (m->has_cpus && !(cpus = cpus_of(m->cpus, &s.cpus_size))) {
+		rc = -ENOMEM;
+		goto out;
 	}
 	s.argv = argv;
 	s.envp = envp;
@@ -245,4 +306,65 @@ int priv_do_reap(const struct priv_reap *m, uint64_t *status)
 		return -EAGAIN;
 	*status = (uint64_t)(unsigned)st;
 	return 0;
+}
+
+int priv_do_probe_start(int pipe_fd, const struct priv_probe_start *m, uint64_t *step_out)
+{
+	char *argv[5];
+	cpu_set_t *cpus = NULL;   /* owned */
+	struct spawn_spec s = { 0 };
+	enum spawn_step step = SPAWN_FORK;
+	struct stat sb;
+	int fl, rc;
+
+	*step_out = SPAWN_FORK;
+	if (m->kind >= probe_nkinds || m->params_len < 2 || m->params_len > PRIV_PROBE_PARAMS || m->set_policy > 1 ||
+	    m->has_cpus > 1 || m->pad || m->maxnode > IDSET_MAX + 1 ||
+	    strnlen(m->params, PRIV_PROBE_PARAMS) != m->params_len - 1)
+		return -EINVAL;
+	/* The answer pipe, and only its write end: the child's stdout is nothing else. */
+	if (pipe_fd < 0)
+		return -EBADF;
+	if (fstat(pipe_fd, &sb) < 0 || !S_ISFIFO(sb.st_mode) || (fl = fcntl(pipe_fd, F_GETFL)) < 0 ||
+	    (fl & O_ACCMODE) != O_WRONLY)
+		return -EINVAL;
+	if (m->has_cpus && !(cpus = cpus_of(m->cpus, &s.cpus_size)))
+		return -ENOMEM;
+	/* "/proc/self/exe" is resolved in the child, after fork: the helper's own binary. */
+	argv[0] = "/proc/self/exe";
+	argv[1] = "--probe-child";
+	argv[2] = (char *)probe_kinds[m->kind]->name;
+	argv[3] = (char *)m->params;
+	argv[4] = NULL;
+	s.argv = argv;
+	s.envp = environ;
+	s.cwd = "/";
+	s.uid = getuid();
+	s.gid = getgid();
+	s.cpus = cpus;
+	s.set_policy = m->set_policy;
+	s.policy = m->policy;
+	s.nodes.maxnode = m->maxnode;
+	memcpy(s.nodes.bits, m->nodes, sizeof s.nodes.bits);
+	s.stdout_fd = pipe_fd;
+	s.die_with_parent = true;   /* with the helper's thread, and so with the daemon */
+	s.peer_fd = -1;
+	rc = spawn_local(&s, &step);
+	*step_out = step;
+	if (cpus)
+		CPU_FREE(cpus);
+	return rc;
+}
+
+int priv_do_kill(const struct priv_kill *m)
+{
+	siginfo_t si;
+
+	if (m->pid <= 0 || m->pad)
+		return -EINVAL;
+	/* Only a child not collected yet: its pid cannot name another process. */
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return -errno;
+	return kill(m->pid, SIGKILL) < 0 ? -errno : 0;
 }

@@ -143,6 +143,13 @@ int spawn_reap(pid_t pid, int *status, bool nohang)
 	return r < 0 ? -errno : r == 0 ? -EAGAIN : 0;
 }
 
+int spawn_kill(pid_t pid)
+{
+	if (priv_active())
+		return priv_kill(pid);
+	return kill(pid, SIGKILL) < 0 ? -errno : 0;
+}
+
 pid_t spawn_local(const struct spawn_spec *s, enum spawn_step *step)
 {
 	int p[2], devnull, err = 0;

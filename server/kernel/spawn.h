@@ -60,5 +60,7 @@ pid_t spawn_local(const struct spawn_spec *s, enum spawn_step *step);
 /* Collects a started child's wait status: 0, -EAGAIN when it still runs (nohang), or -errno
  * (-ECHILD: not ours). Through the helper when the helper started it. */
 int spawn_reap(pid_t pid, int *status, bool nohang);
+/* SIGKILL to a started child (through the helper when it started it): 0 or -errno. */
+int spawn_kill(pid_t pid);
 
 #endif

@@ -36,12 +36,13 @@ static json_t *policy_json(const struct launch_req *r)
 	return json_pack("{s:s, s:s, s:o}", "mode", r->mode, "nodes", nodes, "flags", flags);
 }
 
-/* Under privilege separation the daemon may not signal another user's process: the kill fails
- * (logged) and the helper's child is left running, reaped by init after the daemon exits. */
+/* Through the helper under --user: the child is its, and of another uid than the daemon's. */
 static void kill_reap(pid_t pid)
 {
-	if (kill(pid, SIGKILL) < 0) {
-		log_warn("pid %d: cannot kill it after a failed record: %s", (int)pid, strerror(errno));
+	int rc = spawn_kill(pid);
+
+	if (rc < 0) {
+		log_warn("pid %d: cannot kill it after a failed record: %s", (int)pid, strerror(-rc));
 		return;
 	}
 	spawn_reap(pid, NULL, false);

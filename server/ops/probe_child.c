@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "server/jobs/job_ctx.h"
+#include "server/kernel/priv.h"
 #include "server/kernel/spawn.h"
+#include "server/probes/probe.h"
 
 #define ANSWER_MAX (4 * 1024 * 1024)   /* a result larger than this is a workload bug */
 #define TICK_MS    50                  /* how soon a cancel reaches the child */
@@ -29,8 +31,7 @@ static int64_t mono_ms(void)
 
 static void reap(pid_t pid, int *status)
 {
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
+	spawn_reap(pid, status, false);
 }
 
 enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_child_spec *s, json_t **result,
@@ -67,8 +68,16 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 		/* A probe is the daemon's measurement: it does not outlive a daemon that dies. */
 		.die_with_parent = true, .peer_fd = -1,
 	};
-	/* In this process, not the helper: the probe child is the daemon's own, as its uid (see DESIGN). */
-	pid = spawn_local(&sp, &step);
+	/* Under --user the helper starts it (its workload writes knobs and pools itself), from the
+	 * kind's index in the probe table: no command line travels. */
+	if (priv_active()) {
+		size_t k = 0;
+		while (k < probe_nkinds && strcmp(probe_kinds[k]->name, s->kind))
+			k++;
+		pid = k < probe_nkinds ? priv_probe_start(&sp, (unsigned)k, params, &step) : -EINVAL;
+	} else {
+		pid = spawn_local(&sp, &step);
+	}
 	close(p[1]);
 	p[1] = -1;
 	if (pid < 0) {
@@ -84,7 +93,7 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 
 		if (job_cancelled(ctx) || mono_ms() >= deadline) {
 			end = job_cancelled(ctx) ? PCE_CANCELLED : PCE_TIMEOUT;
-			kill(pid, SIGKILL);
+			spawn_kill(pid);
 			reap(pid, &status);
 			snprintf(err, errlen, end == PCE_CANCELLED ? "cancelled: the probe child was killed"
 				 : "the pass took longer than %lld ms: the probe child was killed", (long long)s->timeout_ms);
@@ -95,7 +104,7 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 		if (len + 65536 > cap) {
 			char *nb;
 			if (cap >= ANSWER_MAX || !(nb = realloc(buf, cap ? cap * 2 : 65536))) {
-				kill(pid, SIGKILL);
+				spawn_kill(pid);
 				reap(pid, &status);
 				snprintf(err, errlen, "the probe child's answer is larger than %d bytes", ANSWER_MAX);
 				goto out;

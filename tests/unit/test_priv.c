@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,28 @@ START_TEST(malformed_spawns_are_refused)
 	m = spawn_msg(argv, 0, 0);
 	ck_assert_int_eq(send_raw_fd(m, sizeof *m - 1, sv[0]), -EBADMSG);
 	free(m);
+	/* A probe start: no pipe, the pipe's read end, a socket; a kind past the table; parameters
+	 * whose length is not the one given. Then killing what the helper did not start. */
+	{
+		struct priv_probe_start *ps = calloc(1, sizeof *ps);
+		struct priv_kill k = { .h = hdr(PRIV_KILL, sizeof k), .pid = 1 };
+		ck_assert_ptr_nonnull(ps);
+		ps->h = hdr(PRIV_PROBE_START, sizeof *ps);
+		memcpy(ps->params, "{}", 3);
+		ps->params_len = 3;
+		ck_assert_int_eq(send_raw(ps, sizeof *ps), -EBADF);
+		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[0]), -EINVAL);
+		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, sv[0]), -EINVAL);
+		ps->kind = 1000;
+		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
+		ps->kind = 0;
+		ps->params_len = 2;
+		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
+		ps->params_len = PRIV_PROBE_PARAMS + 1;
+		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
+		free(ps);
+		ck_assert_int_eq(send_raw(&k, sizeof k), -ECHILD);
+	}
 	/* Reaping what the helper did not start: init, a pid of nothing. */
 	ck_assert_int_eq(send_raw(&rp, sizeof rp), -ECHILD);
 	rp.pid = 0;
@@ -585,6 +608,14 @@ START_TEST(spawn_runs_and_reaps_through_the_helper)
 	/* The helper's child, not ours: collected once, by the helper. */
 	ck_assert_int_eq(spawn_reap(pid, &st, true), -ECHILD);
 	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), -1);
+	/* A child still running is killed through the helper, and collected as killed. */
+	argv[2] = "sleep 30";
+	ck_assert_int_gt(pid = spawn_start(&s, &step), 0);
+	ck_assert_int_eq(spawn_reap(pid, &st, true), -EAGAIN);
+	ck_assert_int_eq(spawn_kill(pid), 0);
+	ck_assert_int_eq(spawn_reap(pid, &st, false), 0);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	ck_assert_int_eq(spawn_kill(pid), -ECHILD);
 	/* A program that is not there fails at exec, with the step. */
 	argv[0] = "/nonexistent/program";
 	ck_assert_int_eq(spawn_start(&s, &step), -ENOENT);
