@@ -4,10 +4,30 @@ pointed at it with --sysfs-root ROOT/sys --procfs-root ROOT/proc.
 
 Fault injection uses real kernel files, not fakes of errors:
   * read_only(rel)  -> symlink to a real 0444 sysfs file: open(O_WRONLY) fails with EACCES even for root;
-  * einval(rel)     -> symlink to /proc/self/oom_score_adj: it reads as a number and the kernel answers
+  * einval(rel)     -> symlink to /proc/PID/oom_score_adj: it reads as a number and the kernel answers
                        EINVAL to any write outside -1000..1000 (so 4096 fails, 100 succeeds).
+PID is the tree's stand-in, a sleeping process of the test's own: not /proc/self, because with
+privilege separation the helper (root) writes and the daemon (unprivileged) reads, two processes
+that must see one value.
 """
+import atexit
+import ctypes
 import os
+import signal
+import subprocess
+
+_STAND_INS = []   # every stand-in started, killed when the test process exits
+
+
+def _die_with_parent():
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+
+
+@atexit.register
+def _end_stand_ins():
+    for p in _STAND_INS:
+        p.kill()
+        p.wait()
 
 THP_SIZES_KB = [16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -30,6 +50,7 @@ class FakeTree:
                 self.cpus[n] = list(range(cpu, cpu + cpus_per_node))
                 cpu += cpus_per_node
         self.mem_mb = {n: mem_mb[n % len(mem_mb)] for n in range(nodes)}
+        self._stand_in = None
         self._build(release, mthp, weighted_interleave)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -55,22 +76,31 @@ class FakeTree:
             os.unlink(p)
         os.symlink(target, p)
 
+    def stand_in_proc(self, name):
+        """/proc/PID/name of this tree's stand-in process, started on first use. It inherits the
+        test's oom_adj (0) and keeps what is written to it until the test process exits: a daemon
+        restarted on the tree reads what the previous one left, as it would read a real pool."""
+        if self._stand_in is None:
+            self._stand_in = subprocess.Popen(["sleep", "infinity"], preexec_fn=_die_with_parent)
+            _STAND_INS.append(self._stand_in)
+        return "/proc/%d/%s" % (self._stand_in.pid, name)
+
     def einval(self, rel):
         p = self.path(rel)
         if os.path.lexists(p):
             os.unlink(p)
-        os.symlink("/proc/self/oom_score_adj", p)
+        os.symlink(self.stand_in_proc("oom_score_adj"), p)
 
     def partial(self, rel):
         """A hugetlb count file that accepts a write and gives fewer, like the kernel when it runs out
-        of contiguous memory: a symlink to the daemon's own /proc/self/oom_adj. The kernel turns an
+        of contiguous memory: a symlink to the stand-in's /proc/PID/oom_adj. The kernel turns an
         oom_adj write into oom_score_adj (N*1000/17) and back (*15/1000) with integer division, so
         writing N (1..14) reads back N-1, deterministically; 15 reads back 15 and above 15 is EINVAL.
-        It shares its value with einval()'s file (oom_score_adj): do not use both in one daemon."""
+        It shares its value with einval()'s file (oom_score_adj): do not use both in one tree."""
         p = self.path(rel)
         if os.path.lexists(p):
             os.unlink(p)
-        os.symlink("/proc/self/oom_adj", p)
+        os.symlink(self.stand_in_proc("oom_adj"), p)
 
     def snapshot(self):
         """Every regular file's content, to assert that a refused request changed nothing."""

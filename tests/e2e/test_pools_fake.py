@@ -324,7 +324,7 @@ class PartialGrant(DaemonTest):
         # 3 asked, 2 got: on a terminal the closing bar stops where the job stopped, short of 100 %
         self.assertRegex(err, r"\[#{20}\.{10}\]\s+67%")
         self.assertNotIn("100%", err)
-        # (no shrink back: lowering oom_adj needs CAP_SYS_RESOURCE, and the daemon ends with the class)
+        # (no shrink back: lowering oom_adj needs CAP_SYS_RESOURCE, and the stand-in ends with the tests)
 
 
 class ErrnoWrite(DaemonTest):
@@ -484,7 +484,7 @@ class BlockedCompaction(unittest.TestCase):
         # the pool reported is the kernel's (the tree's), both now and in the job's result
         pool = self.d.get("/v1/hugepages/2M").json
         files = {n: int(self.tree.read(NODE % (n, 2048, "nr_hugepages"))) for n in (0, 2, 3)}
-        files[1] = pool["nodes"][1]["nr"]   # node 1 reads the new daemon's own oom_adj: 0
+        files[1] = pool["nodes"][1]["nr"]   # node 1 reads the stand-in's oom_adj (/proc/PID: not a file here)
         self.assertEqual({n["node"]: n["nr"] for n in pool["nodes"]}, files)
         self.assertEqual(files[0], 3)
         self.assertEqual(job["result"]["pool"]["nodes"], pool["nodes"])
