@@ -145,14 +145,18 @@ fuzz: deps
 fuzz-merge:
 	tests/fuzz/run --merge build/fuzz $(FUZZ_TARGETS)
 
-# The unprivileged user of privilege separation (--user, server/kernel/priv.h): the tests start
-# daemons with it, and `make run` makes sure it exists for a run with --user.
+# The unprivileged user of privilege separation (--user, server/kernel/priv.h), which a daemon
+# started as root serves as by default: the tests and `make run` need it. Idempotent, and compatible
+# with the deb's postinst (user and group mempolicyd): a group it made first is joined, not refused.
 MPD_USER ?= mempolicyd
 user:
-	@id $(MPD_USER) >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin $(MPD_USER)
+	@getent passwd $(MPD_USER) >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin \
+		$$(getent group $(MPD_USER) >/dev/null && echo --gid $(MPD_USER) || echo --user-group) $(MPD_USER)
 
+# var/ is the user's: the daemon serves as $(MPD_USER) (privilege separation, the default as root).
 run: deps all user
-	@mkdir -p run var
+	@mkdir -p run
+	@install -d -o $(MPD_USER) -g $(MPD_USER) -m 0700 var
 	@echo "export MEMPOLICYD_SOCKET=$(CURDIR)/run/mempolicyd.sock"
 	$(BIN)/mempolicyd --socket run/mempolicyd.sock --db var/mempolicyd.db
 

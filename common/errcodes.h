@@ -117,7 +117,7 @@
 	X(CONFIG_TEST_CLOCK,            "config.test_clock",            INVALID,       "start-up (test builds only): --test-clock's file cannot be read or holds no time") \
 	X(CONFIG_LIMITS,                "config.limits",                INVALID,       "start-up: a connection limit or timeout is out of range, or needs more open files than the hard limit") \
 	X(CONFIG_DB_IN_USE,             "config.db_in_use",             CONFLICT,      "start-up: another daemon already serves this database") \
-	X(CONFIG_USER,                  "config.user",                  INVALID,       "start-up: --user names no user (or root), or the database's directory is not writable by it") \
+	X(CONFIG_USER,                  "config.user",                  INVALID,       "start-up: --user (default mempolicyd as root) names no user or another uid 0, or the database's directory is not writable by it") \
 	X(PRIV_START,                   "priv.start",                   INTERNAL,      "start-up: the privileged helper could not be started, or the daemon could not drop its privileges") \
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
 	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \

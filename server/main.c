@@ -40,6 +40,9 @@
 
 #define DEFAULT_SOCKET "/run/mempolicyd/mempolicyd.sock"
 #define DEFAULT_DB     "/var/lib/mempolicyd/mempolicyd.db"
+/* Started as root, the daemon separates privileges by default; --user root is the one way to keep
+ * a single process (a machine without the user, a test that needs one process). */
+#define DEFAULT_USER   "mempolicyd"
 
 /* Every option, and the name it has in the config file (the same, without the dashes). */
 struct config {
@@ -52,7 +55,7 @@ struct config {
 	char *tls_key;
 	char *tls_client_ca;  /* NULL: no client certificates asked for */
 	char *admin_group;    /* NULL: only root may change things */
-	char *user;           /* NULL: no privilege separation (server/kernel/priv.h) */
+	char *user;           /* NULL: no privilege separation (server/kernel/priv.h); set by main() */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[6];       /* max-connections ... auth-failures-per-minute, as written; NULL: default */
@@ -143,8 +146,8 @@ static const struct opt_doc {
 	  -1, true },
 	{ "admin-group", "NAME", "members of this group may change settings (root always may)", -1, true },
 	{ "user", "NAME", "privilege separation: serve as this unprivileged user with no capabilities, the kernel "
-	  "writes done by a privileged helper (needs start as root; the database's directory must be the user's)",
-	  -1, true },
+	  "writes done by a privileged helper (default " DEFAULT_USER " when started as root; root: one process, "
+	  "no separation; the database's directory must be the user's)", -1, true },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
 	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
 	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
@@ -477,6 +480,11 @@ int main(int argc, char **argv)
 	if (!cfg.db) cfg.db = strdup(DEFAULT_DB);
 	if (!cfg.sysfs_root) cfg.sysfs_root = strdup("/sys");
 	if (!cfg.procfs_root) cfg.procfs_root = strdup("/proc");
+	if (!cfg.user && geteuid() == 0) cfg.user = strdup(DEFAULT_USER);
+	if (cfg.user && !strcmp(cfg.user, "root")) {
+		free(cfg.user);
+		cfg.user = NULL;
+	}
 	if (cfg.log_level && log_set_level(cfg.log_level) < 0) {
 		fprintf(stderr, "mempolicyd: unknown log level '%s' (error, warn, info, debug)\n", cfg.log_level);
 		rc = 2;
@@ -587,6 +595,8 @@ int main(int argc, char **argv)
 			goto fail;
 		log_info("privilege separation: serving as %s (uid %d) with no capabilities; kernel writes by the helper",
 			 user.name, (int)user.uid);
+	} else if (geteuid() == 0) {
+		log_warn("no privilege separation (--user root): the HTTP side, decoders and store run as root");
 	}
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))

@@ -66,7 +66,7 @@ int statedir_prepare(const char *db, const char *default_dir, const struct priv_
 		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			return mp_fail(e, MPE_CONFIG_USER, errno, "cannot open the database's directory %s: %s", dir,
 				       strerror(errno));
-		if (fstat(fd, &sb) == 0 && sb.st_uid == 0 && (fchown(fd, u->uid, u->gid) < 0 || fchmod(fd, 0750) < 0)) {
+		if (fstat(fd, &sb) == 0 && sb.st_uid == 0 && (fchown(fd, u->uid, u->gid) < 0 || fchmod(fd, 0700) < 0)) {
 			int err = errno;
 			close(fd);
 			return mp_fail(e, MPE_CONFIG_USER, err, "cannot give the database's directory %s to user %s: %s",

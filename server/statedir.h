@@ -2,7 +2,8 @@
  * any directory will do. With it (--user), the unprivileged side opens, writes and creates the
  * database, its journal and its WAL files, so the rule is:
  *  - a directory the daemon creates for the database (and the default state directory) is given
- *    to the user, mode 0750;
+ *    to the user, mode 0700 (the admin group, often the user's own group, gets the API, not the
+ *    database file);
  *  - database files a root daemon left there (db, -wal, -shm, -journal; regular, one link, root's)
  *    are given to the user, so an upgrade keeps its history;
  *  - any other directory must already be writable by the user: the daemon checks this after

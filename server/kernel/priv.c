@@ -37,9 +37,11 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 	errno = 0;
 	if (!(pw = getpwnam(name)))
 		return mp_fail(e, MPE_CONFIG_USER, errno, "no such user '%s' to run as (create it: useradd --system "
-			       "--no-create-home --shell /usr/sbin/nologin %s)", name, name);
+			       "--no-create-home --shell /usr/sbin/nologin --user-group %s; or --user root for one "
+			       "process without privilege separation)", name, name);
 	if (pw->pw_uid == 0)
-		return mp_fail(e, MPE_CONFIG_USER, 0, "user '%s' is root: the daemon would keep every privilege", name);
+		return mp_fail(e, MPE_CONFIG_USER, 0, "user '%s' has uid 0: the daemon would keep every privilege "
+			       "(--user root: one process, no privilege separation)", name);
 	if ((size_t)snprintf(u->name, sizeof u->name, "%s", name) >= sizeof u->name)
 		return mp_fail(e, MPE_CONFIG_USER, 0, "user name '%s' is too long", name);
 	u->uid = pw->pw_uid;

@@ -19,8 +19,18 @@ BIN = os.environ.get("MPD_BIN", os.path.join(os.path.dirname(__file__), "..", ".
 BIN = os.path.abspath(BIN)
 DAEMON = os.path.join(BIN, "mempolicyd")
 CTL = os.path.join(BIN, "mempolicyctl")
-# MPD_E2E_USER=mempolicyd runs every daemon of a suite with privilege separation (--user).
+# Started as root, the daemon separates privileges by default, serving as DEFAULT_USER: the suite
+# runs that. MPD_E2E_USER=root runs every daemon of a suite in one process (--user root), another
+# name serves as that user; a test that needs one process passes user="root" and says why.
+DEFAULT_USER = "mempolicyd"
 E2E_USER = os.environ.get("MPD_E2E_USER") or None
+
+
+def serving_user(user=E2E_USER):
+    """Who serves the HTTP side of a daemon started with --user user (None: the default): None
+    for one process (--user root, or a test not run as root)."""
+    who = (user or DEFAULT_USER) if os.geteuid() == 0 else user
+    return None if who == "root" else who
 
 
 def free_port():
@@ -63,17 +73,20 @@ class Response:
 class Daemon:
     """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc. clock_ns: run
     it on the test clock (server/clock.h: builds with test hooks only), starting at that wall time
-    in ns since the epoch; set_clock() moves it. user: serve as that user with privilege separation
-    (--user); its directory is then under /tmp (the unprivileged side must reach it, and the
-    checkout's temp dirs may be under /root) and given to the user, as the daemon's rule wants."""
+    in ns since the epoch; set_clock() moves it. user: --user (None: the daemon's default,
+    DEFAULT_USER when the test runs as root; "root": one process). With privilege separation its
+    directory is under /tmp (the unprivileged side must reach it, and the checkout's temp dirs may
+    be under /root) and given to the user, as the daemon's rule wants."""
 
     def __init__(self, tree=None, args=(), workdir=None, clock_ns=None, user=E2E_USER):
         self.own_dir = workdir is None
         self.user = user
-        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-", dir="/tmp" if user else None)
+        # who serves the HTTP side: None for one process (as root, or a test not run as root)
+        self.serves_as = serving_user(user)
+        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-", dir="/tmp" if self.serves_as else None)
         os.chmod(self.dir, 0o755)   # the CLI runs as nobody in some tests and must reach the socket
-        if user:
-            pw = pwd.getpwnam(user)
+        if self.serves_as:
+            pw = pwd.getpwnam(self.serves_as)
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         self.socket = os.path.join(self.dir, "mpd.sock")
         self.db = os.path.join(self.dir, "mpd.db")

@@ -213,10 +213,8 @@ class PrivsepRefusals(unittest.TestCase):
     def test_unknown_user(self):
         err = self.start_fails(["--user", "no-such-user-mpd"], self.tmp(0o755))
         self.assertIn("no such user 'no-such-user-mpd'", err)
-
-    def test_root_is_not_a_user_to_drop_to(self):
-        err = self.start_fails(["--user", "root"], self.tmp(0o755))
-        self.assertIn("is root", err)
+        self.assertIn("useradd --system --no-create-home --shell /usr/sbin/nologin --user-group no-such-user-mpd",
+                      err)
 
     def test_database_directory_the_user_cannot_reach(self):
         # the database's directory is the daemon's to create, but its parent is root's 0700
@@ -231,6 +229,32 @@ class PrivsepRefusals(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("needs the daemon started as root", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(d, "x.db")))
+
+
+@unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user" % USER)
+class PrivsepDefault(unittest.TestCase):
+    """Started as root, the daemon separates privileges without being asked; --user root is the one
+    way to a single root process."""
+    def serve(self, user):
+        d = Daemon(None, user=user)
+        self.addCleanup(d.cleanup)
+        d.start()
+        return d
+
+    def test_default_serves_as_mempolicyd_with_a_root_helper(self):
+        d = self.serve(None)
+        self.assertNotIn("--user", d.command())
+        uid = pwd.getpwnam(USER).pw_uid
+        self.assertEqual(status(d.proc.pid)["Uid"].split(), [str(uid)] * 4)
+        helpers = children(d.proc.pid)
+        self.assertEqual(len(helpers), 1, helpers)
+        self.assertEqual(status(helpers[0])["Uid"].split(), ["0"] * 4)
+
+    def test_user_root_is_one_root_process(self):
+        d = self.serve("root")
+        self.assertEqual(status(d.proc.pid)["Uid"].split(), ["0"] * 4)
+        self.assertEqual(children(d.proc.pid), [])
+        self.assertIn("no privilege separation (--user root)", d.log_text())
 
 
 if __name__ == "__main__":

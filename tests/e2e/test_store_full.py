@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 from faketree import FakeTree
-from lib import E2E_USER, Daemon, DaemonTest
+from lib import Daemon, DaemonTest, serving_user
 
 PAGES = "pages_to_scan"
 KNOB = "sys/kernel/mm/transparent_hugepage/khugepaged/" + PAGES
@@ -51,8 +51,8 @@ class StoreFull(unittest.TestCase):
         self.mnt = os.path.join(self.tmp, "db")
         os.mkdir(self.mnt)
         opts = "size=4m,mode=0755"
-        if E2E_USER:   # privilege separation: the database's directory must be the user's
-            pw = pwd.getpwnam(E2E_USER)
+        if serving_user():   # privilege separation: the database's directory must be the user's
+            pw = pwd.getpwnam(serving_user())
             opts += ",uid=%d,gid=%d" % (pw.pw_uid, pw.pw_gid)
         p = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "mpd-test-full", self.mnt],
                            capture_output=True, text=True)

@@ -55,9 +55,12 @@ class SocketActivation(unittest.TestCase):
         os.chmod(self.tmp, 0o755)
         self.tree = FakeTree(os.path.join(self.tmp, "tree"), nodes=2)
         self.sock = os.path.join(self.tmp, "mpd.sock")
-        self.db = os.path.join(self.tmp, "mpd.db")
+        # A directory the daemon makes, and so gives to its unprivileged user (privilege
+        # separation, the default), as it does /var/lib/mempolicyd.
+        self.db = os.path.join(self.tmp, "state", "mpd.db")
         self.log = open(os.path.join(self.tmp, "daemon.log"), "w")
         self.notify = Notify(os.path.join(self.tmp, "notify"))
+        os.chmod(self.notify.path, 0o777)   # as systemd's /run/systemd/notify: the daemon is not root
         self.proc = None
 
     def tearDown(self):
