@@ -224,6 +224,10 @@ install: all
 	install -D -m 0644 $(BUILD)/man/mempolicyd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/mempolicyd.conf.5
 	install -D -m 0644 $(BUILD)/completion/mempolicyctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mempolicyctl
 	install -D -m 0644 $(BUILD)/completion/_mempolicyctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_mempolicyctl
+	@# Onto this machine (no DESTDIR: not the deb's build) also what the deb's postinst makes: the
+	@# user the daemon serves as by default and its database directory, which the unit does not make.
+	if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory user && \
+		install -d -o $(MPD_USER) -g $(MPD_USER) -m 0700 /var/lib/mempolicyd; fi
 
 # dpkg-buildpackage wants debian/ at the top of the source tree: the package is built from a copy
 # of the sources with packaging/debian/ as debian/ (build/deb/src), and the .deb is copied here.
