@@ -70,6 +70,16 @@ class Response:
         return "<%d %s>" % (self.status, self.raw[:300])
 
 
+def shared_tmp():
+    """A temporary directory every user may traverse: $TMPDIR when it is one (the QEMU guest's
+    is /dev/shm, its /tmp is the host's, read-only), else /tmp (a root checkout's TMPDIR may be
+    under /root, 0700)."""
+    t = os.environ.get("TMPDIR")
+    if t and os.path.isdir(t) and os.stat(t).st_mode & 0o001:
+        return t
+    return "/tmp"
+
+
 class Daemon:
     """One mempolicyd process. tree: a FakeTree, or None for the real /sys and /proc. clock_ns: run
     it on the test clock (server/clock.h: builds with test hooks only), starting at that wall time
@@ -83,7 +93,7 @@ class Daemon:
         self.user = user
         # who serves the HTTP side: None for one process (as root, or a test not run as root)
         self.serves_as = serving_user(user)
-        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-", dir="/tmp" if self.serves_as else None)
+        self.dir = workdir or tempfile.mkdtemp(prefix="mpd-e2e-", dir=shared_tmp() if self.serves_as else None)
         os.chmod(self.dir, 0o755)   # the CLI runs as nobody in some tests and must reach the socket
         if self.serves_as:
             pw = pwd.getpwnam(self.serves_as)
