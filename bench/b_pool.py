@@ -192,7 +192,8 @@ def run(ctx):
     orig = _read()
     rows = []
     try:
-        d = bl.Daemon(ctx.bin_dir, ctx.workdir_for("pool"), tcp=False).start()
+        # The in-process reference: one root process, no helper (--user root).
+        d = bl.Daemon(ctx.bin_dir, ctx.workdir_for("pool"), tcp=False, args=["--user", "root"]).start()
         st, _, raw, _ = d.request("GET", "/v1/hugepages/2M")
         why = None if st == 200 else "GET /v1/hugepages/2M answers " + bl.describe(st, raw)
         dp = DaemonPool(d) if why is None else None

@@ -9,6 +9,7 @@ A result row is a dict:
 import http.client
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -192,7 +193,22 @@ class Daemon:
         self.port = free_port() if tcp else None
         self.proc = None
 
+    def _give_to_user(self):
+        """Started as root without --user, the daemon serves as mempolicyd (privilege separation):
+        the database's directory and a database the harness generated as root must be that
+        user's (server/statedir.h), as the package's postinst makes /var/lib/mempolicyd."""
+        if os.geteuid() != 0 or "--user" in self.args:
+            return
+        try:
+            pw = pwd.getpwnam("mempolicyd")
+        except KeyError:
+            return   # the daemon says which useradd to run
+        for p in (os.path.dirname(self.db), self.db, self.db + "-wal", self.db + "-shm"):
+            if os.path.exists(p):
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+
     def start(self, timeout=15):
+        self._give_to_user()
         cmd = [self.exe, "--socket", self.socket, "--db", self.db, "--log-level", "warn"]
         if self.port:
             cmd += ["--listen-tcp", "127.0.0.1:%d" % self.port]
