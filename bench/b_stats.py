@@ -160,6 +160,7 @@ def writers_beside_scan(ctx, work, expect_rows):
     # discard the freed block inside every PUT (perf sched_switch stacks: blkdev_issue_discard
     # under ext4_truncate), which is a cost no real knob has.
     tree_root = tempfile.mkdtemp(prefix="mpd-bench-tree-", dir="/dev/shm" if os.path.isdir("/dev/shm") else work)
+    os.chmod(tree_root, 0o755)   # the daemon's unprivileged side reads the tree (privilege separation)
     tree = FakeTree(tree_root, nodes=2, cpuless=())
     d = bl.Daemon(ctx.bin_dir, work, tcp=True, args=["--sysfs-root", tree.sys, "--procfs-root", tree.proc] + KEEP_ALL)
     try:
