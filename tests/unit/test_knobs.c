@@ -16,34 +16,7 @@
 
 static char root[64], sys_root[96], proc_root[96];
 
-static void put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/%s", base, rel);
-	for (char *p = path + strlen(root) + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(path, 0755);
-			*p = '/';
-		}
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "%s\n", text);
-	fclose(f);
-}
-
-static void get(const char *base, const char *rel, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/%s", base, rel);
-	ck_assert_ptr_nonnull(f = fopen(path, "r"));
-	ck_assert_ptr_nonnull(fgets(buf, (int)len, f));
-	buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
+#include "tests/unit/tree.h"
 
 #define THP "kernel/mm/transparent_hugepage/"
 

@@ -221,13 +221,12 @@ START_TEST(hugetlb_alloc_grows_in_batches_and_restores)
 	uint64_t nr;
 
 	ck_assert_ptr_nonnull(mkdtemp(root));
-	snprintf(path, sizeof path, "%s/kernel/mm/hugepages/hugepages-2048kB", root);
 	{
 		char cmd[PATH_MAX + 32];
 		snprintf(cmd, sizeof cmd, "mkdir -p %s/kernel/mm/hugepages/hugepages-2048kB", root);
 		ck_assert_int_eq(system(cmd), 0);
 	}
-	strcat(path, "/nr_hugepages");
+	snprintf(path, sizeof path, "%s/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", root);
 	f = fopen(path, "w");
 	fputs("7\n", f);
 	fclose(f);
