@@ -71,6 +71,10 @@ extern const size_t api_nroutes;
 
 /* Replies: the handler sets status and steals out. */
 int req_reply(struct req *rq, int status, json_t *out);
+/* A job just submitted: 202 with Location /v1/jobs/ID; or, when job is NULL for a job.conflict
+ * with conflict_id > 0, a 409 problem naming the job that holds the resource (job_id, job); any
+ * other failure returns -1 with e as it is. Takes job. */
+int req_job_reply(struct req *rq, json_t *job, int64_t conflict_id, mp_err *e);
 /* A 200 with a body that is not JSON: steals text (malloc'd, len bytes); ctype is static. */
 int req_reply_text(struct req *rq, char *text, size_t len, const char *ctype);
 

@@ -18,20 +18,11 @@ int api_probe_start(struct req *rq, mp_err *e)
 	struct job_actor who = { .has_uid = rq->who.known, .uid = rq->who.uid, .name = rq->who.name };
 	struct job_origin origin = { .source = "api", .actor = &who };
 	int64_t conflict_id = 0;
-	json_t *job, *p;
+	json_t *job;
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	if (!(job = probe_start(rq->app, rq->param[0], rq->body, &origin, &conflict_id, e))) {
-		if (e->code != MPE_JOB_CONFLICT || conflict_id <= 0)
-			return -1;
-		/* The running probe is named, as a resize's 409 names the running resize. */
-		p = problem_json(e, rq->url);
-		json_object_set_new(p, "job_id", json_integer(conflict_id));
-		json_object_set_new(p, "job", json_sprintf("/v1/jobs/%lld", (long long)conflict_id));
-		return req_reply(rq, 409, p);
-	}
-	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld",
-		 (long long)json_integer_value(json_object_get(job, "id")));
-	return req_reply(rq, 202, job);
+	/* A 409 names the running probe, as a resize's names the running resize. */
+	job = probe_start(rq->app, rq->param[0], rq->body, &origin, &conflict_id, e);
+	return req_job_reply(rq, job, conflict_id, e);
 }

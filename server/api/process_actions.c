@@ -44,24 +44,6 @@ int api_processes_launch(struct req *rq, mp_err *e)
 	return req_reply(rq, 201, out);
 }
 
-/* A 409 job.conflict names the job that holds the process. */
-static int job_reply(struct req *rq, json_t *job, int64_t conflict_id, mp_err *e)
-{
-	json_t *p;
-
-	if (!job) {
-		if (e->code != MPE_JOB_CONFLICT || conflict_id <= 0)
-			return -1;
-		p = problem_json(e, rq->url);
-		json_object_set_new(p, "job_id", json_integer(conflict_id));
-		json_object_set_new(p, "job", json_sprintf("/v1/jobs/%lld", (long long)conflict_id));
-		return req_reply(rq, 409, p);
-	}
-	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld",
-		 (long long)json_integer_value(json_object_get(job, "id")));
-	return req_reply(rq, 202, job);
-}
-
 int api_process_migrate(struct req *rq, mp_err *e)
 {
 	struct pact_caller who = { .known = rq->who.known, .admin = rq->who.admin, .uid = rq->who.uid,
@@ -70,7 +52,7 @@ int api_process_migrate(struct req *rq, mp_err *e)
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	return job_reply(rq, migrate_submit(rq->app, rq->param[0], rq->body, &who, &conflict_id, e), conflict_id, e);
+	return req_job_reply(rq, migrate_submit(rq->app, rq->param[0], rq->body, &who, &conflict_id, e), conflict_id, e);
 }
 
 int api_process_collapse(struct req *rq, mp_err *e)
@@ -81,5 +63,5 @@ int api_process_collapse(struct req *rq, mp_err *e)
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	return job_reply(rq, collapse_submit(rq->app, rq->param[0], rq->body, &who, &conflict_id, e), conflict_id, e);
+	return req_job_reply(rq, collapse_submit(rq->app, rq->param[0], rq->body, &who, &conflict_id, e), conflict_id, e);
 }

@@ -75,3 +75,20 @@ int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, u
 	*out = x;
 	return 0;
 }
+
+int req_job_reply(struct req *rq, json_t *job, int64_t conflict_id, mp_err *e)
+{
+	json_t *p;
+
+	if (!job) {
+		if (e->code != MPE_JOB_CONFLICT || conflict_id <= 0)
+			return -1;
+		p = problem_json(e, rq->url);
+		json_object_set_new(p, "job_id", json_integer(conflict_id));
+		json_object_set_new(p, "job", json_sprintf("/v1/jobs/%lld", (long long)conflict_id));
+		return req_reply(rq, 409, p);
+	}
+	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld",
+		 (long long)json_integer_value(json_object_get(job, "id")));
+	return req_reply(rq, 202, job);
+}
