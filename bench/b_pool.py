@@ -299,7 +299,8 @@ def _one_batch_size(ctx, orig, batch, dp, why, dps=None, why_ps="not started"):
                           raw_pp, "raw sysfs", goal=GOAL, goal_check=check,
                           method=common + "mempolicyd --user %s: the job's result.targets as in the batches row; "
                                           "each batch's write + read-back is done and timed by the helper "
-                                          "(server/kernel/priv_helper.c), the socket round trip is outside it; "
+                                          "(server/kernel/priv_helper.c), back to back in runs of up to 32 "
+                                          "batches; the socket round trip is outside it; "
                                           "raw: perf_counter around pwrite + pread" % PRIVSEP_USER)]
     if dp is None:
         return [bl.row(base + ".raw", t + ": raw per-page latency", "us", raw_pp,

@@ -136,20 +136,54 @@ int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb
 	return htlb_open_nr(sysfs_root, size_kb, node, &h->f);
 }
 
-int htlb_nr_step(struct htlb_nr *h, uint64_t count, uint64_t *after, int64_t *elapsed_ns)
+static int64_t clock_ns(clockid_t id)
 {
-	struct timespec t0, t1;
-	int rc;
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
-	if (priv_active())
-		return priv_pool_step(h->size_kb, h->node, count, after, elapsed_ns);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = kfs_file_write_u64(&h->f, count);
-	if (rc == 0)
-		rc = kfs_file_read_u64(&h->f, after);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	*elapsed_ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+int htlb_run_steps(struct kfs_file *f, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
+		   struct htlb_step *steps, unsigned *n)
+{
+	bool grow = goal > from;
+	uint64_t now = from;
+	int64_t first = clock_ns(CLOCK_MONOTONIC);
+	int rc = 0;
+
+	*n = 0;
+	/* Another writer may move the pool past the goal: that ends the run like reaching it. */
+	while (*n < max && (grow ? now < goal : now > goal)) {
+		struct htlb_step *s = &steps[*n];
+		uint64_t left = grow ? goal - now : now - goal, step = left < batch ? left : batch;
+		int64_t t0;
+
+		s->written = grow ? now + step : now - step;
+		s->after = now;
+		s->started_ns = clock_ns(CLOCK_REALTIME);
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		rc = kfs_file_write_u64(f, s->written);
+		if (rc == 0)
+			rc = kfs_file_read_u64(f, &s->after);
+		s->elapsed_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+		if (rc < 0)
+			break;
+		(*n)++;
+		if (grow ? s->after <= now : s->after >= now)
+			break;   /* no progress: the caller decides (compact and retry, or stop) */
+		now = s->after;
+		if (clock_ns(CLOCK_MONOTONIC) - first >= budget_ns)
+			break;
+	}
 	return rc;
+}
+
+int htlb_nr_run(struct htlb_nr *h, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
+		struct htlb_step *steps, unsigned *n)
+{
+	if (priv_active())
+		return priv_pool_run(h->size_kb, h->node, from, goal, batch, max, budget_ns, steps, n);
+	return htlb_run_steps(&h->f, from, goal, batch, max, budget_ns, steps, n);
 }
 
 void htlb_nr_close(struct htlb_nr *h)

@@ -39,16 +39,37 @@ int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t c
 /* Opens nr_hugepages (global when node < 0) for a run of writes and read-backs. */
 int htlb_open_nr(const char *sysfs_root, uint64_t size_kb, int node, struct kfs_file *f);
 
-/* A resize's pool file: opened once, then a run of steps. Each step writes count and reads
- * nr_hugepages back; elapsed_ns is the time of the two, measured where they happen (in the
- * privileged helper when one runs, so the socket round trip is not in it). */
+/* One step of a resize: nr_hugepages written, then read back (the kernel reports success while
+ * giving fewer pages). elapsed_ns is CLOCK_MONOTONIC around the two, taken where they happen. */
+struct htlb_step {
+	uint64_t written, after;
+	int64_t elapsed_ns;
+	int64_t started_ns;     /* CLOCK_REALTIME when the write began */
+};
+
+/* Steps in one run at most: a run's answer is one fixed-size message (priv_proto.h). */
+#define HTLB_RUN_MAX 32
+
+/* Steps from `from` toward `goal` (up or down), `batch` pages per write, back to back: stops at the
+ * goal, after `max` steps, after a step that moved nothing toward the goal, once budget_ns has
+ * passed since the first write, or at an error. Steps are run back to back because the kernel's
+ * allocation measurably slows when the CPU idled between them (a thread woken for each step: +5 to
+ * 12 % per page, bench/README.md): the runs keep the measurement the kernel's work. Fills
+ * steps[0 .. *n - 1], also when it fails (the steps before the error). 0 or -errno. */
+int htlb_run_steps(struct kfs_file *f, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
+		   struct htlb_step *steps, unsigned *n);
+
+/* A resize's pool file: opened once, then runs of steps, done where the privilege is (in the
+ * privileged helper when one runs, so no socket round trip falls between or inside steps). */
 struct htlb_nr {
 	uint64_t size_kb;
 	int node;
 	struct kfs_file f;      /* owned; unused (fd -1) with the helper */
 };
 int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb_nr *h);
-int htlb_nr_step(struct htlb_nr *h, uint64_t count, uint64_t *after, int64_t *elapsed_ns);
+/* htlb_run_steps on the pool's file, or through the helper. */
+int htlb_nr_run(struct htlb_nr *h, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
+		struct htlb_step *steps, unsigned *n);
 void htlb_nr_close(struct htlb_nr *h);
 
 /* Compacts all memory once (procfs sys/vm/compact_memory). */

@@ -293,16 +293,24 @@ int priv_pool_write(uint64_t size_kb, int node, uint64_t count)
 	return (int)pool(PRIV_POOL_WRITE, size_kb, node, count, &rep);
 }
 
-int priv_pool_step(uint64_t size_kb, int node, uint64_t want, uint64_t *after, int64_t *elapsed_ns)
+int priv_pool_run(uint64_t size_kb, int node, uint64_t from, uint64_t goal, uint64_t batch, unsigned max,
+		  int64_t budget_ns, struct htlb_step *steps, unsigned *n)
 {
+	struct priv_pool_run m = { .size_kb = size_kb, .node = node, .max_steps = max, .from = from, .goal = goal,
+				   .batch = batch, .budget_ns = budget_ns };
 	struct priv_reply rep;
-	long rc = pool(PRIV_POOL_STEP, size_kb, node, want, &rep);
+	int rc;
 
-	if (rc == 0) {
-		*after = rep.value;
-		*elapsed_ns = rep.elapsed_ns;
-	}
-	return (int)rc;
+	*n = 0;
+	m.h = (struct priv_hdr){ .magic = PRIV_MAGIC, .type = PRIV_POOL_RUN, .len = sizeof m };
+	if ((rc = priv_exchange(&m, sizeof m, -1, &rep, NULL)) < 0)
+		return rc;   /* no answer: no steps to believe */
+	/* The helper's count is checked like any field it sends: never more steps than asked for. */
+	if (rep.nsteps > max || rep.nsteps > HTLB_RUN_MAX)
+		return -EPROTO;
+	*n = rep.nsteps;
+	memcpy(steps, rep.steps, *n * sizeof *steps);
+	return (int)rep.rc;
 }
 
 int priv_compact(void)

@@ -3,7 +3,7 @@
  * the helper for each privileged step over a socketpair (server/kernel/priv_proto.h).
  *
  * The seam is this kernel layer: knob_write, htlb_write_nr, htlb_compact, the resize step
- * (htlb_nr_step), the ptrace-guarded procfs opens (proc.c) and mpol_migrate_pages ask the helper
+ * runs (htlb_nr_run), the ptrace-guarded procfs opens (proc.c) and mpol_migrate_pages ask the helper
  * when one runs (priv_active()), and do the work themselves otherwise (the daemon not started as
  * root, the unit tests, the helper itself). Callers above server/kernel/ do not know which.
  *
@@ -56,7 +56,9 @@ void priv_stop(void);
  * by its own helper thread); more wait for a free one. */
 int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 int priv_pool_write(uint64_t size_kb, int node, uint64_t count);
-int priv_pool_step(uint64_t size_kb, int node, uint64_t want, uint64_t *after, int64_t *elapsed_ns);
+/* htlb_run_steps in the helper; steps[] holds max entries (max <= HTLB_RUN_MAX). */
+int priv_pool_run(uint64_t size_kb, int node, uint64_t from, uint64_t goal, uint64_t batch, unsigned max,
+		  int64_t budget_ns, struct htlb_step *steps, unsigned *n);
 int priv_compact(void);
 /* An open read-only fd (owned by the caller) of the pid's file, or -errno (-ESRCH: no such pid). */
 int priv_proc_open(pid_t pid, enum priv_proc_file f);

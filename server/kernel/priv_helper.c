@@ -33,20 +33,13 @@ struct helper {
 	int fd;                                   /* borrowed: the helper's end */
 	const struct knob_catalogue *knobs;       /* borrowed */
 	const char *sysfs_root, *procfs_root;     /* borrowed */
-	/* The pool file of the last step, kept open: a resize is a run of steps on one file, and
-	 * the measurement should cover the kernel's work, not a path lookup per step. */
+	/* The pool file of the last run, kept open: a resize is runs of steps on one file, and the
+	 * measurement should cover the kernel's work, not a path lookup per step. */
 	struct kfs_file nr;
 	uint64_t nr_size_kb;
 	int nr_node;
 	int in_fd;                                /* the fd that came with this request, or -1 */
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
@@ -89,15 +82,20 @@ static int do_pool_write(struct helper *h, const void *msg, struct priv_reply *r
 	return rc < 0 ? rc : htlb_write_nr(h->sysfs_root, m->size_kb, m->node, m->count);
 }
 
-static int do_pool_step(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+static int do_pool_run(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
-	const struct priv_pool *m = msg;
-	int64_t t0;
-	int rc = pool_ok(h, m);
+	const struct priv_pool_run *m = msg;
+	struct priv_pool p = { .size_kb = m->size_kb, .node = m->node };
+	unsigned n = 0;
+	int rc = pool_ok(h, &p);
 
 	(void)fd_out;
 	if (rc < 0)
 		return rc;
+	if (m->max_steps < 1 || m->max_steps > HTLB_RUN_MAX || m->from == m->goal || m->from > INT64_MAX ||
+	    m->goal > INT64_MAX || m->batch < 1 || m->batch > INT64_MAX || m->budget_ns < 0 ||
+	    m->budget_ns > PRIV_RUN_BUDGET_MAX)
+		return -EINVAL;
 	if (h->nr.fd < 0 || h->nr_size_kb != m->size_kb || h->nr_node != m->node) {
 		kfs_close(&h->nr);
 		if ((rc = htlb_open_nr(h->sysfs_root, m->size_kb, m->node, &h->nr)) < 0)
@@ -105,12 +103,8 @@ static int do_pool_step(struct helper *h, const void *msg, struct priv_reply *re
 		h->nr_size_kb = m->size_kb;
 		h->nr_node = m->node;
 	}
-	/* What the resize measured in-process before privilege separation: one write, one read-back. */
-	t0 = mono_ns();
-	rc = kfs_file_write_u64(&h->nr, m->count);
-	if (rc == 0)
-		rc = kfs_file_read_u64(&h->nr, &rep->value);
-	rep->elapsed_ns = mono_ns() - t0;
+	rc = htlb_run_steps(&h->nr, m->from, m->goal, m->batch, m->max_steps, m->budget_ns, rep->steps, &n);
+	rep->nsteps = n;
 	return rc;
 }
 
@@ -266,7 +260,7 @@ static const struct {
 } requests[PRIV_TYPE_END] = {
 	[PRIV_KNOB_WRITE] = { sizeof(struct priv_knob_write), do_knob_write },
 	[PRIV_POOL_WRITE] = { sizeof(struct priv_pool), do_pool_write },
-	[PRIV_POOL_STEP]  = { sizeof(struct priv_pool), do_pool_step },
+	[PRIV_POOL_RUN]   = { sizeof(struct priv_pool_run), do_pool_run },
 	[PRIV_COMPACT]    = { sizeof(struct priv_compact), do_compact },
 	[PRIV_PROC_OPEN]  = { sizeof(struct priv_proc_open), do_proc_open },
 	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
@@ -22,7 +23,7 @@
 enum priv_type {
 	PRIV_KNOB_WRITE = 1,   /* write a catalogue knob */
 	PRIV_POOL_WRITE,       /* write nr_hugepages once (restore) */
-	PRIV_POOL_STEP,        /* write nr_hugepages and read it back, timed by the helper (resize) */
+	PRIV_POOL_RUN,         /* a run of resize steps (write, read back), timed by the helper */
 	PRIV_COMPACT,          /* write 1 to compact_memory */
 	PRIV_PROC_OPEN,        /* open a ptrace-guarded procfs file of a pid: the fd comes back */
 	PRIV_MIGRATE,          /* migrate_pages(2) of a pid checked against its start time */
@@ -50,7 +51,7 @@ struct priv_knob_write {
 	uint32_t pad;
 };
 
-/* PRIV_POOL_WRITE and PRIV_POOL_STEP. */
+/* PRIV_POOL_WRITE. */
 struct priv_pool {
 	struct priv_hdr h;
 	uint64_t size_kb;      /* a hugetlb size the kernel has */
@@ -58,6 +59,19 @@ struct priv_pool {
 	uint32_t pad;
 	uint64_t count;        /* nr_hugepages to write */
 };
+
+/* PRIV_POOL_RUN: htlb_run_steps on the pool's nr_hugepages (the helper keeps the file open
+ * across runs of the same pool); the steps come back in the reply. */
+struct priv_pool_run {
+	struct priv_hdr h;
+	uint64_t size_kb;      /* as in priv_pool */
+	int32_t node;
+	uint32_t max_steps;    /* 1 .. HTLB_RUN_MAX */
+	uint64_t from, goal;   /* from != goal, both <= INT64_MAX */
+	uint64_t batch;        /* 1 .. INT64_MAX */
+	int64_t budget_ns;     /* 0 .. PRIV_RUN_BUDGET_MAX */
+};
+#define PRIV_RUN_BUDGET_MAX (1000LL * 1000 * 1000)
 
 struct priv_compact {
 	struct priv_hdr h;
@@ -167,8 +181,10 @@ struct priv_kill {
 struct priv_reply {
 	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
 	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
-	uint64_t value;        /* PRIV_POOL_STEP: nr_hugepages read back */
-	int64_t elapsed_ns;    /* PRIV_POOL_STEP: the write and read-back, measured by the helper */
+	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step; reap: the wait status */
+	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
+	uint32_t pad;
+	struct htlb_step steps[HTLB_RUN_MAX];   /* PRIV_POOL_RUN */
 };
 
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");

@@ -1,7 +1,8 @@
 /* Pool resizes by the mmtests hpagealloc method: batches of `batch` pages per write, the count read
  * back after every write (the kernel reports success while giving fewer pages), one row per write
  * in the batches table. The clock (CLOCK_MONOTONIC) covers the write and the read-back only; the
- * rows are buffered and written between batches, so recording never inflates a measurement. */
+ * steps run back to back in runs (kernel/hugetlb.h), and the rows are buffered and written between
+ * runs, so recording never inflates a measurement. */
 #include "server/ops/resize.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #define ROW_BUF         64
 #define FLUSH_NS        (250LL * 1000 * 1000)
 #define REPORT_NS       (10LL * 1000 * 1000)   /* progress for GET: fresh enough for a 100 ms poll */
+#define RUN_BUDGET_NS   REPORT_NS              /* a run of steps ends after this (or its one slow step) */
 
 /* ---- the job --------------------------------------------------------------------------------- */
 
@@ -65,8 +67,32 @@ static void report(struct run *r)
 				       "eta_ms", eta));
 }
 
-/* One target to its goal. Returns 0 to go on with the next target, 1 to stop the job (cancel,
- * deadline, errno: out is filled). */
+/* Records one step of a run: a row for the batches table, the target's totals. Returns the pages
+ * it moved toward the goal. */
+static uint64_t record(struct run *r, struct resize_target *t, bool grow, const struct htlb_step *s)
+{
+	uint64_t gained = grow ? (s->after > t->now ? s->after - t->now : 0) : (s->after < t->now ? t->now - s->after : 0);
+
+	r->rows[r->nrows++] = (struct batch_row){
+		.op_id = job_op_id(r->ctx), .seq = ++r->seq, .kind = KIND, .size_kb = r->a->size_kb,
+		.node = t->node, .grow = grow, .started_ns = s->started_ns, .before = t->now, .written = s->written,
+		.after = s->after, .requested = grow ? s->written - t->now : t->now - s->written, .achieved = gained,
+		.elapsed_ns = s->elapsed_ns,
+		/* hpagealloc: per-page = elapsed / pages, or elapsed when nothing succeeded */
+		.latency_ns = gained ? s->elapsed_ns / (int64_t)gained : s->elapsed_ns,
+	};
+	t->batches++;
+	t->elapsed_ns += s->elapsed_ns;
+	t->moved += gained;
+	r->done += gained;
+	t->now = s->after;
+	return gained;
+}
+
+/* One target to its goal, in runs of steps (kernel/hugetlb.h: back to back where the privilege
+ * is) that end after RUN_BUDGET_NS at most, so that cancelling, the deadline and progress are
+ * looked at as often as before. Returns 0 to go on with the next target, 1 to stop the job
+ * (cancel, deadline, errno: out is filled). */
 static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr, struct job_outcome *out)
 {
 	struct resize_args *a = r->a;
@@ -74,9 +100,9 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 	int rc;
 
 	while (grow ? t->now < t->goal : t->now > t->goal) {
-		struct batch_row *row;
-		uint64_t step, want, after, gained;
-		int64_t started, el;
+		struct htlb_step steps[HTLB_RUN_MAX];
+		unsigned n = 0, max = ROW_BUF - (unsigned)r->nrows;
+		uint64_t gained = 0;
 
 		if (job_cancelled(r->ctx)) {
 			t->stop = "cancelled";
@@ -89,14 +115,13 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 			out->reason = "deadline";
 			return 1;
 		}
-		step = grow ? t->goal - t->now : t->now - t->goal;
-		if (step > a->batch)
-			step = a->batch;
-		want = grow ? t->now + step : t->now - step;
-		started = clk_wall_ns();
-		/* The write and read-back, timed where they happen (server/kernel/hugetlb.h). */
-		rc = htlb_nr_step(nr, want, &after, &el);
+		rc = htlb_nr_run(nr, t->now, t->goal, a->batch, max < HTLB_RUN_MAX ? max : HTLB_RUN_MAX, RUN_BUDGET_NS,
+				 steps, &n);
+		for (unsigned i = 0; i < n; i++)
+			gained = record(r, t, grow, &steps[i]);
 		if (rc < 0) {
+			uint64_t left = grow ? t->goal - t->now : t->now - t->goal;
+			uint64_t want = grow ? t->now + (left < a->batch ? left : a->batch) : t->now - (left < a->batch ? left : a->batch);
 			t->stop = "error";
 			out->status = "failed";
 			out->err_no = -rc;
@@ -108,26 +133,12 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 					 (unsigned long long)want, t->node, strerror(-rc));
 			return 1;
 		}
-		gained = grow ? (after > t->now ? after - t->now : 0) : (after < t->now ? t->now - after : 0);
-		row = &r->rows[r->nrows++];
-		*row = (struct batch_row){
-			.op_id = job_op_id(r->ctx), .seq = ++r->seq, .kind = KIND, .size_kb = a->size_kb,
-			.node = t->node, .grow = grow, .started_ns = started, .before = t->now, .written = want,
-			.after = after, .requested = step, .achieved = gained, .elapsed_ns = el,
-			/* hpagealloc: per-page = elapsed / pages, or elapsed when nothing succeeded */
-			.latency_ns = gained ? el / (int64_t)gained : el,
-		};
-		t->batches++;
-		t->elapsed_ns += el;
-		t->moved += gained;
-		r->done += gained;
-		t->now = after;
 		if (r->nrows == ROW_BUF || clk_mono_ns() - r->last_flush >= FLUSH_NS)
 			flush(r);
-		if (gained == 0 || clk_mono_ns() - r->last_report >= REPORT_NS)
+		if (n == 0 || gained == 0 || clk_mono_ns() - r->last_report >= REPORT_NS)
 			report(r);
-		if (gained == 0) {
-			if (a->compact && !r->compacted) {
+		if (n == 0 || gained == 0) {
+			if (n && a->compact && !r->compacted) {
 				/* Compact once per job and retry the same batch. Compaction can take long:
 				 * the batches so far are recorded first. */
 				r->compacted = true;

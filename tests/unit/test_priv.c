@@ -198,23 +198,52 @@ START_TEST(fields_out_of_range_are_refused)
 	memcpy(kw.value, "-1", 3);
 	ck_assert_int_eq(send_raw(&kw, sizeof kw), -EINVAL);
 	/* Pools: a size the kernel lacks, a node without the pool, a negative node, a count past
-	 * INT64_MAX, a non-zero pad; for the write and the timed step alike. */
-	for (uint32_t t = PRIV_POOL_WRITE; t <= PRIV_POOL_STEP; t++) {
-		pw.h = hdr(t, sizeof pw);
-		pw.size_kb = 1048576;
-		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
-		pw.size_kb = 2048;
-		pw.node = 1;
-		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
-		pw.node = -2;
-		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
-		pw.node = 0;
-		pw.count = (uint64_t)INT64_MAX + 1;
-		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
-		pw.count = 1;
-		pw.pad = 1;
-		ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
-		pw.pad = 0;
+	 * INT64_MAX, a non-zero pad. */
+	pw.size_kb = 1048576;
+	ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+	pw.size_kb = 2048;
+	pw.node = 1;
+	ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+	pw.node = -2;
+	ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+	pw.node = 0;
+	pw.count = (uint64_t)INT64_MAX + 1;
+	ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+	pw.count = 1;
+	pw.pad = 1;
+	ck_assert_int_eq(send_raw(&pw, sizeof pw), -EINVAL);
+	pw.pad = 0;
+	/* Runs of steps: the same pool checks, then no step, more steps than a reply holds, from ==
+	 * goal, a goal or start past INT64_MAX, batch 0, a negative or too long budget. Each is
+	 * refused with no step done. */
+	{
+		struct priv_pool_run pr = { .h = hdr(PRIV_POOL_RUN, sizeof pr), .size_kb = 1048576, .node = -1,
+					    .max_steps = 4, .from = 0, .goal = 8, .batch = 2, .budget_ns = 1000000 };
+		struct { uint64_t *field; uint64_t bad, good; } cases[] = {
+			{ &pr.size_kb, 1048576, 2048 },
+			{ (uint64_t *)&pr.budget_ns, (uint64_t)-1, 1000000 },
+			{ (uint64_t *)&pr.budget_ns, PRIV_RUN_BUDGET_MAX + 1, 1000000 },
+			{ &pr.from, 8, 0 },
+			{ &pr.goal, (uint64_t)INT64_MAX + 1, 8 },
+			{ &pr.from, (uint64_t)INT64_MAX + 1, 0 },
+			{ &pr.batch, 0, 2 },
+		};
+		struct priv_reply rep;
+		int fd;
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			*cases[i].field = cases[i].bad;
+			ck_assert_int_eq(priv_exchange(&pr, sizeof pr, -1, &rep, &fd), 0);
+			ck_assert_int_eq(rep.rc, -EINVAL);
+			ck_assert_uint_eq(rep.nsteps, 0);
+			*cases[i].field = cases[i].good;
+		}
+		pr.node = 1;
+		ck_assert_int_eq(send_raw(&pr, sizeof pr), -EINVAL);
+		pr.node = 0;
+		pr.max_steps = 0;
+		ck_assert_int_eq(send_raw(&pr, sizeof pr), -EINVAL);
+		pr.max_steps = HTLB_RUN_MAX + 1;
+		ck_assert_int_eq(send_raw(&pr, sizeof pr), -EINVAL);
 	}
 	/* procfs: pid 0, negative, past pid_max; a file outside the enum. */
 	po.pid = 0;
@@ -288,8 +317,6 @@ END_TEST
 START_TEST(valid_requests_act)
 {
 	const struct knob *k;
-	uint64_t after = 0;
-	int64_t el = -1;
 	char buf[128];
 
 	make_tree();
@@ -300,9 +327,27 @@ START_TEST(valid_requests_act)
 	ck_assert_int_eq(priv_pool_write(2048, 0, 3), 0);
 	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
 	ck_assert_str_eq(buf, "3");
-	ck_assert_int_eq(priv_pool_step(2048, -1, 5, &after, &el), 0);
-	ck_assert_uint_eq(after, 5);
-	ck_assert_int_ge(el, 0);
+	{
+		/* A run: 0 -> 7 by 3, back to back: 3, 6, 7, each timed; then a run cut at two steps. */
+		struct htlb_step st[HTLB_RUN_MAX];
+		unsigned n = 99;
+		ck_assert_int_eq(priv_pool_run(2048, -1, 0, 7, 3, HTLB_RUN_MAX, 1000000000, st, &n), 0);
+		ck_assert_uint_eq(n, 3);
+		ck_assert_uint_eq(st[0].written, 3);
+		ck_assert_uint_eq(st[1].after, 6);
+		ck_assert_uint_eq(st[2].written, 7);
+		ck_assert_uint_eq(st[2].after, 7);
+		for (unsigned i = 0; i < n; i++) {
+			ck_assert_int_ge(st[i].elapsed_ns, 0);
+			ck_assert_int_gt(st[i].started_ns, 0);
+		}
+		get(sys_root, POOL "nr_hugepages", buf, sizeof buf);
+		ck_assert_str_eq(buf, "7");
+		ck_assert_int_eq(priv_pool_run(2048, -1, 7, 1, 1, 2, 1000000000, st, &n), 0);
+		ck_assert_uint_eq(n, 2);
+		ck_assert_uint_eq(st[0].written, 6);
+		ck_assert_uint_eq(st[1].after, 5);
+	}
 	ck_assert_int_eq(priv_compact(), 0);
 	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
 	ck_assert_str_eq(buf, "1");
