@@ -41,7 +41,7 @@ PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
 ALL_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
-              $(call PKGCFG,libmicrohttpd jansson sqlite3 libcurl libsystemd gnutls)
+              $(call PKGCFG,libmicrohttpd jansson sqlite3 libsystemd gnutls)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -54,7 +54,16 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema.o
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 
 SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3 libsystemd gnutls) -lnuma -lpthread -lm
-CLIENT_LIBS := $(call PKGLIBS,libcurl jansson) -lm
+CLIENT_LIBS := $(call PKGLIBS,jansson) -lm -ldl
+
+# mempolicyctl's libcurl (tools/build-curl.sh, client/curlapi.h): an HTTP-only libcurl built from
+# Debian's curl source under build/curl-cache/ serves the Unix socket, so a command there loads no
+# TLS stack; https dlopens the system's libcurl-gnutls. CURL_MODE=auto falls back, loudly, to the
+# system's libcurl for both when the source cannot be downloaded; embedded refuses to; system
+# does not try. The script writes $(CURL_OUT)/cflags and /libs, which the client is built with,
+# and rewrites them only when they change.
+CURL_MODE ?= auto
+CURL_OUT  := $(BUILD)/curl
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -65,7 +74,7 @@ CHECK_LIBS := $(call PKGLIBS,check)
 GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
              $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
 
-.PHONY: all deps user run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
+.PHONY: FORCE all deps user run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
 all: $(BIN)/mempolicyd $(BIN)/mempolicyctl $(GENERATED)
 
 deps:
@@ -74,6 +83,15 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/client/%.o: client/%.c $(CURL_OUT)/cflags
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $$(cat $(CURL_OUT)/cflags) -MMD -MP -c $< -o $@
+
+# Run by every make (quick once built): the mode, the cache or the download may have changed.
+$(CURL_OUT)/cflags: FORCE
+	@tools/build-curl.sh $(CURL_MODE) build/curl-cache $(CURL_OUT)
+FORCE:
 
 $(BUILD)/gen/schema.c: $(SCHEMA_SQL) tools/embed-schema.sh
 	@mkdir -p $(dir $@)
@@ -90,9 +108,9 @@ $(BIN)/mempolicyd: $(BUILD)/server/main.o $(BUILD)/libmpd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SERVER_LIBS)
 
-$(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ) $(CURL_OUT)/cflags $(wildcard build/curl-cache/*/inst/lib/libcurl.a)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(CLIENT_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(CLIENT_OBJ) $(COMMON_OBJ) $$(cat $(CURL_OUT)/libs) $(CLIENT_LIBS)
 
 $(BUILD)/man/mempolicyd.8: $(BIN)/mempolicyd
 	@mkdir -p $(dir $@)

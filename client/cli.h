@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 struct query;
+struct curlapi;
 
 /* Exit codes: part of the interface (documented in --help and docs). */
 enum {
@@ -29,8 +30,10 @@ struct cli {
 	const char *cacert;     /* borrowed: --cacert, the CA file that signed the daemon's certificate */
 	char *token;            /* owned: from $MEMPOLICYD_TOKEN or --token-file, never from argv; wiped */
 	bool json;              /* --json: print the daemon's JSON instead of tables */
-	void *curl;             /* owned: the one libcurl handle (so one connection) every request of
-				 * this command uses; made by the first request, freed by main */
+	const struct curlapi *api;   /* borrowed: the libcurl of this command's transport
+				 * (client/curlapi.h), set by curlapi_open */
+	void *curl;             /* owned: the one handle of c->api (so one connection) every request
+				 * of this command uses; made by the first request, freed by curlapi_close */
 };
 
 /* A numeric option, checked with parse_u64 before anything is sent: decimal digits only (leading

@@ -2,11 +2,11 @@
  * the mempolicyctl(8) man page (--man), bash and zsh completion (--completion bash|zsh), and the
  * dynamic words the completion asks the daemon for (--complete knobs|sizes|nodes). These three
  * options are not in --help: they are for the build and the completion functions. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "client/cli.h"
+#include "client/curlapi.h"
 #include "client/gen.h"
 #include "client/http.h"
 
@@ -213,11 +213,9 @@ int cli_complete(struct cli *c, const char *what)
 
 	if (!path)
 		return cli_usage_error(NULL, "--complete takes knobs, sizes or nodes, not '%s'", what);
-	curl_global_init(CURL_GLOBAL_NOTHING);   /* a Unix socket: no TLS to set up */
-	if (http_call(c, "GET", path, NULL, &r) < 0 || r.status != 200) {
+	if (curlapi_open(c) != EXIT_OK || http_call(c, "GET", path, NULL, &r) < 0 || r.status != 200) {
 		http_result_free(&r);
-		curl_easy_cleanup(c->curl);
-		curl_global_cleanup();
+		curlapi_close(c);
 		return EXIT_UNREACHABLE;
 	}
 	arr = json_object_get(r.body, list);
@@ -229,8 +227,6 @@ int cli_complete(struct cli *c, const char *what)
 			printf("%lld\n", (long long)json_integer_value(v));
 	}
 	http_result_free(&r);
-	curl_easy_cleanup(c->curl);
-	c->curl = NULL;
-	curl_global_cleanup();
+	curlapi_close(c);
 	return EXIT_OK;
 }

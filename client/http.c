@@ -1,10 +1,10 @@
 #include "client/http.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/curlapi.h"
 #include "client/out.h"
 #include "client/query.h"
 
@@ -44,6 +44,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 int http_call(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
+	const struct curlapi *api = c->api;   /* borrowed: set by curlapi_open */
 	CURL *h;                        /* borrowed: c->curl, kept for the next request */
 	struct curl_slist *hdr = NULL;  /* owned */
 	struct buf b = { 0 };
@@ -57,36 +58,36 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 		snprintf(r->error, sizeof r->error, "request path too long");
 		return -1;
 	}
-	if (!c->curl && !(c->curl = curl_easy_init())) {
+	if (!c->curl && !(c->curl = api->easy_init())) {
 		snprintf(r->error, sizeof r->error, "cannot initialise libcurl");
 		return -1;
 	}
 	h = c->curl;
 	/* Forgets the previous request's options but keeps its connection open for this one. */
-	curl_easy_reset(h);
+	api->easy_reset(h);
 	if (c->url) {
 		/* Only http and https, no redirects (curl's default): the token goes to this URL only. */
-		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+		api->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 		if (c->cacert)
-			curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+			api->easy_setopt(h, CURLOPT_CAINFO, c->cacert);
 	} else {
-		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+		api->easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+	api->easy_setopt(h, CURLOPT_URL, url);
+	api->easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	api->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	api->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	api->easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	api->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	api->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
 	/* Long operations (pool resizes) are jobs the CLI polls, so no single request waits long. */
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "mempolicyctl/" MPD_VERSION);
-	hdr = curl_slist_append(hdr, "Accept: application/json, application/problem+json");
+	api->easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	api->easy_setopt(h, CURLOPT_USERAGENT, "mempolicyctl/" MPD_VERSION);
+	hdr = api->slist_append(hdr, "Accept: application/json, application/problem+json");
 	/* Only over https (main.c refuses a token with an http URL): checked in cli_transport. */
 	if (c->token && c->url) {
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
-		hdr = curl_slist_append(hdr, auth);
+		hdr = api->slist_append(hdr, auth);
 		explicit_bzero(auth, sizeof auth);
 	}
 	if (body) {
@@ -94,23 +95,23 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 			snprintf(r->error, sizeof r->error, "cannot encode the request body");
 			goto out;
 		}
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+		hdr = api->slist_append(hdr, "Content-Type: application/json");
+		api->easy_setopt(h, CURLOPT_POSTFIELDS, payload);
+		api->easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
 	} else if (strcmp(method, "GET") != 0) {
 		/* PUT/PATCH/DELETE without a body still need curl to send Content-Length: 0. */
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+		api->easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		api->easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	api->easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 
-	cc = curl_easy_perform(h);
+	cc = api->easy_perform(h);
 	if (cc != CURLE_OK) {
 		snprintf(r->error, sizeof r->error, "%s", b.too_big ? "the daemon's answer is too large" :
-			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			 errbuf[0] ? errbuf : api->easy_strerror(cc));
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	api->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	r->status = (int)status;
 	if (b.len > 0) {
 		json_error_t je;
@@ -120,10 +121,10 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	rc = 0;
 out:
 	/* The handle outlives this call: drop its pointers to our stack and to what is freed here. */
-	curl_easy_reset(h);
+	api->easy_reset(h);
 	free(payload);
 	free(b.data);
-	curl_slist_free_all(hdr);
+	api->slist_free_all(hdr);
 	return rc;
 }
 

@@ -6,13 +6,13 @@
  * (client/commands.c, where every command and its options are declared), help for the whole
  * program and for a group, and the last word on the exit code: a result that could not be
  * written to stdout is a failure, however well the daemon answered. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/cli.h"
+#include "client/curlapi.h"
 #include "client/gen.h"
 #include "client/out.h"
 
@@ -131,6 +131,7 @@ static int global_options(struct cli *c, int argc, char **argv, int *i, const ch
 		}
 		if (strcmp(a, "--version") == 0) {
 			printf("mempolicyctl %s\n", MPD_VERSION);
+			curlapi_describe(stdout);
 			return EXIT_OK;
 		}
 		/* Not in --help: the build generates the man page and completion with these, and the
@@ -209,16 +210,10 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 	}
 	if ((rc = cli_args(c, k, argc, argv, &a)) != EXIT_OK)
 		goto out;
-	/* On the Unix socket no TLS back end is initialised (start-up time); over https it is. */
-	if (curl_global_init(c->url ? CURL_GLOBAL_DEFAULT : CURL_GLOBAL_NOTHING) != 0) {
-		out_error("cannot initialise libcurl");
-		rc = EXIT_REFUSED;
+	if ((rc = curlapi_open(c)) != EXIT_OK)
 		goto out;
-	}
 	rc = k->fn(c, k, &a);
-	curl_easy_cleanup(c->curl);
-	c->curl = NULL;
-	curl_global_cleanup();
+	curlapi_close(c);
 out:
 	cli_args_free(&a);
 	return rc;
@@ -226,7 +221,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct cli c = { .socket = NULL, .json = false, .curl = NULL };
+	struct cli c = { .socket = NULL, .json = false, .api = NULL, .curl = NULL };
 	const struct command *k;
 	const char *env = getenv("MEMPOLICYD_SOCKET"), *url = getenv("MEMPOLICYD_URL"), *token_file = NULL;
 	int i = 1, rc;

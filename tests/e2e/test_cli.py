@@ -138,7 +138,8 @@ class CliUsageTest(CliTestBase):
     def test_version(self):
         p = self.d.ctl("--version")
         self.assertOk(p)
-        self.assertRegex(p.stdout, r"^mempolicyctl \d+\.\d+\.\d+\n$")
+        # the version, then which libcurl serves which transport (test_cli_transport.py)
+        self.assertRegex(p.stdout, r"^mempolicyctl \d+\.\d+\.\d+\nunix socket: libcurl/.*\nhttps: .*\n$")
 
     def test_usage_errors_exit_2_and_reach_nothing(self):
         snap = self.d.db_snapshot()
