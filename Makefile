@@ -259,6 +259,8 @@ $(DEB_FILE): $(shell find $(DEB_SRC) -type f 2>/dev/null)
 	rm -rf build/deb && mkdir -p build/deb/src
 	cp -a $(DEB_SRC) build/deb/src/
 	cp -a packaging/debian build/deb/src/debian
+	@# The package builds offline: the curl source of the embedded libcurl goes into its tree.
+	tools/build-curl.sh fetch build/curl-cache build/deb/src/build/curl-cache
 	cd build/deb/src && dpkg-buildpackage -b -us -uc --no-sign -j2 >../build.log 2>&1 || \
 		{ tail -40 ../build.log; exit 1; }
 	cp build/deb/$(DEB_FILE) $@
@@ -268,8 +270,11 @@ test-package: deps
 	$(MAKE) deb
 	tests/run --bin $(BIN) --only package --deb $(DEB_FILE)
 
+# The curl downloads (build/curl-cache/*/dl) stay: verified once, and the package's own clean
+# (dpkg-buildpackage runs this in its tree) must not delete what it builds offline from.
 clean:
-	rm -rf build bin mempolicyd_*.deb
+	find build -mindepth 1 -maxdepth 1 ! -name curl-cache -exec rm -rf {} + 2>/dev/null || true
+	rm -rf build/curl-cache/*/src build/curl-cache/*/obj build/curl-cache/*/inst bin mempolicyd_*.deb
 
 # Not into the caches (a Debian root has directories named *.d) nor the package's own build.
 -include $(shell find $(BUILD) \( -name '*-cache' -o -path build/deb \) -prune -o -name '*.d' -type f -print 2>/dev/null)
