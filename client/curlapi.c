@@ -57,7 +57,7 @@ _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym's pointers are f
  * own calls to curl_* bind to itself because this executable exports none (the Makefile links the
  * embedded archive with --exclude-libs; tests/e2e/test_cli_transport.py checks nm -D). Never
  * dlclosed: GnuTLS registers exit handlers. */
-static const struct curlapi *system_libcurl(void)
+static const struct curlapi *system_libcurl(const char *url)
 {
 	static struct curlapi api;
 	static bool loaded;
@@ -66,7 +66,7 @@ static const struct curlapi *system_libcurl(void)
 	if (loaded)
 		return &api;
 	if (!(lib = dlopen(SYSTEM_LIBCURL, RTLD_NOW | RTLD_LOCAL))) {
-		out_error("https needs the system's libcurl: %s (install the package " SYSTEM_PACKAGE ")", dlerror());
+		out_error("--url %s needs the system's libcurl: %s (install the package " SYSTEM_PACKAGE ")", url, dlerror());
 		return NULL;
 	}
 	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
@@ -82,8 +82,9 @@ static const struct curlapi *system_libcurl(void)
 	return &api;
 }
 #else
-static const struct curlapi *system_libcurl(void)
+static const struct curlapi *system_libcurl(const char *url)
 {
+	(void)url;
 	return &linked;
 }
 #endif
@@ -119,7 +120,7 @@ static bool loopback_http(const char *url)
 int curlapi_open(struct cli *c)
 {
 	bool network = c->url && !loopback_http(c->url);
-	const struct curlapi *api = network ? system_libcurl() : &linked;
+	const struct curlapi *api = network ? system_libcurl(c->url) : &linked;
 
 	if (!api)
 		return EXIT_UNREACHABLE;

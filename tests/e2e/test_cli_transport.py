@@ -117,7 +117,7 @@ class SocketTransport(unittest.TestCase):
         p = subprocess.run(hide + [CTL, "--url", "https://127.0.0.1:%d" % self.port, "status"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual((p.returncode, p.stdout), (3, ""), p.stderr)
-        self.assertIn("https needs the system's libcurl", p.stderr)
+        self.assertIn("--url https://127.0.0.1:%d needs the system's libcurl: " % self.port, p.stderr)
         self.assertIn("install the package libcurl3-gnutls", p.stderr)
         p = subprocess.run(hide + [CTL, "--socket", self.d.socket, "knob", "get", "thp.enabled"],
                            capture_output=True, text=True, timeout=60)

@@ -17,8 +17,8 @@ for m in $(cat /modules.order); do
 	insmod /modules/$m.ko || die "insmod $m failed"
 done
 # The host root, read-only: the build tree, python3 and the daemon's shared libraries as they are.
-# cache=loose keeps what was read in the guest's page cache: every CLI run maps libcurl, gnutls and
-# friends again, and without it each of them costs 9p round trips (~2x slower CLI checks). Safe
+# cache=loose keeps what was read in the guest's page cache: every run of the daemon (gnutls and
+# friends) and of the CLI maps its libraries again, and without it each costs 9p round trips. Safe
 # here: nothing on the host that the guest reads changes during a run.
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose host /host || die "mounting the host root over 9p failed"
 mount -t proc proc /host/proc || die "mount /host/proc"
