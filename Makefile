@@ -41,7 +41,7 @@ PKGCFG   = $(shell pkg-config --cflags $(1) 2>/dev/null)
 PKGLIBS  = $(shell pkg-config --libs $(1) 2>/dev/null)
 
 ALL_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) $(TESTHOOKS) $(WARN) $(STD) -I. -I$(BUILD)/gen -DMPD_VERSION='"$(VERSION)"' \
-              $(call PKGCFG,libmicrohttpd jansson sqlite3 libsystemd gnutls)
+              $(call PKGCFG,libmicrohttpd jansson sqlite3 libsystemd gnutls libseccomp)
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -53,7 +53,7 @@ COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema.o
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 
-SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3 libsystemd gnutls) -lnuma -lpthread -lm
+SERVER_LIBS := $(call PKGLIBS,libmicrohttpd jansson sqlite3 libsystemd gnutls libseccomp) -lnuma -lpthread -lm
 CLIENT_LIBS := $(call PKGLIBS,jansson) -lm -ldl
 
 # mempolicyctl's libcurl (tools/build-curl.sh, client/curlapi.h): an HTTP-only libcurl built from

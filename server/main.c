@@ -25,6 +25,7 @@
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/priv.h"
+#include "server/kernel/sandbox.h"
 #include "server/log.h"
 #include "server/sd.h"
 #include "server/statedir.h"
@@ -56,6 +57,7 @@ struct config {
 	char *tls_client_ca;  /* NULL: no client certificates asked for */
 	char *admin_group;    /* NULL: only root may change things */
 	char *user;           /* NULL: no privilege separation (server/kernel/priv.h); set by main() */
+	char *seccomp;        /* "true" or "false" as written; NULL: true (server/kernel/sandbox.h) */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[6];       /* max-connections ... auth-failures-per-minute, as written; NULL: default */
@@ -86,6 +88,8 @@ static const struct {
 
 /* --man and --man-conf: values no short option or other table uses. */
 #define OPT_MAN 400
+/* --no-seccomp: the command line's spelling of seccomp = false (no config key of its own). */
+#define OPT_NO_SECCOMP 402
 
 static const struct option long_opts[] = {
 	{ "config",      required_argument, NULL, 'c' },
@@ -99,6 +103,8 @@ static const struct option long_opts[] = {
 	{ "tls-client-ca", required_argument, NULL, 'A' },
 	{ "admin-group", required_argument, NULL, 'g' },
 	{ "user",        required_argument, NULL, 'u' },
+	{ "seccomp",     required_argument, NULL, 'Z' },
+	{ "no-seccomp",  no_argument,       NULL, OPT_NO_SECCOMP },
 	{ "log-level",   required_argument, NULL, 'l' },
 	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
 	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
@@ -148,6 +154,11 @@ static const struct opt_doc {
 	{ "user", "NAME", "privilege separation: serve as this unprivileged user with no capabilities, the kernel "
 	  "writes done by a privileged helper (default " DEFAULT_USER " when started as root; root: one process, "
 	  "no separation; the database's directory must be the user's)", -1, true },
+	{ "seccomp", "BOOL", "true (default) or false: under privilege separation the serving process loads a seccomp "
+	  "filter after dropping its privileges, refusing with EPERM exec, ptrace, memory policy, mounts and "
+	  "namespaces, module and kexec loading, identity changes and sockets other than Unix and IP; false is for "
+	  "debugging (a kernel without seccomp filters is logged and served without)", -1, true },
+	{ "no-seccomp", NULL, "the same as --seccomp false", -1, false },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
 	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
 	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
@@ -244,6 +255,7 @@ static char **config_slot(struct config *c, int opt)
 	case 't': return &c->listen_tcp;
 	case 'g': return &c->admin_group;
 	case 'u': return &c->user;
+	case 'Z': return &c->seccomp;
 	case 'l': return &c->log_level;
 	case 'M': return &c->probe_share;
 	case 'C': return &c->tls_cert;
@@ -421,6 +433,9 @@ static int parse_args(int argc, char **argv, struct config *c)
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);
 			break;
+		case OPT_NO_SECCOMP:
+			config_set(c, 'Z', "false");
+			break;
 		case OPT_MAN:
 		case OPT_MAN + 1:
 			man(stdout, opt == OPT_MAN + 1);
@@ -456,6 +471,28 @@ static void test_clock_moved(const struct app *app, struct maint *maint)
 }
 #endif
 
+/* The serving side's seccomp filter, unless switched off. A kernel without seccomp filters is
+ * logged and served without one: the filter narrows what a compromised serving side can reach,
+ * the privilege drop before it is the boundary, and a daemon that refused to start there would
+ * leave the host's pools unmanaged for a defence in depth (docs/DESIGN.md, Security). */
+static int serving_sandbox(bool on, mp_err *e)
+{
+	int rc;
+
+	if (!on) {
+		log_warn("seccomp = false: the serving process runs without its seccomp filter");
+		return 0;
+	}
+	if ((rc = sandbox_serving(e)) < 0)
+		return -1;
+	if (rc == SANDBOX_UNSUPPORTED)
+		log_warn("seccomp: this kernel has no seccomp filters; serving without one");
+	else
+		log_info("seccomp: the serving process refuses exec, ptrace, memory policy, mounts and identity changes%s",
+			 SANDBOX_KEEPS_PTRACE ? " (a sanitizer build: ptrace stays allowed for LeakSanitizer)" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg = { 0 };
@@ -487,6 +524,11 @@ int main(int argc, char **argv)
 	}
 	if (cfg.log_level && log_set_level(cfg.log_level) < 0) {
 		fprintf(stderr, "mempolicyd: unknown log level '%s' (error, warn, info, debug)\n", cfg.log_level);
+		rc = 2;
+		goto out;
+	}
+	if (cfg.seccomp && strcmp(cfg.seccomp, "true") && strcmp(cfg.seccomp, "false")) {
+		fprintf(stderr, "mempolicyd: seccomp wants true or false, not '%s'\n", cfg.seccomp);
 		rc = 2;
 		goto out;
 	}
@@ -595,8 +637,13 @@ int main(int argc, char **argv)
 			goto fail;
 		log_info("privilege separation: serving as %s (uid %d) with no capabilities; kernel writes by the helper",
 			 user.name, (int)user.uid);
+		/* Before any thread starts (the store, the job runner and libmicrohttpd start theirs
+		 * below); sandbox_serving syncs every thread anyway. */
+		if (serving_sandbox(!cfg.seccomp || !strcmp(cfg.seccomp, "true"), &e) < 0)
+			goto fail;
 	} else if (geteuid() == 0) {
-		log_warn("no privilege separation (--user root): the HTTP side, decoders and store run as root");
+		log_warn("no privilege separation (--user root): the HTTP side, decoders and store run as root; no "
+			 "seccomp filter (this process launches programs and sets memory policy itself)");
 	}
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
