@@ -5,6 +5,7 @@
 #include <seccomp.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 /* Refused with EPERM, by name (resolved for the native architecture; a name this architecture
@@ -77,6 +78,22 @@ static int deny_namespaces(scmp_filter_ctx ctx)
 	return sys == __NR_SCMP_ERROR ? 0 : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0);
 }
 
+/* Threads of this process, from /proc/self/status; -1 when unreadable. */
+static int threads(void)
+{
+	char line[128];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 int sandbox_serving(mp_err *e)
 {
 	scmp_filter_ctx ctx;   /* owned */
@@ -88,15 +105,32 @@ int sandbox_serving(mp_err *e)
 		return SANDBOX_UNSUPPORTED;
 	if (!(ctx = seccomp_init(SCMP_ACT_ALLOW)))
 		return mp_fail(e, MPE_PRIV_START, ENOMEM, "seccomp: creating the filter: out of memory");
-	/* Raw errnos from the kernel (libseccomp would say ECANCELED), every thread at load (the
-	 * daemon starts its threads later, but a library may have started one), and a syscall made
-	 * through another ABI (int 0x80's i386 table, x32's numbers) kills the process: the rules
-	 * below are written for the native table only, and nothing of ours uses another. */
+	/* Raw errnos from the kernel (libseccomp would say ECANCELED), and a syscall made through
+	 * another ABI (int 0x80's i386 table, x32's numbers) kills the process: the rules below are
+	 * written for the native table only, and nothing of ours uses another. libseccomp offers
+	 * KILL_PROCESS only when it can ask the kernel through seccomp(2) (below); otherwise its
+	 * default stays, which kills the thread. */
 	what = "setting its attributes";
-	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1)) < 0 ||
-	    (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) < 0 ||
-	    (rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0)
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1)) < 0)
 		goto fail;
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0 &&
+	    (rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL)) < 0)
+		goto fail;
+	/* TSYNC needs seccomp(2) itself, which systemd's SystemCallFilter=@system-service (the
+	 * packaged unit's) does not allow: libseccomp then says EOPNOTSUPP and loads through
+	 * prctl(PR_SET_SECCOMP), which filters the calling thread only. That is every thread while
+	 * the process has one (the daemon loads before starting any); with more it is a refusal. */
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) == -EOPNOTSUPP) {
+		int n = threads();
+		if (n != 1) {
+			seccomp_release(ctx);
+			return mp_fail(e, MPE_PRIV_START, EOPNOTSUPP, "seccomp: seccomp(2) is not available (filtered "
+				       "by the service manager?) and this process has %d threads: prctl would filter "
+				       "only the calling one", n);
+		}
+	} else if (rc < 0) {
+		goto fail;
+	}
 	what = "adding a rule";
 	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
 		int sys = seccomp_syscall_resolve_name(denied[i]);

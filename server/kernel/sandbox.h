@@ -40,8 +40,10 @@ enum sandbox_result {
 
 /* Builds the serving side's filter and loads it on every thread of the calling process
  * (SCMP_FLTATR_CTL_TSYNC; also sets no_new_privs, which the kernel requires without
- * CAP_SYS_ADMIN). SANDBOX_ON, SANDBOX_UNSUPPORTED, or -1 with MPE_PRIV_START (the filter could not
- * be built or the kernel refused it for another reason). */
+ * CAP_SYS_ADMIN). Where seccomp(2) itself is filtered (systemd's @system-service) there is no
+ * TSYNC: it loads through prctl when the process has one thread, and refuses otherwise. Call it
+ * before starting threads. SANDBOX_ON, SANDBOX_UNSUPPORTED, or -1 with MPE_PRIV_START (the filter
+ * could not be built or loaded on every thread). */
 int sandbox_serving(mp_err *e);
 
 #endif

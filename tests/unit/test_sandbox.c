@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/filter.h>
 #include <linux/mempolicy.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,52 @@ START_TEST(threads_started_before_the_load_are_filtered)
 }
 END_TEST
 
+/* Under systemd's SystemCallFilter=@system-service (the packaged unit) seccomp(2) itself is EPERM:
+ * libseccomp cannot sync threads and loads through prctl. One thread: loaded all the same. */
+static void deny_seccomp_syscall(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+
+	ALLOWED(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	ALLOWED(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
+static void under_a_service_manager_filter(void)
+{
+	static char *const argv[] = { "/bin/true", NULL };
+
+	deny_seccomp_syscall();
+	load_filter();
+	DENIED(execve("/bin/true", argv, argv + 1), EPERM);
+	DENIED(setuid(getuid()), EPERM);
+}
+
+/* ... and with a second thread, which prctl would leave unfiltered, it refuses. */
+static void under_a_service_manager_filter_threaded(void)
+{
+	mp_err e = { 0 };
+	pthread_t th;
+
+	deny_seccomp_syscall();
+	ALLOWED(pipe(go) == 0);
+	ALLOWED(pthread_create(&th, NULL, early_thread, NULL) == 0);
+	if (sandbox_serving(&e) != -1 || e.code != MPE_PRIV_START || !strstr(e.detail, "2 threads"))
+		child_fail("sandbox_serving with 2 threads and no seccomp(2): not refused (%s)", e.detail);
+}
+
+START_TEST(seccomp_syscall_filtered_loads_through_prctl_in_one_thread_only)
+{
+	check_ok(under_a_service_manager_filter);
+	check_ok(under_a_service_manager_filter_threaded);
+}
+END_TEST
+
 #if defined(__x86_64__)
 /* Another syscall table than the native one kills the process (libseccomp's bad-arch action): the
  * deny list by number would not match there. */
@@ -288,6 +337,7 @@ static Suite *suite(void)
 	tcase_add_test(t, denied_calls_fail_with_eperm);
 	tcase_add_test(t, what_the_daemon_needs_still_works);
 	tcase_add_test(t, threads_started_before_the_load_are_filtered);
+	tcase_add_test(t, seccomp_syscall_filtered_loads_through_prctl_in_one_thread_only);
 #if defined(__x86_64__)
 	tcase_add_test(t, other_syscall_abis_are_killed);
 #endif
