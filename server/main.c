@@ -638,7 +638,7 @@ int main(int argc, char **argv)
 		log_info("privilege separation: serving as %s (uid %d) with no capabilities; kernel writes by the helper",
 			 user.name, (int)user.uid);
 		/* Before any thread starts (the store, the job runner and libmicrohttpd start theirs
-		 * below); sandbox_serving syncs every thread anyway. */
+		 * below): where seccomp(2) is filtered (systemd) only the calling thread can be. */
 		if (serving_sandbox(!cfg.seccomp || !strcmp(cfg.seccomp, "true"), &e) < 0)
 			goto fail;
 	} else if (geteuid() == 0) {
