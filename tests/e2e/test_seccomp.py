@@ -5,18 +5,16 @@ says why), --no-seccomp / seccomp = false and --user root load none, and the rea
 side hands to the helper — a knob change, a pool resize, a launch, a probe, another process's
 procfs files — and a TLS request still succeed with the filter on (every change put back, also on
 failure). What the filter refuses is asserted call by call in tests/unit/test_sandbox.c."""
-import http.client
 import os
-import ssl
 import subprocess
 import tempfile
 import time
 import unittest
 
-from lib import DAEMON, Daemon, bracketed, free_port, real_file, real_write
+from lib import DAEMON, Daemon, bracketed, real_file, real_write
 from test_pools_fake import wait_job
 from test_privsep import USER, children, have_user
-from test_tls import Certs
+from test_tls import TLSBase
 
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 HP = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
@@ -45,27 +43,8 @@ def wait_for(cond, timeout=15):
 
 
 @unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user (make test creates it)" % USER)
-class Filtered(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.certs = Certs()
-        cls.port = free_port()
-        cls.d = Daemon(None, ["--listen-tcp", "127.0.0.1:%d" % cls.port, "--tls-cert", cls.certs.path("server.pem"),
-                              "--tls-key", cls.certs.path("server.key")], user=USER)
-        try:
-            cls.d.start()
-        except Exception:
-            cls.certs.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            rc = cls.d.cleanup()
-        finally:
-            cls.certs.cleanup()
-        if rc not in (0, None):
-            raise AssertionError("mempolicyd exited with %s:\n%s" % (rc, cls.d.last_log))
+class Filtered(TLSBase):
+    user = USER
 
     def helper(self):
         kids = children(self.d.proc.pid)
@@ -136,14 +115,8 @@ class Filtered(unittest.TestCase):
     def test_tls_request_with_a_token(self):
         r = self.d.request("POST", "/v1/tokens", {"name": "seccomp", "scope": "read"})
         self.assertEqual(r.status, 201, r.raw)
-        ctx = ssl.create_default_context(cafile=self.certs.path("ca.pem"))
-        c = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=30)
-        try:
-            c.request("GET", "/v1/health", headers={"Authorization": "Bearer " + r.json["token"]})
-            resp = c.getresponse()
-            self.assertEqual(resp.status, 200, resp.read())
-        finally:
-            c.close()
+        st, _, body = self.tls("GET", "/v1/health", token=r.json["token"])
+        self.assertEqual(st, 200, body)
 
 
 @unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user" % USER)

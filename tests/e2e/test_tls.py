@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from lib import CTL, Daemon, bracketed, free_port, real_file, real_write
+from lib import CTL, E2E_USER, Daemon, bracketed, free_port, real_file, real_write
 
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 
@@ -58,7 +58,9 @@ class Certs:
 
 
 class TLSBase(unittest.TestCase):
+    """A daemon with a TLS listener on a free loopback port, certificates made for the class."""
     extra_args = ()
+    user = E2E_USER   # the daemon's --user (lib.Daemon's default unless a class names one)
 
     @classmethod
     def setUpClass(cls):
@@ -68,7 +70,7 @@ class TLSBase(unittest.TestCase):
                               "--tls-key", cls.certs.path("server.key")] + list(cls.extra_args(cls.certs)
                                                                                   if callable(cls.extra_args)
                                                                                   else cls.extra_args),
-                       clock_ns=time.time_ns())
+                       clock_ns=time.time_ns(), user=cls.user)
         try:
             cls.d.start()
         except Exception:
