@@ -121,7 +121,7 @@
 	X(PRIV_START,                   "priv.start",                   INTERNAL,      "start-up: the privileged helper could not be started, or the daemon could not drop its privileges") \
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
 	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \
-	X(HTTP_TOO_MANY_CONNECTIONS,    "http.too_many_connections",    UNAVAILABLE,   "the caller's uid holds all the connections it may, or only those kept for root and the admin group are left") \
+	X(HTTP_TOO_MANY_CONNECTIONS,    "http.too_many_connections",    UNAVAILABLE,   "the caller's uid (over TCP, its address) holds all the connections it may, or only those kept for root and the admin group are left") \
 	X(INTERNAL_NOMEM,               "internal.nomem",               NOMEM,         "the daemon ran out of memory; nothing was changed") \
 	X(INTERNAL_ERROR,               "internal.error",               INTERNAL,      "a handler failed without saying why (a bug)")
 

@@ -17,9 +17,9 @@
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
 #define OPT_LIMIT 256
-static const char *const limit_names[6] = {
+static const char *const limit_names[7] = {
 	"max-connections", "max-connections-per-uid", "admin-reserve", "idle-timeout", "request-timeout",
-	"auth-failures-per-minute",
+	"auth-failures-per-minute", "max-connections-per-address",
 };
 
 /* The collections' caps and retention (store/retain.h): option OPT_KEEP + i is keep[i]. A value
@@ -62,6 +62,7 @@ static const struct option long_opts[] = {
 	{ "idle-timeout",            required_argument, NULL, OPT_LIMIT + 3 },
 	{ "request-timeout",         required_argument, NULL, OPT_LIMIT + 4 },
 	{ "auth-failures-per-minute", required_argument, NULL, OPT_LIMIT + 5 },
+	{ "max-connections-per-address", required_argument, NULL, OPT_LIMIT + 6 },
 	{ "max-schedules",           required_argument, NULL, OPT_KEEP + 0 },
 	{ "retain-days",             required_argument, NULL, OPT_KEEP + 1 },
 	{ "retain-operations",       required_argument, NULL, OPT_KEEP + 2 },
@@ -119,6 +120,8 @@ static const struct opt_doc {
 	  CONN_DEFAULT_REQUEST_TIMEOUT, true },
 	{ "auth-failures-per-minute", "N", "TLS: failed authentications one peer address may make in a minute before "
 	  "it is refused (429) for the rest of it", AUTH_DEFAULT_FAILS, true },
+	{ "max-connections-per-address", "N", "TCP: connections one peer address may hold; more are refused (503)",
+	  CONN_DEFAULT_PER_ADDRESS, true },
 	{ "max-schedules", "N", "schedules the daemon holds at most", 1000, true },
 	{ "retain-days", "N", "history, batches and finished jobs older than N days are removed (0: by count only)",
 	  RETAIN_DEFAULT_DAYS, true },
@@ -212,7 +215,7 @@ static char **config_slot(struct config *c, int opt)
 	case 'K': return &c->tls_key;
 	case 'A': return &c->tls_client_ca;
 	case OPT_LIMIT + 0: case OPT_LIMIT + 1: case OPT_LIMIT + 2: case OPT_LIMIT + 3: case OPT_LIMIT + 4:
-	case OPT_LIMIT + 5:
+	case OPT_LIMIT + 5: case OPT_LIMIT + 6:
 		return &c->limit[opt - OPT_LIMIT];
 	case OPT_KEEP + 0: case OPT_KEEP + 1: case OPT_KEEP + 2: case OPT_KEEP + 3: case OPT_KEEP + 4:
 		return &c->keep[opt - OPT_KEEP];
@@ -298,12 +301,12 @@ static int config_file(struct config *c, const char *path)
 
 int config_limits(const struct config *c, struct conn_limits *l)
 {
-	unsigned *field[6] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
-			       &l->request_timeout_s, &l->auth_fails };
+	unsigned *field[7] = { &l->max_connections, &l->max_per_uid, &l->admin_reserve, &l->idle_timeout_s,
+			       &l->request_timeout_s, &l->auth_fails, &l->max_per_address };
 	mp_err e = { 0 };
 
 	conn_limits_default(l);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 7; i++) {
 		uint64_t v;
 		if (!c->limit[i])
 			continue;

@@ -27,7 +27,7 @@ struct config {
 	char *seccomp;        /* "true" or "false" as written; NULL: true (server/kernel/sandbox.h) */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
-	char *limit[6];       /* max-connections ... auth-failures-per-minute, as written; NULL: default */
+	char *limit[7];       /* max-connections ... max-connections-per-address, as written; NULL: default */
 	char *keep[5];        /* max-schedules, retain-*: as written; NULL: default */
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 };

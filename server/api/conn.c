@@ -1,7 +1,9 @@
 /* Connection limits and request deadlines (see conn.h for the why). */
 #include "server/api/conn.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@ struct conn {
 	struct caller who;
 	int fd;                     /* borrowed from libmicrohttpd; open while the conn is listed */
 	bool unix_listener;
+	unsigned char addr[16];     /* TCP: the peer's address, IPv4 as ::ffff:a.b.c.d; zeros if unknown */
 	bool refused;               /* answered 503 at accept; closing */
 	bool lingers;               /* refused, and counted in conn_table.lingering */
 	int64_t due_ns;             /* CLOCK_MONOTONIC deadline for the request now arriving; 0: none */
@@ -45,6 +48,7 @@ void conn_limits_default(struct conn_limits *l)
 {
 	l->max_connections = CONN_DEFAULT_MAX;
 	l->max_per_uid = CONN_DEFAULT_PER_UID;
+	l->max_per_address = CONN_DEFAULT_PER_ADDRESS;
 	l->admin_reserve = CONN_DEFAULT_RESERVE;
 	l->idle_timeout_s = CONN_DEFAULT_IDLE_TIMEOUT;
 	l->request_timeout_s = CONN_DEFAULT_REQUEST_TIMEOUT;
@@ -63,6 +67,8 @@ int conn_limits_check(const struct conn_limits *l, mp_err *e)
 			       l->admin_reserve, l->max_connections);
 	if (l->max_per_uid < 1)
 		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "max-connections-per-uid must be at least 1");
+	if (l->max_per_address < 1)
+		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "max-connections-per-address must be at least 1");
 	if (l->idle_timeout_s < 1 || l->idle_timeout_s > 86400 || l->request_timeout_s < 1 ||
 	    l->request_timeout_s > 86400)
 		return mp_fail(e, MPE_CONFIG_LIMITS, 0, "idle-timeout and request-timeout must be 1 to 86400 seconds");
@@ -176,13 +182,49 @@ void conn_table_free(struct conn_table *t)
 
 /* ---- admission ------------------------------------------------------------------------------ */
 
+/* The TCP peer's address as 16 bytes, an IPv4 one mapped (::ffff:a.b.c.d) so that a peer counts
+ * the same over either family; zeros when it cannot be read. */
+static void peer_address(int fd, unsigned char out[16])
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+
+	memset(out, 0, 16);
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+	} else if (ss.ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)&ss)->sin_addr, 4);
+	}
+}
+
 /* Why c may not stay, or NULL when it may. Called with t->mu held; c is not listed yet. */
 static const char *over_limit(struct conn_table *t, const struct conn *c, char *why, size_t len)
 {
-	unsigned same_uid = 0;
+	unsigned same_uid = 0, same_addr = 0;
 
-	if (!c->unix_listener || c->who.admin)
-		return NULL;   /* TCP: libmicrohttpd's limit is all; root/admin: up to it, reserve included */
+	if (!c->unix_listener) {
+		/* TCP: one address may not take the listener's every slot (libmicrohttpd's limit is the
+		 * total). Exact addresses: a peer with many (an IPv6 /64) is bounded by the total only. */
+		static const unsigned char v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+		char text[INET6_ADDRSTRLEN] = "?";
+
+		for (const struct conn *o = t->head; o; o = o->next)
+			if (!o->unix_listener && !o->refused && !memcmp(o->addr, c->addr, sizeof c->addr))
+				same_addr++;
+		if (same_addr < t->lim.max_per_address)
+			return NULL;
+		if (!memcmp(c->addr, v4mapped, sizeof v4mapped))
+			inet_ntop(AF_INET, c->addr + 12, text, sizeof text);
+		else
+			inet_ntop(AF_INET6, c->addr, text, sizeof text);
+		snprintf(why, len, "address %s already holds %u connections, the most one address may", text, same_addr);
+		return why;
+	}
+	if (c->who.admin)
+		return NULL;   /* root/admin: up to libmicrohttpd's limit, reserve included */
 	if (t->unix_counted + t->lim.admin_reserve >= t->lim.max_connections) {
 		snprintf(why, len, "the daemon holds %u connections; the last %u are kept for root and the admin group",
 			 t->unix_counted, t->lim.admin_reserve);
@@ -223,7 +265,7 @@ static void refuse(int fd, const char *why)
 	free(body);
 }
 
-struct conn *conn_opened(struct conn_table *t, int fd)
+struct conn *conn_opened(struct conn_table *t, int fd, bool tcp_tls)
 {
 	struct conn *c = calloc(1, sizeof *c);
 	struct sockaddr_storage ss;
@@ -237,6 +279,8 @@ struct conn *conn_opened(struct conn_table *t, int fd)
 	}
 	c->fd = fd;
 	c->unix_listener = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX;
+	if (!c->unix_listener)
+		peer_address(fd, c->addr);
 	/* Outside the lock: the user and group lookups may be slow (NSS). */
 	peer_identify(fd, t->have_admin_gid, t->admin_gid, &c->who);
 	pthread_mutex_lock(&t->mu);
@@ -244,7 +288,8 @@ struct conn *conn_opened(struct conn_table *t, int fd)
 	if (no) {
 		int64_t now = clk_mono_ns();
 		c->refused = true;
-		refuse(fd, no);
+		if (c->unix_listener || !tcp_tls)
+			refuse(fd, no);
 		/* Stop writing; keep reading so the client's request is read (and dropped) rather than
 		 * reset before it reads the 503. Such lingering connections are few and short-lived:
 		 * beyond half the reserve, or after a second, they are cut at once. */

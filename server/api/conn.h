@@ -18,6 +18,7 @@ struct caller;
 struct conn_limits {
 	unsigned max_connections;   /* per listener; libmicrohttpd refuses above it */
 	unsigned max_per_uid;       /* Unix socket: what one uid outside root/admin group may hold */
+	unsigned max_per_address;   /* TCP: what one peer address may hold */
 	unsigned admin_reserve;     /* Unix socket: the last ones of max_connections, root/admin only */
 	unsigned idle_timeout_s;    /* nothing sent either way for this long: closed (libmicrohttpd) */
 	unsigned request_timeout_s; /* a whole request (headers and body) must arrive within this,
@@ -33,6 +34,7 @@ struct conn_limits {
 
 #define CONN_DEFAULT_MAX             512
 #define CONN_DEFAULT_PER_UID         64
+#define CONN_DEFAULT_PER_ADDRESS     64
 #define CONN_DEFAULT_RESERVE         32
 #define CONN_DEFAULT_IDLE_TIMEOUT    30
 #define CONN_DEFAULT_REQUEST_TIMEOUT 10
@@ -57,12 +59,14 @@ struct conn_table *conn_table_new(const struct conn_limits *l, bool have_admin_g
 /* Stops the reaper. Call after every libmicrohttpd daemon using the table has stopped. */
 void conn_table_free(struct conn_table *t);
 
-/* A connection accepted on fd (on the Unix socket SO_PEERCRED names the caller; over TCP only
- * the total limit applies: no caller is known at accept, and on the TLS listener each request
- * names its own by its bearer token, api/auth.c). Returns its context, owned by the table until conn_closed(); NULL when out of memory
- * (the connection is then shut down). A connection over the limits gets a 503 problem written on
- * it and is shut down; its context says so (conn_refused). */
-struct conn *conn_opened(struct conn_table *t, int fd);
+/* A connection accepted on fd (on the Unix socket SO_PEERCRED names the caller, and the per-uid
+ * limit applies; over TCP no caller is known at accept — on the TLS listener each request names
+ * its own by its bearer token, api/auth.c — so the peer's address is what is counted). Returns
+ * its context, owned by the table until conn_closed(); NULL when out of memory (the connection is
+ * then shut down). A connection over the limits gets a 503 problem written on it and is shut down
+ * — only shut down when tcp_tls (the TCP listener speaks TLS, and plain text on it would be noise
+ * to the client's TLS stack); its context says so (conn_refused). */
+struct conn *conn_opened(struct conn_table *t, int fd, bool tcp_tls);
 void conn_closed(struct conn_table *t, struct conn *c);
 bool conn_refused(const struct conn *c);
 /* The caller, as SO_PEERCRED named it at accept; borrowed, valid until conn_closed. */

@@ -68,7 +68,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd) : NULL;
+		/* The TCP listener speaks TLS when it has a certificate: a refusal cannot be written there. */
+		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd, h->tls.cert != NULL) : NULL;
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		conn_closed(h->conns, *socket_ctx);
 		*socket_ctx = NULL;

@@ -172,6 +172,63 @@ class LimitsTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("(http.too_many_connections)", p.stderr)
 
+    def test_one_tcp_address_cannot_take_every_tcp_slot(self):
+        """TCP: no caller is known at accept, so the peer's address is counted: the fourth connection
+        from 127.0.0.1 is refused with the problem, while 127.0.0.2 and the Unix socket still get
+        in, and 127.0.0.1 again once it let go of one."""
+        port = free_port()
+        d = self.daemon("--listen-tcp", "127.0.0.1:%d" % port, "--max-connections-per-address", "3")
+
+        def tcp(source, request=HALF):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.bind((source, 0))
+            s.connect(("127.0.0.1", port))
+            s.sendall(request)
+            return s
+
+        def answer(s):
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            return data
+
+        whole = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
+        held = [tcp("127.0.0.1") for _ in range(3)]
+        try:
+            time.sleep(0.5)   # accepted and counted
+            extra = tcp("127.0.0.1", whole)
+            head, _, body = answer(extra).partition(b"\r\n\r\n")
+            extra.close()
+            self.assertTrue(head.startswith(b"HTTP/1.1 503"), head)
+            self.assertIn(b"application/problem+json", head)
+            prob = json.loads(body)
+            self.assertEqual(prob["code"], "http.too_many_connections", prob)
+            self.assertIn("address 127.0.0.1 already holds 3 connections", prob["detail"])
+            other = tcp("127.0.0.2", whole)
+            self.assertTrue(answer(other).startswith(b"HTTP/1.1 200"))
+            other.close()
+            self.assertEqual(d.get("/v1/health").status, 200)
+            held.pop().close()
+            deadline = time.monotonic() + 10
+            while True:
+                again = tcp("127.0.0.1", whole)
+                got = answer(again)
+                again.close()
+                if got.startswith(b"HTTP/1.1 200"):
+                    break
+                self.assertLess(time.monotonic(), deadline, "127.0.0.1 was not let in again: %r" % got[:200])
+                time.sleep(0.1)
+        finally:
+            for s in held:
+                s.close()
+
     def test_slowloris_is_dropped_by_the_request_deadline(self):
         d = self.daemon("--request-timeout", "2")
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -292,7 +349,10 @@ class OpenFiles(unittest.TestCase):
         """With the default 512 connections per listener and the usual soft limit of 1024 open
         files, both listeners full used to leave the daemon no fd for its own work."""
         port = free_port()
-        self.d = Daemon(self.tree, ["--listen-tcp", "127.0.0.1:%d" % port, "--request-timeout", "120"])
+        # Every TCP connection comes from 127.0.0.1: the per-address limit is lifted so that they
+        # fill the listener (what is tested is the fd budget, not admission).
+        self.d = Daemon(self.tree, ["--listen-tcp", "127.0.0.1:%d" % port, "--request-timeout", "120",
+                                    "--max-connections-per-address", "512"])
         base = self.d.command
         hard = self.saved[1]
         self.d.command = lambda: ["prlimit", "--nofile=1024:%d" % hard, "--"] + base()
@@ -342,6 +402,8 @@ class OpenFiles(unittest.TestCase):
             for args, msg in ((["--max-connections", "16", "--admin-reserve", "16"], "admin-reserve"),
                               (["--max-connections", " 16"], "max-connections"),
                               (["--max-connections-per-uid", "0"], "per-uid"),
+                              (["--max-connections-per-address", "0"], "per-address"),
+                              (["--max-connections-per-address", "-1"], "per-address"),
                               (["--request-timeout", "0"], "request-timeout")):
                 p = subprocess.run(d.command() + args, capture_output=True, text=True, timeout=30)
                 self.assertEqual(p.returncode, 2, args)

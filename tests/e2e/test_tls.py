@@ -284,6 +284,38 @@ class TLSRateLimit(TLSBase):
         self.assertEqual(self.d.get("/v1/health").status, 200)   # the Unix socket is not limited
 
 
+class TLSPerAddress(TLSBase):
+    extra_args = ("--max-connections-per-address", "1")
+
+    def test_a_second_connection_from_one_address_is_cut_without_plain_text(self):
+        """Over TLS a refusal cannot be written as plain HTTP (the client's TLS stack would read
+        noise): the connection over the per-address limit is closed, and the next one after the
+        first let go is served."""
+        tok = self.make_token("peraddr", "read")
+        held = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        try:
+            time.sleep(0.5)   # accepted and counted
+            raw = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            try:
+                self.assertEqual(raw.recv(4096), b"", "the refused connection must be closed with nothing written")
+            finally:
+                raw.close()
+            with self.assertRaises((ssl.SSLError, ConnectionError, http.client.RemoteDisconnected, OSError)):
+                self.tls("GET", "/v1/health", tok)
+        finally:
+            held.close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                st, _, _ = self.tls("GET", "/v1/health", tok)
+                break
+            except (ssl.SSLError, ConnectionError, http.client.RemoteDisconnected, OSError):
+                self.assertLess(time.monotonic(), deadline, "never let in again")
+                time.sleep(0.1)
+        self.assertEqual(st, 200)
+        self.assertIn("address 127.0.0.1 already holds 1 connections", self.d.log_text())
+
+
 class MutualTLS(TLSBase):
     extra_args = staticmethod(lambda certs: ("--tls-client-ca", certs.path("clientca.pem")))
 
