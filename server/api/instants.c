@@ -21,6 +21,11 @@ static const char *const instants[] = {
 
 static bool is_instant(const char *key)
 {
+	size_t n = strlen(key);
+
+	/* Most members are not "*_ns" at all: a list answer walks thousands of them. */
+	if (n < 4 || memcmp(key + n - 3, "_ns", 3))
+		return false;
 	for (size_t i = 0; i < sizeof instants / sizeof instants[0]; i++)
 		if (!strcmp(key, instants[i]))
 			return true;
