@@ -192,8 +192,9 @@ test: deps user
 	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN) $(TSAN_RUN) \
 		--deb $(DEB_FILE)
 
-# What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner.
-TSAN_UNITS := test_jobs test_scheduler
+# What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner,
+# scheduler and held answers (api/waits.c).
+TSAN_UNITS := test_jobs test_scheduler test_waits
 tsan-bins: all $(TSAN_UNITS:%=$(BUILD)/tests/%)
 
 test-tsan: deps

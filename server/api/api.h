@@ -50,6 +50,12 @@ struct req {
 	size_t text_len;
 	const char *ctype;           /* static: the Content-Type of text */
 	char location[256];          /* Location header, "" for none */
+	/* A handler that holds its answer (GET /v1/jobs/{id}?wait=S) sets hold_job and hold_s and
+	 * returns 0 without a reply; the router then suspends the connection until the job ends or
+	 * hold_s pass (api/waits.c) and calls the handler again with held set, which answers. */
+	int64_t hold_job;            /* 0: answer now */
+	unsigned hold_s;
+	bool held;                   /* the call after the hold, or a hold the router could not make */
 };
 
 typedef int (*handler_fn)(struct req *rq, mp_err *e);

@@ -16,6 +16,8 @@
 #include "server/api/slow.h"
 #include "server/api/listen.h"
 #include "server/api/tls.h"
+#include "server/api/waits.h"
+#include "server/jobs/jobs.h"
 #include "server/log.h"
 
 struct http {
@@ -32,6 +34,7 @@ struct http {
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
 	struct slow *slow;         /* owned: the thread R_SLOW handlers run on (api/slow.c) */
+	struct waits *waits;       /* owned: held answers, ?wait= (api/waits.c) */
 };
 
 /* Per-request state between libmicrohttpd's calls. */
@@ -323,6 +326,29 @@ static int parse_body(struct reqstate *s, mp_err *e)
 	return 0;
 }
 
+/* Suspends conn until the job rq->hold_job ends or rq->hold_s pass; -1: not held, the handler
+ * answers now. libmicrohttpd does not time out a suspended connection (and restarts its idle
+ * clock on resume), and the request deadline stopped when the request was in (conn.c); the hold
+ * is still cut to under the idle timeout, so that no answer takes longer than a client that
+ * times out at the daemon's idle timeout waits: with --idle-timeout 1 nothing is held. */
+static int hold(struct http *h, struct MHD_Connection *conn, const struct req *rq)
+{
+	unsigned secs = rq->hold_s < h->lim.idle_timeout_s ? rq->hold_s : h->lim.idle_timeout_s - 1;
+
+	if (!secs || !h->waits || !h->app->jobs)
+		return -1;
+	MHD_suspend_connection(conn);
+	if (waits_add(h->waits, conn, rq->hold_job, (int64_t)secs * 1000) < 0) {
+		MHD_resume_connection(conn);
+		return -1;
+	}
+	/* The job may have ended after the handler read it and before waits_add, its end told to
+	 * nobody: jobs_active() answers under the lock the runner tells ends under (jobs.h). */
+	if (!jobs_active(h->app->jobs, rq->hold_job))
+		waits_job_ended(h->waits, rq->hold_job);
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -330,6 +356,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct reqstate *s = *con_cls;
 	mp_err e;
 	enum MHD_Result ret;
+	int rc;
 
 	if (!s) {
 		/* Refused at accept (conn.c answered 503 on the socket): nothing more is said. */
@@ -382,7 +409,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (s->slow == SLOW_DONE)
 		e = s->slow_err;
-	if ((s->slow == SLOW_DONE ? s->slow_rc : s->route->fn(&s->rq, &e)) < 0) {
+	rc = s->slow == SLOW_DONE ? s->slow_rc : s->route->fn(&s->rq, &e);
+	if (rc == 0 && s->rq.hold_job && !s->rq.held) {
+		s->rq.held = true;
+		if (hold(h, conn, &s->rq) == 0)
+			return MHD_YES;   /* called again once the job ended or the time is up */
+		rc = s->route->fn(&s->rq, &e);   /* not held: answered now */
+	}
+	if (rc < 0) {
 		if (!e.code)
 			mp_fail(&e, MPE_INTERNAL_ERROR, 0, "the handler failed without saying why");
 		if (api_status(&e) >= 500)
@@ -517,11 +551,20 @@ fail:
 	return NULL;
 }
 
+/* The job runner's end-of-job hook (jobs_on_end), under its lock. */
+static void job_ended(void *cls, int64_t job_id)
+{
+	waits_job_ended(cls, job_id);
+}
+
 int http_serve(struct http *h, const struct app *app, mp_err *e)
 {
 	h->app = app;
-	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)))
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)) ||
+	    !(h->waits = waits_start(MHD_resume_connection, e)))
 		return -1;
+	if (app->jobs)
+		jobs_on_end(app->jobs, job_ended, h->waits);
 	if (!(h->auth = auth_new(h->lim.auth_fails)))
 		return mp_nomem(e);
 	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
@@ -562,6 +605,12 @@ void http_stop(struct http *h)
 		if (ls[i] != MHD_INVALID_SOCKET && !(i == 0 && h->unix_inherited))
 			shutdown(ls[i], SHUT_RDWR);
 	}
+	/* Held answers go out now, with the job as it is (still running): the drain below would
+	 * otherwise wait for their deadlines. A request that asks to wait from here on is answered
+	 * at once (waits_add refuses it). */
+	if (h->app && h->app->jobs)
+		jobs_on_end(h->app->jobs, NULL, NULL);
+	waits_stop(h->waits);
 	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
 		nanosleep(&ts, NULL);
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
@@ -580,6 +629,7 @@ void http_stop(struct http *h)
 	if (h->fd_tcp >= 0)
 		close(h->fd_tcp);
 	conn_table_free(h->conns);
+	waits_free(h->waits);
 	auth_free(h->auth);
 	tls_files_free(&h->tls);
 	free(h->unix_path);

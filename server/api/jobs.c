@@ -1,5 +1,7 @@
-/* /v1/jobs: long operations, their progress and outcome; DELETE cancels between batches. */
+/* /v1/jobs: long operations, their progress and outcome (GET ?wait= holds the answer until the
+ * job ends); DELETE cancels between batches. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common/parse.h"
 #include "server/api/api.h"
@@ -54,14 +56,27 @@ int api_jobs_list(struct req *rq, mp_err *e)
 	return req_reply(rq, 200, json_pack("{s:o, s:o}", "jobs", arr, "next_cursor", cursor_json(next, jobs_scope(&f))));
 }
 
+/* ?wait=S (1..30 s): while the job is queued or running, the answer is held until it ends or S
+ * seconds pass (api/waits.c, cut to under the idle timeout), then it is the same answer as
+ * without wait. Called a second time after the hold (rq->held), it answers whatever the job is. */
 int api_job_get(struct req *rq, mp_err *e)
 {
-	static const char *const none[] = { NULL };
+	static const char *const allowed[] = { "wait", NULL };
+	uint64_t wait = 0;
 	int64_t id;
 	json_t *job;
+	const char *status;
 
-	if (req_query_only(rq, none, e) < 0 || job_id_param(rq, &id, e) < 0 || !(job = jobs_get(rq->app->jobs, id, e)))
+	if (req_query_only(rq, allowed, e) < 0 || req_query_u64(rq, "wait", 1, 30, &wait, e) < 0 ||
+	    job_id_param(rq, &id, e) < 0 || !(job = jobs_get(rq->app->jobs, id, e)))
 		return -1;
+	status = json_string_value(json_object_get(job, "status"));
+	if (wait && !rq->held && status && (!strcmp(status, "queued") || !strcmp(status, "running"))) {
+		json_decref(job);
+		rq->hold_job = id;
+		rq->hold_s = (unsigned)wait;
+		return 0;
+	}
 	return req_reply(rq, 200, job);
 }
 

@@ -44,6 +44,9 @@ struct jobs {
 	const struct job_kind *kinds[MAX_KINDS]; /* borrowed: registered before jobs_start() */
 	const struct job_measure *measure;       /* static, or NULL: what is measured around each run */
 	int nkinds;
+	/* Told, under lock, of each job that left the active list ended (jobs_on_end): api/waits.c. */
+	void (*on_end)(void *cls, int64_t job_id);
+	void *on_end_cls;                        /* borrowed */
 };
 
 static void ctx_free(struct job_ctx *c)
@@ -164,6 +167,14 @@ static void unlink_active(struct jobs *j, struct job_ctx *c)
 		}
 }
 
+/* A job left the active list with its final status recorded: whoever waits for it is told. Under
+ * j->lock, so that jobs_active() and this agree (see jobs_on_end). */
+static void ended(struct jobs *j, int64_t id)
+{
+	if (j->on_end)
+		j->on_end(j->on_end_cls, id);
+}
+
 static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 {
 	struct store *st = j->app->store;
@@ -226,6 +237,7 @@ static void *worker(void *arg)
 
 		pthread_mutex_lock(&j->lock);
 		unlink_active(j, c);
+		ended(j, c->id);
 		pthread_mutex_unlock(&j->lock);
 		ctx_free(c);
 		pthread_mutex_lock(&j->lock);
@@ -451,6 +463,7 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		}
 		json_decref(result);
 		unlink_active(j, c);
+		ended(j, id);
 		drop = c;
 	} else if (c) {
 		c->cancel = true;
@@ -466,6 +479,25 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		return NULL;
 	}
 	return job;
+}
+
+void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls)
+{
+	pthread_mutex_lock(&j->lock);
+	j->on_end = fn;
+	j->on_end_cls = cls;
+	pthread_mutex_unlock(&j->lock);
+}
+
+bool jobs_active(struct jobs *j, int64_t id)
+{
+	bool v = false;
+
+	pthread_mutex_lock(&j->lock);
+	for (const struct job_ctx *c = j->active; c && !v; c = c->next)
+		v = c->id == id;
+	pthread_mutex_unlock(&j->lock);
+	return v;
 }
 
 bool job_cancelled(struct job_ctx *ctx)

@@ -46,4 +46,14 @@ json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e);
  * the job as JSON. 404 when unknown; 409 MPE_JOB_FINISHED when it already ended. */
 json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e);
 
+/* Waiting for a job without polling (api/waits.c): fn(cls, id) is called under the runner's lock
+ * each time a job has left the active list with its final status recorded (it ended, failed, was
+ * cancelled, or was cancelled before it started); it must not block nor call into the runner.
+ * One at a time; NULL removes it, and once jobs_on_end returns the old fn is not running nor
+ * called again. Because both run under the same lock, a waiter that registers itself and then
+ * finds jobs_active() false knows the call for its job has been made, or it would have seen it. */
+void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls);
+/* True while the job is queued or running in this runner (memory only, no store read). */
+bool jobs_active(struct jobs *j, int64_t id);
+
 #endif

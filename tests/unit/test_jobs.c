@@ -458,6 +458,70 @@ START_TEST(the_deadline_is_the_submissions)
 }
 END_TEST
 
+/* The end-of-job hook (jobs_on_end, what ?wait= is woken by): called once per job, for a job
+ * that ran and for one cancelled before it started, once its final status is recorded; and not
+ * after it is removed. */
+static struct { int64_t ids[8]; int n; char status[8][16]; } ends;
+
+static void on_end(void *cls, int64_t id)
+{
+	mp_err e = { 0 };
+	json_t *job;
+
+	(void)cls;
+	if (ends.n == 8)
+		return;
+	/* Under the runner's lock: the store has its own, so the recorded status can be read here. */
+	job = jobs_db_get(app.store, id, &e);
+	snprintf(ends.status[ends.n], sizeof ends.status[0], "%s",
+		 job ? json_string_value(json_object_get(job, "status")) : "?");
+	json_decref(job);
+	ends.ids[ends.n++] = id;
+}
+
+START_TEST(the_end_hook_follows_the_recorded_end)
+{
+	struct gate a, b;
+	int64_t ia, ib;
+	mp_err e = { 0 };
+
+	memset(&ends, 0, sizeof ends);
+	jobs_on_end(runner, on_end, NULL);
+	gate_init(&a);
+	gate_init(&b);
+	ia = submit(&a, "k", 0, NULL, &e);
+	ck_assert_msg(ia > 0, "%s", e.detail);
+	wait_started(&a);
+	ib = submit(&b, "k", 1, NULL, &e);   /* queued behind a */
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	ck_assert(jobs_active(runner, ia) && jobs_active(runner, ib));
+	json_decref(jobs_cancel(runner, ib, &e));   /* cancelled before it started */
+	ck_assert_int_eq(ends.n, 1);
+	ck_assert_int_eq(ends.ids[0], ib);
+	ck_assert_str_eq(ends.status[0], "cancelled");
+	ck_assert(!jobs_active(runner, ib));
+	gate_open(&a);
+	for (int i = 0; i < 1000 && jobs_active(runner, ia); i++)
+		usleep(10000);
+	ck_assert(!jobs_active(runner, ia));
+	/* told under the lock it left the list under: once it reads inactive, the call was made */
+	ck_assert_int_eq(ends.n, 2);
+	ck_assert_int_eq(ends.ids[1], ia);
+	ck_assert_str_eq(ends.status[1], "ok");
+	/* removed: a later end is told to nobody */
+	jobs_on_end(runner, NULL, NULL);
+	gate_init(&b);
+	gate_open(&b);
+	ib = submit(&b, "k", 0, NULL, &e);
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	wait_status(ib, "\"ok\"");
+	for (int i = 0; i < 1000 && jobs_active(runner, ib); i++)
+		usleep(10000);
+	ck_assert_int_eq(ends.n, 2);
+	ck_assert(!jobs_active(runner, 999999));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("jobs");
@@ -472,6 +536,7 @@ static Suite *suite(void)
 	tcase_add_test(t, only_registered_kinds_run);
 	tcase_add_test(t, initial_progress_and_conflict_key_come_from_the_kind);
 	tcase_add_test(t, the_deadline_is_the_submissions);
+	tcase_add_test(t, the_end_hook_follows_the_recorded_end);
 	suite_add_tcase(s, t);
 	return s;
 }
