@@ -114,7 +114,7 @@ static const struct opt probe_run_opts[] = {
 };
 
 static const struct opt job_show_opts[] = {
-	{ "--wait", NULL, "poll until the job ends, then show it (exit 1 unless it ended ok)", OPT_FLAG_IN(wait), 0 },
+	{ "--wait", NULL, "wait until the job ends, then show it (exit 1 unless it ended ok)", OPT_FLAG_IN(wait), 0 },
 	END,
 };
 

@@ -80,7 +80,8 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	api->easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	api->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	api->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
-	/* Long operations (pool resizes) are jobs the CLI polls, so no single request waits long. */
+	/* Long operations (pool resizes) are jobs; waiting for one holds a request at most 30 s
+	 * (?wait=, client/jobview.c), so no single request waits long. */
 	api->easy_setopt(h, CURLOPT_TIMEOUT, 120L);
 	api->easy_setopt(h, CURLOPT_USERAGENT, "mempolicyctl/" MPD_VERSION);
 	hdr = api->slist_append(hdr, "Accept: application/json, application/problem+json");

@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "client/http.h"
 #include "client/out.h"
@@ -267,30 +267,38 @@ static double fraction(const json_t *job, double none)
 	return total > 0 ? done / total : none;
 }
 
+/* The seconds each request asks the daemon to hold its answer while the job runs (?wait=, the
+ * daemon cuts it to under its idle timeout): on a terminal one, so that the bar moves once a
+ * second; else the most the daemon takes, so that a script's wait costs a request per 30 s. */
+#define WAIT_TTY_S  1
+#define WAIT_MAX_S  30
+
 int jobview_wait(struct cli *c, long long id)
 {
-	struct timespec pause = { 0, 100 * 1000 * 1000 };
-	struct query q;
+	struct query q, qw;
 	char label[64];
 	struct http_result r;
-	const char *status, *path;
+	const char *status, *path, *path_wait;
 	int rc;
 
 	query_init(&q, "/v1/jobs");
 	query_segment_u64(&q, (uint64_t)id);
-	if (!(path = query_path(&q))) {
+	qw = q;
+	query_arg_u64(&qw, "wait", isatty(STDERR_FILENO) ? WAIT_TTY_S : WAIT_MAX_S);
+	if (!(path = query_path(&q)) || !(path_wait = query_path(&qw))) {
 		out_error("job %lld: request path too long", id);
 		return EXIT_REFUSED;
 	}
 	snprintf(label, sizeof label, "job %lld", id);
-	for (;;) {
-		if ((rc = http_expect(c, "GET", path, NULL, &r)) != EXIT_OK)
+	/* No polling: the daemon answers as soon as the job ends. The first answer is not held, so
+	 * a terminal sees the bar at once. */
+	for (const char *p = path;; p = path_wait) {
+		if ((rc = http_expect(c, "GET", p, NULL, &r)) != EXIT_OK)
 			return rc;
 		if (!active(r.body))
 			break;
 		out_progress(label, fraction(r.body, 0), false);
 		http_result_free(&r);
-		nanosleep(&pause, NULL);
 	}
 	status = json_string_value(json_object_get(r.body, "status"));
 	/* Drawn even when the job ended before the first poll, so a terminal always sees where it

@@ -12,7 +12,8 @@
 void jobview_targets(const json_t *targets, bool done);
 /* A job as a key/value table plus its targets. */
 void jobview_print(const json_t *job);
-/* Polls GET /v1/jobs/{id} until the job ends, then prints it (or its JSON with --json).
+/* Waits for the job to end (GET /v1/jobs/{id}?wait=: the daemon holds each answer until the job
+ * ends, up to 30 s, or a second on a terminal to redraw the bar), then prints it (or its JSON with --json).
  * EXIT_OK when it ended "ok", EXIT_REFUSED otherwise. */
 int jobview_wait(struct cli *c, long long id);
 /* "12.3 us", "4.56 ms", "1.20 s". */

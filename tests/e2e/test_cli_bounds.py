@@ -182,19 +182,22 @@ class CliConnectionTest(unittest.TestCase):
             return 202, {"id": 9, "status": "queued"}
         return 200, job("running" if n < 5 else "ok", min(n, 4))
 
-    def test_job_show_wait_polls_on_one_connection(self):
+    # The job is waited for with ?wait= (the daemon holds each answer until the job ends): the
+    # first request is not held (a terminal's bar shows at once), the next ones ask for the most
+    # the daemon holds (not a terminal here), all on one connection.
+    def test_job_show_wait_waits_on_one_connection(self):
         s = self.serve(self.polling)
         p = self.run_ctl(s, "job", "show", "9", "--wait")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(s.requests, [("GET", "/v1/jobs/9")] * 6)
+        self.assertEqual(s.requests, [("GET", "/v1/jobs/9")] + [("GET", "/v1/jobs/9?wait=30")] * 5)
         self.assertEqual(s.connections, 1)
 
-    def test_pool_resize_starts_and_polls_on_one_connection(self):
+    def test_pool_resize_starts_and_waits_on_one_connection(self):
         s = self.serve(self.polling)
         p = self.run_ctl(s, "pool", "resize", "2M", "--total", "4")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(s.requests[0], ("PUT", "/v1/hugepages/2M"))
-        self.assertEqual(s.requests[1:], [("GET", "/v1/jobs/9")] * 5)
+        self.assertEqual(s.requests[1:], [("GET", "/v1/jobs/9")] + [("GET", "/v1/jobs/9?wait=30")] * 4)
         self.assertEqual(s.connections, 1)
 
     def test_status_makes_three_requests_on_one_connection(self):

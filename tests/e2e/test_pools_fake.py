@@ -444,7 +444,7 @@ class BlockedCompaction(unittest.TestCase):
         try:
             running = wait_for(lambda: [j for j in self.d.get("/v1/jobs?status=running").json["jobs"]
                                         if j["progress"].get("batches") == 3])
-            time.sleep(1.0)   # the client polls every 100 ms: several redraws while it is held
+            time.sleep(2.5)   # the client's answers are held a second on a TTY: redrawn each second
         finally:
             self.release()
             t.join(60)
