@@ -21,15 +21,6 @@ static void actor_text(const json_t *op, char *buf, size_t len)
 		snprintf(buf, len, "uid %lld", (long long)json_integer_value(json_object_get(a, "uid")));
 }
 
-static void time_text(const json_t *op, const char *key, char *buf, size_t len)
-{
-	const json_t *v = json_object_get(op, key);
-	if (json_is_integer(v))
-		out_time_ns((long long)json_integer_value(v), buf, len);
-	else
-		snprintf(buf, len, "-");
-}
-
 int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const hdr[] = { "ID", "STARTED", "KIND", "STATUS", "ACTOR", "SUMMARY", "ERROR" };
@@ -59,7 +50,7 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 		 * program name): the table escapes every cell before it reaches the terminal. */
 		char id[32], started[48], kd[128], st[64], actor[96], sum[512], err[512];
 		out_scalar(json_object_get(op, "id"), id, sizeof id);
-		time_text(op, "started_ns", started, sizeof started);
+		out_time_member(op, "started_ns", started, sizeof started);
 		out_scalar(json_object_get(op, "kind"), kd, sizeof kd);
 		out_scalar(json_object_get(op, "status"), st, sizeof st);
 		actor_text(op, actor, sizeof actor);
@@ -116,9 +107,9 @@ int cmd_history_show(struct cli *c, const struct command *cmd, struct args *a)
 	}
 	actor_text(op, cell, sizeof cell);
 	table_row(t, "actor", cell);
-	time_text(op, "started_ns", cell, sizeof cell);
+	out_time_member(op, "started_ns", cell, sizeof cell);
 	table_row(t, "started", cell);
-	time_text(op, "finished_ns", cell, sizeof cell);
+	out_time_member(op, "finished_ns", cell, sizeof cell);
 	table_row(t, "finished", cell);
 	if (json_object_get(op, "request")) {
 		out_scalar(json_object_get(op, "request"), cell, sizeof cell);

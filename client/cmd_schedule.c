@@ -24,15 +24,6 @@ static void action_text(const json_t *s, char *buf, size_t len)
 			o += (size_t)snprintf(buf + o, len - o, " node%s=%lld", k, (long long)json_integer_value(v));
 }
 
-static void time_cell(const json_t *s, const char *key, char *buf, size_t len)
-{
-	const json_t *v = json_object_get(s, key);
-	if (json_is_integer(v))
-		out_time_ns((long long)json_integer_value(v), buf, len);
-	else
-		snprintf(buf, len, "-");
-}
-
 static void print_one(const json_t *s)
 {
 	static const char *const keys[] = { "id", "cron", "timezone", "enabled", "misfire_grace_s",
@@ -48,15 +39,15 @@ static void print_one(const json_t *s)
 	}
 	action_text(s, a, sizeof a);
 	table_row(t, "action", a);
-	time_cell(s, "next_run_ns", a, sizeof a);
+	out_time_member(s, "next_run_ns", a, sizeof a);
 	table_row(t, "next_run", a);
 	for (size_t k = 3; k < sizeof keys / sizeof keys[0]; k++) {
 		out_scalar(json_object_get(s, keys[k]), a, sizeof a);
 		table_row(t, keys[k], a);
 	}
-	time_cell(s, "last_run_ns", a, sizeof a);
+	out_time_member(s, "last_run_ns", a, sizeof a);
 	table_row(t, "last_run", a);
-	time_cell(s, "created_ns", a, sizeof a);
+	out_time_member(s, "created_ns", a, sizeof a);
 	table_row(t, "created", a);
 	if (name && *name)
 		snprintf(a, sizeof a, "%s", name);
@@ -147,8 +138,8 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a)
 		out_scalar(json_object_get(s, "cron"), cron, sizeof cron);
 		out_scalar(json_object_get(s, "timezone"), tz, sizeof tz);
 		action_text(s, act, sizeof act);
-		time_cell(s, "next_run_ns", next, sizeof next);
-		time_cell(s, "last_run_ns", last, sizeof last);
+		out_time_member(s, "next_run_ns", next, sizeof next);
+		out_time_member(s, "last_run_ns", last, sizeof last);
 		out_scalar(json_object_get(s, "last_status"), st, sizeof st);
 		out_scalar(json_object_get(s, "last_job_id"), job, sizeof job);
 		table_row(t, id, cron, tz, act, next, last, st, job);

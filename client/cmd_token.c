@@ -75,15 +75,6 @@ int cmd_token_create(struct cli *c, const struct command *cmd, struct args *a)
 	return rc;
 }
 
-static void time_cell(const json_t *t, const char *key, char *buf, size_t len)
-{
-	const json_t *v = json_object_get(t, key);
-	if (json_is_integer(v))
-		out_time_ns((long long)json_integer_value(v), buf, len);
-	else
-		snprintf(buf, len, "-");
-}
-
 int cmd_token_list(struct cli *c, const struct command *cmd, struct args *a)
 {
 	static const char *const head[] = { "NAME", "ID", "SCOPE", "CREATED", "EXPIRES", "LAST USED", "REVOKED" };
@@ -100,10 +91,10 @@ int cmd_token_list(struct cli *c, const struct command *cmd, struct args *a)
 	t = table_new(7, head);
 	json_array_foreach(json_object_get(r.body, "items"), i, tok) {
 		char created[40], expires[40], used[40], revoked[40];
-		time_cell(tok, "created_ns", created, sizeof created);
-		time_cell(tok, "expires_ns", expires, sizeof expires);
-		time_cell(tok, "last_used_ns", used, sizeof used);
-		time_cell(tok, "revoked_ns", revoked, sizeof revoked);
+		out_time_member(tok, "created_ns", created, sizeof created);
+		out_time_member(tok, "expires_ns", expires, sizeof expires);
+		out_time_member(tok, "last_used_ns", used, sizeof used);
+		out_time_member(tok, "revoked_ns", revoked, sizeof revoked);
 		table_row(t, json_string_value(json_object_get(tok, "name")), json_string_value(json_object_get(tok, "id")),
 			  json_string_value(json_object_get(tok, "scope")), created, expires, used, revoked);
 	}

@@ -329,6 +329,15 @@ void out_time_ns(long long ns, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03lldZ", base, (ns % 1000000000LL) / 1000000LL);
 }
 
+void out_time_member(const json_t *o, const char *key, char *buf, size_t len)
+{
+	const json_t *v = json_object_get(o, key);
+	if (json_is_integer(v))
+		out_time_ns((long long)json_integer_value(v), buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
 void out_idlist(const json_t *arr, char *buf, size_t len)
 {
 	idset s;

@@ -52,6 +52,8 @@ void out_scalar(const json_t *v, char *buf, size_t len);
 void out_bytes(unsigned long long bytes, char *buf, size_t len);
 /* Nanoseconds since the epoch as "2026-11-29T10:00:00.123Z" (UTC). */
 void out_time_ns(long long ns, char *buf, size_t len);
+/* out_time_ns of the integer member key of o; "-" when it is absent, null or not an integer. */
+void out_time_member(const json_t *o, const char *key, char *buf, size_t len);
 /* A JSON array of integers as a kernel list "0-3,8"; "-" when empty. */
 void out_idlist(const json_t *arr, char *buf, size_t len);
 

@@ -155,10 +155,9 @@ int htlb_run_steps(struct kfs_file *f, uint64_t from, uint64_t goal, uint64_t ba
 	/* Another writer may move the pool past the goal: that ends the run like reaching it. */
 	while (*n < max && (grow ? now < goal : now > goal)) {
 		struct htlb_step *s = &steps[*n];
-		uint64_t left = grow ? goal - now : now - goal, step = left < batch ? left : batch;
 		int64_t t0;
 
-		s->written = grow ? now + step : now - step;
+		s->written = htlb_next_count(now, goal, batch);
 		s->after = now;
 		s->started_ns = clock_ns(CLOCK_REALTIME);
 		t0 = clock_ns(CLOCK_MONOTONIC);

@@ -47,6 +47,14 @@ struct htlb_step {
 	int64_t started_ns;     /* CLOCK_REALTIME when the write began */
 };
 
+/* What the next step from now writes: batch pages toward goal, fewer to land on it. */
+static inline uint64_t htlb_next_count(uint64_t now, uint64_t goal, uint64_t batch)
+{
+	if (goal > now)
+		return goal - now < batch ? goal : now + batch;
+	return now - goal < batch ? goal : now - batch;
+}
+
 /* Steps in one run at most: a run's answer is one fixed-size message (priv_proto.h). */
 #define HTLB_RUN_MAX 32
 

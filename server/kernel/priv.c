@@ -153,6 +153,33 @@ int priv_drop(const struct priv_user *u, mp_err *e)
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
+ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *c;
+		memset(&ctl, 0, sizeof ctl);
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof ctl.buf;
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
 static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
 {
 	union {
@@ -164,28 +191,9 @@ static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struc
 	struct cmsghdr *c;
 	ssize_t n;
 
-	struct iovec siov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} sctl;
-
 	if (fd)
 		*fd = -1;
-	if (send_fd >= 0) {
-		memset(&sctl, 0, sizeof sctl);
-		smh.msg_control = sctl.buf;
-		smh.msg_controllen = sizeof sctl.buf;
-		c = CMSG_FIRSTHDR(&smh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &send_fd, sizeof send_fd);
-	}
-	do
-		n = sendmsg(chan, &smh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = priv_send(chan, msg, len, send_fd);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
 	do

@@ -80,6 +80,10 @@ pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *pa
 /* SIGKILL to a child the helper started: 0 or -errno. */
 int priv_kill(pid_t pid);
 
+/* One datagram on a channel, with pass_fd attached (SCM_RIGHTS) when >= 0; EINTR retried. Both
+ * sides use it: the daemon for requests, the helper for answers. Bytes sent, or -1 with errno. */
+ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd);
+
 /* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
  * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the
  * socket. */

@@ -272,30 +272,6 @@ static const struct {
 	[PRIV_KILL]       = { sizeof(struct priv_kill), do_kill },
 };
 
-static void answer(int fd, const struct priv_reply *rep, int pass_fd)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)rep, .iov_len = sizeof *rep };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
-		memset(&ctl, 0, sizeof ctl);
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof ctl.buf;
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof pass_fd);
-	}
-	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
-}
-
 static void *serve(void *arg)
 {
 	struct helper *hp = arg, h = *hp;
@@ -346,7 +322,8 @@ static void *serve(void *arg)
 			rep.h.type = hd->type;
 			rep.rc = requests[hd->type].fn(&h, buf, &rep, &pass);
 		}
-		answer(fd, &rep, rep.rc == 0 ? pass : -1);   /* a spawn's rc is a pid: it passes no fd */
+		/* A spawn's rc is a pid: it passes no fd. */
+		(void)priv_send(fd, &rep, sizeof rep, rep.rc == 0 ? pass : -1);
 		if (pass >= 0)
 			close(pass);
 		for (int i = 0; i < nfds; i++)

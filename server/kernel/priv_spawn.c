@@ -38,6 +38,18 @@ static bool put_str(struct priv_spawn *m, const char *s)
 	return true;
 }
 
+/* The spec's CPU set as the messages carry it (a mask of IDSET_MAX bits, zeroed by the caller):
+ * 1 when there is one, 0 when the child keeps the daemon's. */
+static uint32_t pack_cpus(const struct spawn_spec *s, uint64_t cpus[IDSET_MAX / 64])
+{
+	if (!s->cpus)
+		return 0;
+	for (size_t c = 0; c < s->cpus_size * 8 && c < IDSET_MAX; c++)
+		if (CPU_ISSET_S(c, s->cpus_size, s->cpus))
+			cpus[c / 64] |= 1ULL << (c % 64);
+	return 1;
+}
+
 pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step)
 {
 	struct priv_spawn *m = calloc(1, sizeof *m);   /* owned: too large for a worker's stack */
@@ -58,12 +70,7 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step)
 	m->maxnode = s->nodes.maxnode;
 	_Static_assert(sizeof m->nodes == sizeof s->nodes.bits, "the mask travels word for word");
 	memcpy(m->nodes, s->nodes.bits, sizeof m->nodes);
-	if (s->cpus) {
-		m->has_cpus = 1;
-		for (size_t c = 0; c < s->cpus_size * 8 && c < IDSET_MAX; c++)
-			if (CPU_ISSET_S(c, s->cpus_size, s->cpus))
-				m->cpus[c / 64] |= 1ULL << (c % 64);
-	}
+	m->has_cpus = pack_cpus(s, m->cpus);
 	/* Too many groups or strings for the message: what execve says of too large an argument list. */
 	if (s->ngroups > PRIV_SPAWN_GROUPS)
 		goto out;
@@ -130,12 +137,7 @@ pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *pa
 	m->policy = s->policy;
 	m->maxnode = s->nodes.maxnode;
 	memcpy(m->nodes, s->nodes.bits, sizeof m->nodes);
-	if (s->cpus) {
-		m->has_cpus = 1;
-		for (size_t c = 0; c < s->cpus_size * 8 && c < IDSET_MAX; c++)
-			if (CPU_ISSET_S(c, s->cpus_size, s->cpus))
-				m->cpus[c / 64] |= 1ULL << (c % 64);
-	}
+	m->has_cpus = pack_cpus(s, m->cpus);
 	if ((rc = priv_exchange(m, sizeof *m, s->stdout_fd, &rep, NULL)) == 0) {
 		rc = rep.rc;
 		if (rc < 0)

@@ -120,8 +120,7 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 		for (unsigned i = 0; i < n; i++)
 			gained = record(r, t, grow, &steps[i]);
 		if (rc < 0) {
-			uint64_t left = grow ? t->goal - t->now : t->now - t->goal;
-			uint64_t want = grow ? t->now + (left < a->batch ? left : a->batch) : t->now - (left < a->batch ? left : a->batch);
+			uint64_t want = htlb_next_count(t->now, t->goal, a->batch);   /* the write that failed */
 			t->stop = "error";
 			out->status = "failed";
 			out->err_no = -rc;

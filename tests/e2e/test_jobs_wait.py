@@ -10,37 +10,18 @@ import http.client
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 import unittest
 
-from faketree import FakeTree
 from lib import Daemon, UnixHTTPConnection
-
-NODE = "sys/devices/system/node/node%d/hugepages/hugepages-%dkB/nr_hugepages"
-
-
-def wait_for(pred, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError("condition not met within %ss" % timeout)
+from test_pools_fake import StalledResize, wait_for
 
 
-class JobsWait(unittest.TestCase):
+class JobsWait(StalledResize, unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="mpd-wait-")
-        os.chmod(self.tmp, 0o755)
+        self.make_stall_tree("mpd-wait-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.tree = FakeTree(self.tmp, nodes=4)
-        self.tree.partial(NODE % (1, 2048))
-        self.fifo = self.tree.path("proc/sys/vm/compact_memory")
-        os.mkfifo(self.fifo)
-        self.reader = None
         self.d = None
         # Cleanups run last first: the FIFO is read before the daemon stops, so a job left held
         # in its compaction (a failed test) cannot hold the daemon up.
@@ -58,19 +39,6 @@ class JobsWait(unittest.TestCase):
             if rc not in (0, None):
                 raise AssertionError("mempolicyd exited with %s:\n%s" % (rc, self.d.last_log))
 
-    def release(self):
-        """Opens the FIFO for reading and keeps it open: the held compaction write completes."""
-        if self.reader is None:
-            self.reader = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-
-    def stalled_job(self):
-        r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 3, "1": 5}, "compact": True})
-        self.assertEqual(r.status, 202, r.raw)
-        job_id = r.json["id"]
-        # node 1: write 5 -> 4, write 5 -> 4 (no progress) -> the compaction blocks on the FIFO
-        wait_for(lambda: self.d.get("/v1/jobs/%d" % job_id).json["progress"].get("batches") == 3)
-        return job_id
-
     def timed(self, method, path, timeout=60):
         t0 = time.monotonic()
         r = self.d.request(method, path, timeout=timeout)
@@ -78,7 +46,7 @@ class JobsWait(unittest.TestCase):
 
     def test_held_until_the_job_ends_not_until_s(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         threading.Timer(1.0, self.release).start()
         r, took, got_ns = self.timed("GET", "/v1/jobs/%d?wait=20" % job_id)
         self.assertEqual(r.status, 200, r.raw)
@@ -95,7 +63,7 @@ class JobsWait(unittest.TestCase):
 
     def test_a_job_that_keeps_running_is_answered_after_s(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         r, took, _ = self.timed("GET", "/v1/jobs/%d?wait=2" % job_id)
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(r.json["status"], "running", r.json)
@@ -123,7 +91,7 @@ class JobsWait(unittest.TestCase):
 
     def test_sixteen_waiters_block_no_worker(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         results = [None] * 16
 
         def waiter(i):
@@ -158,7 +126,7 @@ class JobsWait(unittest.TestCase):
 
     def test_bad_values_are_400_hold_nothing_and_write_nothing(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         db = self.d.db_snapshot()   # (not the tree's snapshot: reading the FIFO would release the job)
         base = "/v1/jobs/%d?" % job_id
         cases = [("wait=0", "request.bad_query"), ("wait=31", "request.bad_query"),
@@ -183,7 +151,7 @@ class JobsWait(unittest.TestCase):
 
     def test_head_waits_like_get(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         r, took, _ = self.timed("HEAD", "/v1/jobs/%d?wait=2" % job_id)
         self.assertEqual(r.status, 200)
         self.assertEqual(r.raw, "")
@@ -201,7 +169,7 @@ class JobsWait(unittest.TestCase):
 
     def test_sigterm_answers_the_waiters_and_stops(self):
         self.start()
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         results = [None] * 4
 
         def waiter(i):
@@ -231,7 +199,7 @@ class JobsWait(unittest.TestCase):
             if res[0] == "answer":
                 self.assertEqual(res[1], 200, res)
         # The running job stops at its next batch boundary, after the compaction it is held in.
-        wait_for(lambda: "1 running job cancelled" in self.d.log_text())
+        wait_for(lambda: "1 running job cancelled" in self.d.log_text(), timeout=20)
         self.release()
         t1 = time.monotonic()
         self.assertEqual(self.d.proc.wait(10), 0, self.d.log_text())
@@ -241,7 +209,7 @@ class JobsWait(unittest.TestCase):
     def test_the_hold_stays_under_the_idle_timeout_and_the_reaper_spares_it(self):
         # idle 3 s: a wait of 10 is cut to 2; request deadline 1 s: stopped once the request was in
         self.start("--idle-timeout", "3", "--request-timeout", "1")
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         r, took, _ = self.timed("GET", "/v1/jobs/%d?wait=10" % job_id)
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(r.json["status"], "running")
@@ -250,7 +218,7 @@ class JobsWait(unittest.TestCase):
 
     def test_idle_timeout_1_holds_nothing(self):
         self.start("--idle-timeout", "1")
-        job_id = self.stalled_job()
+        job_id = self.start_stalled_job()
         r, took, _ = self.timed("GET", "/v1/jobs/%d?wait=5" % job_id)
         self.assertEqual((r.status, r.json["status"]), (200, "running"), r.raw)
         self.assertLess(took, 0.5)

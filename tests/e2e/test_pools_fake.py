@@ -373,32 +373,22 @@ class MissingSizeAndMemorylessNode(DaemonTest):
         self.assertEqual(self.d.db_snapshot(), db)
 
 
-class BlockedCompaction(unittest.TestCase):
+class StalledResize:
     """A resize that stalls: node 1 stops gaining (partial()), and compact_memory is a FIFO with no
     reader, so "compact once and retry" blocks in open(2) until the test reads it: a job held
-    running for as long as the test wants."""
+    running for as long as the test wants. Mixed into a TestCase (test_jobs_wait.py uses it too)."""
 
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="mpd-pools-")
+    def make_stall_tree(self, prefix):
+        self.tmp = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.tmp, 0o755)
         self.tree = FakeTree(self.tmp, nodes=4)
         self.tree.partial(NODE % (1, 2048, "nr_hugepages"))
         self.fifo = self.tree.path("proc/sys/vm/compact_memory")
         os.mkfifo(self.fifo)
         self.reader = None
-        self.d = Daemon(self.tree)
-        self.d.start()
-
-    def tearDown(self):
-        self.release()
-        try:
-            self.d.cleanup()
-        finally:
-            os.close(self.reader)
-            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def release(self):
-        """Opens the FIFO for reading (non-blocking) and keeps it open until tearDown, so the
+        """Opens the FIFO for reading (non-blocking) and keeps it open until the test ends, so the
         blocked compaction write, and any later one, completes into the pipe: no guess at how long
         the writer needs."""
         if self.reader is None:
@@ -409,8 +399,23 @@ class BlockedCompaction(unittest.TestCase):
         self.assertEqual(r.status, 202, r.raw)
         job_id = r.json["id"]
         # node 1: write 5 -> 4, write 5 -> 4 (no progress) -> compaction blocks on the FIFO
-        wait_for(lambda: self.d.get("/v1/jobs/%d" % job_id).json["progress"].get("batches") == 3)
+        wait_for(lambda: self.d.get("/v1/jobs/%d" % job_id).json["progress"].get("batches") == 3, timeout=20)
         return job_id
+
+
+class BlockedCompaction(StalledResize, unittest.TestCase):
+    def setUp(self):
+        self.make_stall_tree("mpd-pools-")
+        self.d = Daemon(self.tree)
+        self.d.start()
+
+    def tearDown(self):
+        self.release()
+        try:
+            self.d.cleanup()
+        finally:
+            os.close(self.reader)
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def test_conflict_then_cancel_between_batches(self):
         job_id = self.start_stalled_job()

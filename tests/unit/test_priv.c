@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/priv.h"
 #include "server/kernel/spawn.h"
@@ -391,7 +392,11 @@ START_TEST(a_blocked_request_holds_up_only_its_channel)
 	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
 		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
 	get(sys_root, NODE0 "nr_hugepages", buf, sizeof buf);
-	ck_assert_int_eq(atoi(buf), 2 * PRIV_CHANNELS - 1);
+	{
+		uint64_t last;
+		ck_assert_int_eq(parse_u64(buf, &last), 0);
+		ck_assert_uint_eq(last, 2 * PRIV_CHANNELS - 1);
+	}
 	assert_alive();
 	ck_assert_int_ge(rd = open(path, O_RDONLY | O_NONBLOCK), 0);
 	pthread_join(th, NULL);
