@@ -10,12 +10,14 @@ vm="$build qemu-system-x86 busybox-static cpio python3 curl numactl"
 bench="$build wrk nginx-light numactl curl python3 linux-source-6.1"
 fuzz="$build clang libclang-rt-14-dev"
 # The package stage also needs lintian, debootstrap (the fresh Debian 12 root) and Node.js with npm
-# (the Kubernetes manifests' schema check).
-deb="$build debhelper dpkg-dev fakeroot"
+# (the Kubernetes manifests' schema check, the generated API clients): Debian's nodejs does not
+# bring npm, a package of its own. dpkg-buildpackage checks for build-essential besides the
+# Build-Depends (dpkg-checkbuilddeps: "Unmet build dependencies: build-essential:native").
+deb="$build build-essential debhelper dpkg-dev fakeroot"
 
 case "${1:-build}" in
 build) want=$build ;;
-test)  want="$test $vm $deb lintian debootstrap nodejs" ;;
+test)  want="$test $vm $deb lintian debootstrap nodejs npm" ;;
 vm)    want=$vm ;;
 bench) want=$bench ;;
 fuzz)  want=$fuzz ;;
@@ -23,9 +25,14 @@ deb)   want=$deb ;;
 *) echo "usage: $0 build|test|vm|bench|fuzz|deb" >&2; exit 2 ;;
 esac
 
+# A name an installed package provides counts as installed: NodeSource's nodejs provides npm and
+# conflicts with Debian's, which apt would then refuse to install.
+provided=$(dpkg-query -W -f='${db:Status-Abbrev}|${Provides}\n' 2>/dev/null | sed -n 's/^ii *|//p' |
+	tr ',' '\n' | sed 's/^ *//; s/[ :].*//')
 missing=""
 for p in $want; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		printf '%s\n' "$provided" | grep -qx -- "$p" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then

@@ -1,6 +1,7 @@
 """End-to-end test support: start bin/mempolicyd on a temporary socket and database, talk to it
 with raw HTTP over the Unix socket and with bin/mempolicyctl, and snapshot what a refused request
 must leave alone (the generated tree, the real knobs, the database)."""
+import atexit
 import http.client
 import json
 import os
@@ -78,6 +79,27 @@ def shared_tmp():
     if t and os.path.isdir(t) and os.stat(t).st_mode & 0o001:
         return t
     return "/tmp"
+
+
+# Where another user's process may start: a checkout root made under /root (0700) is no cwd for it.
+USER_CWD = "/"
+_shared_copies = None
+
+
+def shared_copy(name):
+    """The path of a copy of tests/e2e/<name> that every user may read (lib.py, placement_child.py
+    run as another user from a checkout under /root, 0700, could not be read where they are):
+    copied once per process into a directory under shared_tmp(), removed at exit."""
+    global _shared_copies
+    if _shared_copies is None:
+        _shared_copies = tempfile.mkdtemp(prefix="mpd-e2e-files-", dir=shared_tmp())
+        os.chmod(_shared_copies, 0o755)
+        atexit.register(shutil.rmtree, _shared_copies, True)
+    dst = os.path.join(_shared_copies, name)
+    if not os.path.exists(dst):
+        shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), dst)
+        os.chmod(dst, 0o644)
+    return dst
 
 
 class Daemon:
@@ -235,7 +257,8 @@ class Daemon:
         e = dict(os.environ)
         if env:
             e.update(env)
-        return subprocess.run(cmd, capture_output=True, text=True, env=e, input=input, timeout=timeout)
+        return subprocess.run(cmd, capture_output=True, text=True, env=e, input=input, timeout=timeout,
+                              cwd=USER_CWD if user else None)
 
     def curl(self, *args):
         return subprocess.run(["curl", "-sS", "--unix-socket", self.socket] + list(args),

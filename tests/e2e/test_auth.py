@@ -10,10 +10,9 @@ import tempfile
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon
+from lib import USER_CWD, Daemon, shared_copy
 from test_openapi import load_routes
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 GROUP = "mpdtest-admins"
 MEMBER = "mpdtest-member"      # in GROUP as a supplementary group
 PRIMARY = "mpdtest-primary"    # GROUP is its primary group
@@ -26,7 +25,7 @@ def run(*cmd):
 
 # Sends each [method, path, body] of a JSON list read from stdin over the socket in argv[1] and
 # prints [[status, code], ...]: run as another user, so the daemon sees that user's credentials.
-# lib.py is importable from argv[2] (the e2e directory is world-readable).
+# lib.py is importable from argv[2] (a copy the user may read: lib.shared_copy).
 AS_USER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
@@ -111,8 +110,9 @@ class AdminGroup(unittest.TestCase):
     def as_user(self, user, reqs):
         gid = str(pwd.getpwnam(user).pw_gid)
         p = subprocess.run(["setpriv", "--reuid", user, "--regid", gid, "--init-groups", "--",
-                            sys.executable, "-c", AS_USER, self.d.socket, HERE],
-                           input=json.dumps([r[:3] for r in reqs]), capture_output=True, text=True, timeout=60)
+                            sys.executable, "-c", AS_USER, self.d.socket, os.path.dirname(shared_copy("lib.py"))],
+                           input=json.dumps([r[:3] for r in reqs]), capture_output=True, text=True, timeout=60,
+                           cwd=USER_CWD)
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)
 

@@ -29,6 +29,32 @@ def loaded(cmd, env=None):
     return p, names
 
 
+# Runs "$@" with the file $0 covered by /dev/null, in the mount namespace unshare made. unshare's
+# default, making every mount private (MS_REC|MS_PRIVATE on "/"), fails where "/" is not a mount
+# point (a chroot into a directory: "cannot change root filesystem propagation"), and without it a
+# mount made on a shared mount (systemd makes "/" shared) would propagate to the parent namespace,
+# hiding the library from the whole machine and outliving this namespace. So it builds a tree of
+# its own: /proc, a mount point in any root the tests run in, is made private here and covered by
+# a tmpfs; "/" is bound recursively under it, made private, and only then is the library covered;
+# "$@" runs chrooted there with a /proc of its own, in the directory it was started from.
+HIDE = """set -e
+mount --make-rprivate /proc
+mount -t tmpfs -o mode=0700 mpd-hide /proc
+mkdir /proc/root
+mount --rbind / /proc/root
+mount --make-rprivate /proc/root
+mount -t proc proc /proc/root/proc
+mount --bind /dev/null "/proc/root$0"
+exec chroot /proc/root sh -c 'cd "$0" && exec "$@"' "$PWD" "$@"
+"""
+
+
+def mount_points():
+    """This namespace's mount points as it sees them (/proc/self/mountinfo's fifth field)."""
+    with open("/proc/self/mountinfo") as f:
+        return sorted(l.split()[4] for l in f)
+
+
 def system_libcurl_path():
     out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
     m = re.search(r"^\s*%s \(.*x86-64.*\) => (\S+)" % re.escape(SYSTEM_LIBCURL), out, re.M) or \
@@ -111,9 +137,8 @@ class SocketTransport(unittest.TestCase):
         3 naming the package and sends nothing; the Unix socket works as before."""
         lib = system_libcurl_path()
         self.assertIsNotNone(lib, "ldconfig -p lists no " + SYSTEM_LIBCURL)
-        hide = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                'mount --bind /dev/null "$0" && exec "$@"', lib]
-        before = self.d.db_snapshot()
+        hide = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", HIDE, lib]
+        before, mounts = self.d.db_snapshot(), mount_points()
         p = subprocess.run(hide + [CTL, "--url", "https://127.0.0.1:%d" % self.port, "status"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual((p.returncode, p.stdout), (3, ""), p.stderr)
@@ -124,8 +149,10 @@ class SocketTransport(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("thp.enabled", p.stdout)
         self.assertEqual(self.d.db_snapshot(), before)
-        # Outside the namespace the library is there again: the failure above was the hiding's.
+        # Outside the namespace the library is there again (the failure above was the hiding's),
+        # and no mount the hiding made came out of it.
         self.assertTrue(os.path.getsize(lib) > 0)
+        self.assertEqual(mount_points(), mounts)
 
 
 if __name__ == "__main__":

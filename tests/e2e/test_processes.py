@@ -12,7 +12,7 @@ import sys
 import time
 import unittest
 
-from lib import Daemon, Response, real_file, real_write
+from lib import USER_CWD, Daemon, Response, real_file, real_write, shared_copy
 from test_openapi import SpecDaemonTest, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,11 +29,13 @@ class Child:
     """placement_child.py with specs, alive until stop(); regions = {name: start hex}."""
 
     def __init__(self, *specs, user=None):
-        cmd = [sys.executable, CHILD] + list(specs)
+        # another user's child runs a copy it may read, from a directory it may enter
+        cmd = [sys.executable, shared_copy("placement_child.py") if user else CHILD] + list(specs)
         if user:
             gid = str(pwd.getpwnam(user).pw_gid)
             cmd = ["setpriv", "--reuid", user, "--regid", gid, "--clear-groups", "--"] + cmd
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  cwd=USER_CWD if user else None)
         line = self.p.stdout.readline()
         if not line:
             self.p.wait(10)
@@ -336,8 +338,8 @@ class WhoMayReadAProcess(unittest.TestCase):
     def as_user(self, paths):
         gid = str(pwd.getpwnam(OUTSIDER).pw_gid)
         p = subprocess.run(["setpriv", "--reuid", OUTSIDER, "--regid", gid, "--clear-groups", "--",
-                            sys.executable, "-c", AS_USER, self.d.socket, HERE],
-                           input=json.dumps(paths), capture_output=True, text=True, timeout=60)
+                            sys.executable, "-c", AS_USER, self.d.socket, os.path.dirname(shared_copy("lib.py"))],
+                           input=json.dumps(paths), capture_output=True, text=True, timeout=60, cwd=USER_CWD)
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)
 
