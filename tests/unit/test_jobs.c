@@ -83,6 +83,17 @@ static void wait_started(struct gate *g)
 	pthread_mutex_unlock(&g->m);
 }
 
+/* Whether the job g gates has started, read under its lock. */
+static bool started(struct gate *g)
+{
+	bool yes;
+
+	pthread_mutex_lock(&g->m);
+	yes = g->started;
+	pthread_mutex_unlock(&g->m);
+	return yes;
+}
+
 static char dir[64];
 static struct app app;
 static struct jobs *runner;
@@ -199,14 +210,15 @@ END_TEST
 
 START_TEST(wait_behind_queues_in_order_and_is_bounded)
 {
-	struct gate a, b, c, d;
-	int64_t ia, ib, ic, conflict = 0;
+	struct gate a, b, c, d, o;
+	int64_t ia, ib, ic, io, conflict = 0;
 	mp_err e = { 0 };
 
 	gate_init(&a);
 	gate_init(&b);
 	gate_init(&c);
 	gate_init(&d);
+	gate_init(&o);
 	ia = submit(&a, "k", 0, NULL, &e);
 	wait_started(&a);
 	ib = submit(&b, "k", 2, NULL, &e);
@@ -217,9 +229,15 @@ START_TEST(wait_behind_queues_in_order_and_is_bounded)
 	ck_assert_int_eq(submit(&d, "k", 2, &conflict, &e), -1);
 	ck_assert_int_eq(api_status(&e), 409);
 	ck_assert_int_eq(conflict, ia);
-	/* the second worker is free, yet b waits: its key is held */
-	usleep(100000);
-	ck_assert(!b.started && !c.started);
+	/* The second worker is free, yet b waits: its key is held. Shown by a job of another key
+	 * submitted after b and c starting on that worker, which takes the oldest job that may run:
+	 * had b or c been free to run, it would hold the worker and o would not start. */
+	io = submit(&o, "other", 0, NULL, &e);
+	ck_assert_msg(io > 0, "%s", e.detail);
+	wait_started(&o);
+	ck_assert(!started(&b) && !started(&c));
+	gate_open(&o);
+	wait_status(io, "\"ok\"");
 	assert_field(ib, "status", "\"queued\"");
 	char want[32];
 	snprintf(want, sizeof want, "%lld", (long long)ia);
@@ -233,21 +251,23 @@ START_TEST(wait_behind_queues_in_order_and_is_bounded)
 	gate_open(&a);
 	wait_status(ic, "\"ok\"");
 	ck_assert_int_eq(a.order, 1);
-	ck_assert_int_eq(b.order, 2);
-	ck_assert_int_eq(c.order, 3);
+	ck_assert_int_eq(o.order, 2);
+	ck_assert_int_eq(b.order, 3);
+	ck_assert_int_eq(c.order, 4);
 	assert_field(ib, "waiting_for_job_id", "absent");
 }
 END_TEST
 
 START_TEST(a_queued_job_cancelled_never_runs)
 {
-	struct gate a, b;
-	int64_t ia, ib;
+	struct gate a, b, n;
+	int64_t ia, ib, in;
 	mp_err e = { 0 };
 	json_t *job;
 
 	gate_init(&a);
 	gate_init(&b);
+	gate_init(&n);
 	ia = submit(&a, "k", 0, NULL, &e);
 	wait_started(&a);
 	ib = submit(&b, "k", 1, NULL, &e);
@@ -259,8 +279,16 @@ START_TEST(a_queued_job_cancelled_never_runs)
 	assert_field(ib, "reason", "\"cancelled before it started\"");
 	gate_open(&a);
 	wait_status(ia, "\"ok\"");
-	usleep(100000);
-	ck_assert(!b.started);
+	/* A job of the same key submitted after a ended starts, and b has not: workers take the
+	 * oldest job that may run, so a b still queued would have run first and held the key. */
+	in = submit(&n, "k", 1, NULL, &e);
+	ck_assert_msg(in > 0, "%s", e.detail);
+	wait_started(&n);
+	ck_assert(!started(&b));
+	gate_open(&n);
+	wait_status(in, "\"ok\"");
+	ck_assert(!started(&b));
+	ck_assert_int_eq(n.order, 2);   /* a, then n: nothing ran between them */
 }
 END_TEST
 
