@@ -50,12 +50,13 @@ int pact_target(const struct app *app, const char *pid_text, const json_t *body,
 	if (who->admin)
 		return 0;
 	/* The kernel's PTRACE_MODE_READ_REALCREDS for migrate_pages, as far as it concerns the
-	 * caller: every uid of the target is the caller's, and the target is dumpable (procfs gives
-	 * a non-dumpable process's directory to root). */
+	 * caller: every uid of the target is the caller's, and the target is dumpable. procfs gives
+	 * a non-dumpable process's files to root, but not its directory /proc/PID, which always
+	 * shows the effective uid (task_dump_owner's exception for procps): so its status file. */
 	if (t->before.uid == (long)who->uid && t->before.euid == (long)who->uid && t->before.suid == (long)who->uid) {
 		char path[PATH_MAX];
 		struct stat sb;
-		snprintf(path, sizeof path, "%s/%d", app->procfs_root, (int)t->pid);
+		snprintf(path, sizeof path, "%s/%d/status", app->procfs_root, (int)t->pid);
 		if ((rc = stat(path, &sb)) == 0 && sb.st_uid == who->uid)
 			return 0;
 	}

@@ -9,6 +9,7 @@ import os
 import pwd
 import signal
 import subprocess
+import sys
 import time
 
 from lib import DaemonTest
@@ -26,6 +27,20 @@ CHILD = ("import mmap,time\n"
          "m.madvise(mmap.MADV_DONTFORK)\n"   # a VMA of its own: it merges with nothing
          "m.write(b'x'*n)\n"
          "time.sleep(60)\n")
+
+# Drops to the uid and gid in argv, stays non-dumpable (PR_SET_DUMPABLE 0), says so, and waits
+# for its stdin to close.
+DROP = ("import ctypes,os,sys\n"
+        "u,g=int(sys.argv[1]),int(sys.argv[2])\n"
+        "os.setgroups([]); os.setresgid(g,g,g); os.setresuid(u,u,u)\n"
+        "assert ctypes.CDLL(None,use_errno=True).prctl(4,0,0,0,0)==0\n"
+        "print('dropped',flush=True); sys.stdin.read()\n")
+
+
+def real_uids(pid):
+    """The real, effective, saved and filesystem uids of pid (/proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as f:
+        return [int(x) for x in next(l for l in f if l.startswith("Uid:")).split()[1:]]
 
 
 def wait_job(d, job_id, timeout=60):
@@ -128,14 +143,22 @@ class Migrate(Base):
         self.assertEqual(self.d.db_snapshot(), db)
 
         # nor is a setuid-like process whose uids are nobody's but which is not dumpable: one of
-        # root's children that dropped to nobody keeps root as its dumpable owner
-        drop = subprocess.Popen(["setpriv", "--reuid", str(NOBODY.pw_uid), "--regid", str(NOBODY.pw_gid),
-                                 "--clear-groups", "--", "sleep", "30"])
+        # root's children that dropped to nobody and has not exec'd since (an exec would make it
+        # dumpable again), made non-dumpable explicitly so fs.suid_dumpable does not decide. It
+        # says when it is so on its stdout: the kernel then shows the files in /proc/PID as root's
+        # (the directory itself stays the effective uid's, which is why a check of it found the
+        # process dumpable every time and skipped the refusal).
+        drop = subprocess.Popen([sys.executable, "-c", DROP, str(NOBODY.pw_uid), str(NOBODY.pw_gid)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.pids.append(drop.pid)
-        time.sleep(0.2)
-        if os.stat("/proc/%d" % drop.pid).st_uid != NOBODY.pw_uid:
-            code, p = self.curl_as(NOBODY, "/v1/processes/%d/migrate" % drop.pid, {"from": "0", "to": "0"})
-            self.assertEqual((code, p["code"]), (403, "auth.forbidden"), p)
+        self.addCleanup(drop.wait)
+        self.assertEqual(drop.stdout.readline(), "dropped\n")
+        st = os.stat("/proc/%d/status" % drop.pid)
+        self.assertEqual((st.st_uid, real_uids(drop.pid)), (0, [NOBODY.pw_uid] * 4))
+        db = self.d.db_snapshot()
+        code, p = self.curl_as(NOBODY, "/v1/processes/%d/migrate" % drop.pid, {"from": "0", "to": "0"})
+        self.assertEqual((code, p["code"]), (403, "auth.forbidden"), p)
+        self.assertEqual(self.d.db_snapshot(), db)
 
     def refused(self, path, body, status, code):
         db = self.d.db_snapshot()
@@ -165,7 +188,7 @@ class Migrate(Base):
             free -= 1
         self.refused("/v1/processes/%d/migrate" % free, {"from": "0", "to": "0"}, 404, "process.not_found")
         z = subprocess.Popen(["true"])
-        time.sleep(0.3)
+        os.waitid(os.P_PID, z.pid, os.WEXITED | os.WNOWAIT)   # exited, not reaped: a zombie now
         try:
             self.refused("/v1/processes/%d/migrate" % z.pid, {"from": "0", "to": "0"}, 404, "process.not_found")
         finally:
