@@ -2,6 +2,7 @@
 with raw HTTP over the Unix socket and with bin/mempolicyctl, and snapshot what a refused request
 must leave alone (the generated tree, the real knobs, the database)."""
 import atexit
+import fcntl
 import http.client
 import json
 import os
@@ -11,8 +12,10 @@ import shutil
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import tempfile
+import termios
 import time
 import unittest
 
@@ -39,6 +42,38 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_read(sock, timeout=30):
+    """Returns once the peer has read everything sent on the Unix stream socket sock: SIOCOUTQ
+    counts the bytes still queued for it. The event that the daemon took a request in."""
+    deadline = time.monotonic() + timeout
+    while struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]:
+        if time.monotonic() > deadline:
+            raise AssertionError("the daemon did not read what was sent within %d s" % timeout)
+        time.sleep(0.005)
+
+
+def wait_accepted(port, timeout=30):
+    """Returns once no connection waits in the accept queue of the TCP listener on port: for a
+    listening socket /proc/net/tcp's rx_queue is that queue's length. The event that the daemon
+    accepted (and counted) every connection made to it so far."""
+    deadline = time.monotonic() + timeout
+    while True:
+        waiting = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    rows = [l.split() for l in f.readlines()[1:]]
+            except OSError:
+                continue
+            waiting += sum(int(r[4].split(":")[1], 16) for r in rows
+                           if r[3] == "0A" and int(r[1].rsplit(":", 1)[1], 16) == port)
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("%d connection(s) still wait to be accepted on port %d" % (waiting, port))
+        time.sleep(0.005)
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

@@ -14,7 +14,7 @@ import threading
 import time
 import unittest
 
-from lib import Daemon, UnixHTTPConnection
+from lib import Daemon, Response, UnixHTTPConnection, wait_read
 from test_pools_fake import StalledResize, wait_for
 
 
@@ -94,17 +94,32 @@ class JobsWait(StalledResize, unittest.TestCase):
         job_id = self.start_stalled_job()
         results = [None] * 16
 
+        taken = [threading.Event() for _ in range(16)]
+
         def waiter(i):
             try:
-                r, took, got_ns = self.timed("GET", "/v1/jobs/%d?wait=25" % job_id)
+                t0 = time.monotonic()
+                c = UnixHTTPConnection(self.d.socket, 60)
+                try:
+                    c.request("GET", "/v1/jobs/%d?wait=25" % job_id)
+                    wait_read(c.sock)
+                    taken[i].set()
+                    resp = c.getresponse()
+                    r = Response(resp.status, dict(resp.getheaders()), resp.read().decode())
+                finally:
+                    c.close()
+                took, got_ns = time.monotonic() - t0, time.time_ns()
                 results[i] = (r.status, r.json.get("status"), took, got_ns, r.json.get("finished_ns"))
             except Exception as ex:   # reported below
                 results[i] = ex
+            finally:
+                taken[i].set()
 
         threads = [threading.Thread(target=waiter, args=(i,)) for i in range(16)]
         for t in threads:
             t.start()
-        time.sleep(0.5)   # they are in and held
+        for ev in taken:   # every waiter's request is in the daemon: an event, not a guess
+            self.assertTrue(ev.wait(30), "a waiter's request was not read within 30 s")
         # Sixteen held on eight workers per listener: were any worker blocked, two waiters would
         # share it and everything else it serves would wait for them.
         for i in range(24):
@@ -172,10 +187,14 @@ class JobsWait(StalledResize, unittest.TestCase):
         job_id = self.start_stalled_job()
         results = [None] * 4
 
+        taken = [threading.Event() for _ in range(4)]
+
         def waiter(i):
             c = UnixHTTPConnection(self.d.socket, 60)
             try:
                 c.request("GET", "/v1/jobs/%d?wait=30" % job_id)
+                wait_read(c.sock)
+                taken[i].set()
                 r = c.getresponse()
                 results[i] = ("answer", r.status, r.read(), time.monotonic())
             except (OSError, http.client.HTTPException) as ex:
@@ -186,7 +205,8 @@ class JobsWait(StalledResize, unittest.TestCase):
         threads = [threading.Thread(target=waiter, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-        time.sleep(0.5)
+        for ev in taken:   # each request is in the daemon, and none was answered at once
+            self.assertTrue(ev.wait(30), results)
         self.assertTrue(all(t.is_alive() for t in threads), results)
         t0 = time.monotonic()
         self.d.proc.send_signal(signal.SIGTERM)

@@ -15,7 +15,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, Daemon, free_port
+from lib import CTL, Daemon, free_port, wait_accepted
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THP = "sys/kernel/mm/transparent_hugepage/enabled"
@@ -202,7 +202,7 @@ class LimitsTest(unittest.TestCase):
         whole = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
         held = [tcp("127.0.0.1") for _ in range(3)]
         try:
-            time.sleep(0.5)   # accepted and counted
+            wait_accepted(port)   # accepted and counted: none waits in the listen backlog
             extra = tcp("127.0.0.1", whole)
             head, _, body = answer(extra).partition(b"\r\n\r\n")
             extra.close()

@@ -121,7 +121,12 @@ class Privsep(unittest.TestCase):
         p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sleep", "30"])
         self.addCleanup(p.wait)
         self.addCleanup(p.kill)
-        time.sleep(0.2)
+        nobody = pwd.getpwnam("nobody").pw_uid
+        deadline = time.monotonic() + 30   # until it is sleep, as nobody: setpriv has dropped and exec'd
+        while not (os.readlink("/proc/%d/exe" % p.pid).endswith("/sleep") and
+                   status(p.pid)["Uid"].split() == [str(nobody)] * 4):
+            self.assertLess(time.monotonic(), deadline, "setpriv never became sleep as nobody")
+            time.sleep(0.01)
         # the HTTP side's own uid may not open it: the kernel's ptrace check refuses
         probe = subprocess.run(["setpriv", "--reuid=%s" % USER, "--regid=%s" % USER, "--clear-groups",
                                 "cat", "/proc/%d/numa_maps" % p.pid], capture_output=True)

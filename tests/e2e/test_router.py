@@ -1,18 +1,15 @@
 """The router and the HTTP edge: answers decided before any handler runs."""
-import fcntl
 import json
 import os
 import signal
 import socket
 import shutil
-import struct
 import subprocess
 import tempfile
-import termios
 import time
 
 from faketree import FakeTree
-from lib import DAEMON, Daemon, DaemonTest
+from lib import DAEMON, Daemon, DaemonTest, wait_read
 
 
 def raw_response(sock):
@@ -29,16 +26,6 @@ def raw_response(sock):
     while len(body) < int(headers.get("content-length", "0")):
         body += sock.recv(4096)
     return lines[0], headers, body
-
-
-def wait_read(sock, timeout=30):
-    """Returns once the peer has read everything sent on the Unix stream socket sock: SIOCOUTQ
-    counts the bytes still queued for it. The event that it took a request in, not a guess."""
-    deadline = time.monotonic() + timeout
-    while struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]:
-        if time.monotonic() > deadline:
-            raise AssertionError("the daemon did not read what was sent within %d s" % timeout)
-        time.sleep(0.005)
 
 
 class _Prefixed:

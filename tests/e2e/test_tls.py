@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from lib import CTL, E2E_USER, Daemon, bracketed, free_port, real_file, real_write
+from lib import CTL, E2E_USER, Daemon, bracketed, free_port, real_file, real_write, wait_accepted
 
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 
@@ -294,7 +294,7 @@ class TLSPerAddress(TLSBase):
         tok = self.make_token("peraddr", "read")
         held = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         try:
-            time.sleep(0.5)   # accepted and counted
+            wait_accepted(self.port)   # accepted and counted: it no longer waits in the listen backlog
             raw = socket.create_connection(("127.0.0.1", self.port), timeout=10)
             try:
                 self.assertEqual(raw.recv(4096), b"", "the refused connection must be closed with nothing written")
