@@ -29,6 +29,7 @@ struct scheduler {
 	/* Held for a whole pass and by scheduler_hold(), so a schedule deleted by the API is never
 	 * fired after the DELETE has answered. */
 	pthread_mutex_t pass_mu;
+	unsigned begun, done;        /* atomic: passes begun and finished (scheduler_passes) */
 };
 
 void scheduler_kick(struct scheduler *s)
@@ -94,10 +95,12 @@ static int64_t pass(struct scheduler *s)
 	int64_t now_ns = clk_wall_ns(), next;
 	mp_err e = { 0 };
 
+	__atomic_add_fetch(&s->begun, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&s->pass_mu);
 	if (sched_store_due(s->app->store, now_ns, &due, &n, &e) < 0) {
 		log_error("scheduler: %s", e.detail);
 		pthread_mutex_unlock(&s->pass_mu);
+		__atomic_add_fetch(&s->done, 1, __ATOMIC_RELEASE);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -105,6 +108,7 @@ static int64_t pass(struct scheduler *s)
 	sched_due_free(due, n);
 	next = sched_store_next_wake(s->app->store, &e);
 	pthread_mutex_unlock(&s->pass_mu);
+	__atomic_add_fetch(&s->done, 1, __ATOMIC_RELEASE);
 	if (clk_is_test())
 		log_info("test clock: scheduler pass at %lld done", (long long)now_ns);
 	return next;
@@ -170,6 +174,12 @@ void scheduler_stop(struct scheduler *s)
 	pthread_mutex_destroy(&s->pass_mu);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+void scheduler_passes(struct scheduler *s, unsigned *begun, unsigned *done)
+{
+	*done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+	*begun = __atomic_load_n(&s->begun, __ATOMIC_ACQUIRE);
 }
 
 void scheduler_hold(struct scheduler *s)

@@ -58,5 +58,9 @@ void scheduler_kick(struct scheduler *s);
  * hold never fires after its DELETE has answered. NULL is fine. */
 void scheduler_hold(struct scheduler *s);
 void scheduler_release(struct scheduler *s);
+/* How many passes have begun (the thread woke to look, and may be waiting for a hold) and how
+ * many have finished (whatever was due then has fired): events a test waits for instead of
+ * sleeping. Passes run one at a time, so *done <= *begun <= *done + 1. */
+void scheduler_passes(struct scheduler *s, unsigned *begun, unsigned *done);
 
 #endif

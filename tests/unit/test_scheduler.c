@@ -200,6 +200,20 @@ static bool wait_fired(int n)
 	return ok;
 }
 
+/* Waits up to 10 s until at least `begun` passes have begun and `done` have finished. */
+static bool wait_passes(struct scheduler *s, unsigned begun, unsigned done)
+{
+	unsigned b, d;
+
+	for (int i = 0; i < 10000; i++) {
+		scheduler_passes(s, &b, &d);
+		if (b >= begun && d >= done)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 START_TEST(no_ops_code_is_linked)
 {
 	ck_assert_msg(pools_get == NULL, "ops/pools.c is linked into a program using only the scheduler");
@@ -215,6 +229,7 @@ START_TEST(a_due_schedule_fires_the_callback)
 	int64_t now = clk_wall_ns(), due = (now / NS / 60 - 1) * 60 * NS, id = add_due(due);
 	mp_err e = { 0 };
 	struct scheduler *s = scheduler_start(&app, test_fire, &e);
+	unsigned begun, done;
 
 	ck_assert_msg(s != NULL, "%s", e.detail);
 	ck_assert_msg(wait_fired(1), "the due schedule never fired");
@@ -225,8 +240,10 @@ START_TEST(a_due_schedule_fires_the_callback)
 	ck_assert(last.next_run_ns > last.now_ns && last.next_run_ns - last.now_ns <= 60 * NS);
 	ck_assert_int_eq(last.missed, last.run_s == due / NS ? 0 : 1);
 	pthread_mutex_unlock(&fired_lock);
+	/* a whole pass begun after that firing finds nothing due */
+	scheduler_passes(s, &begun, &done);
 	scheduler_kick(s);
-	usleep(200000);
+	ck_assert_msg(wait_passes(s, 0, begun + 1), "no pass after the kick");
 	pthread_mutex_lock(&fired_lock);
 	ck_assert_int_eq(nfired, 1);
 	pthread_mutex_unlock(&fired_lock);
@@ -239,16 +256,21 @@ START_TEST(nothing_fires_while_held)
 {
 	mp_err e = { 0 };
 	struct scheduler *s = scheduler_start(&app, test_fire, &e);
+	unsigned begun, done;
 
 	ck_assert_msg(s != NULL, "%s", e.detail);
-	usleep(100000);              /* the first pass has found nothing */
+	ck_assert_msg(wait_passes(s, 0, 1), "no first pass");   /* it found nothing */
 	scheduler_hold(s);
+	scheduler_passes(s, &begun, &done);
 	add_due(clk_wall_ns() - NS);
 	scheduler_kick(s);
-	usleep(300000);
+	/* The thread has begun the pass the kick asked for, and cannot finish it: nothing fired. */
+	ck_assert_msg(wait_passes(s, begun + 1, 0), "the kick began no pass");
+	scheduler_passes(s, &begun, &done);
 	pthread_mutex_lock(&fired_lock);
 	ck_assert_int_eq(nfired, 0);
 	pthread_mutex_unlock(&fired_lock);
+	ck_assert_uint_eq(done, begun - 1);
 	scheduler_release(s);
 	ck_assert_msg(wait_fired(1), "the schedule never fired after the release");
 	scheduler_stop(s);
