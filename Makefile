@@ -190,7 +190,7 @@ test: deps user
 	$(TSAN_MAKE) tsan-bins
 	$(MAKE) deb
 	tests/run --bin build/san/bin --unit build/san/tests --fuzz build/san/fuzz --plain-bin $(BIN) $(TSAN_RUN) \
-		--deb $(DEB_FILE)
+		--deb $(DEB_FILE_NOW)
 
 # What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner,
 # scheduler and held answers (api/waits.c).
@@ -254,6 +254,10 @@ DEB_ARCH := $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)
 DEB_FILE := mempolicyd_$(VERSION)_$(DEB_ARCH).deb
 DEB_SRC  := Makefile VERSION README.md common server client schema tools packaging
 
+# In a recipe that installs dpkg-dev first (test, test-package: a fresh machine has none when make
+# reads this file, and DEB_FILE then names no architecture), the name as the line runs.
+DEB_FILE_NOW = mempolicyd_$(VERSION)_$$(dpkg-architecture -qDEB_HOST_ARCH).deb
+
 deb: $(DEB_FILE)
 $(DEB_FILE): $(shell find $(DEB_SRC) -type f 2>/dev/null)
 	@packaging/deps.sh deb
@@ -269,7 +273,7 @@ $(DEB_FILE): $(shell find $(DEB_SRC) -type f 2>/dev/null)
 test-package: deps
 	@packaging/deps.sh test
 	$(MAKE) deb
-	tests/run --bin $(BIN) --only package --deb $(DEB_FILE)
+	tests/run --bin $(BIN) --only package --deb $(DEB_FILE_NOW)
 
 # The curl downloads (build/curl-cache/*/dl) stay: verified once, and the package's own clean
 # (dpkg-buildpackage runs this in its tree) must not delete what it builds offline from.

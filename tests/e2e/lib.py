@@ -76,6 +76,26 @@ def wait_accepted(port, timeout=30):
         time.sleep(0.005)
 
 
+class HeldProgram:
+    """argv for a program to launch (POST /v1/processes) that runs until release(): it blocks
+    reading a FIFO made in directory, which its user must reach. A test waits for what the daemon
+    records while it runs (samples), then ends it, instead of giving it a fixed lifetime."""
+
+    def __init__(self, directory):
+        self.path = tempfile.mktemp(prefix="held-", suffix=".fifo", dir=directory)
+        os.mkfifo(self.path, 0o666)
+        os.chmod(self.path, 0o666)
+        self.argv = ["sh", "-c", 'read line < "$0"', self.path]
+
+    def release(self):
+        """The program reads a line and exits 0. Non-blocking: it must be waiting on the FIFO."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, b"go\n")
+        finally:
+            os.close(fd)
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=30):
         super().__init__("localhost", timeout=timeout)

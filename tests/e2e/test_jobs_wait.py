@@ -6,6 +6,7 @@ with "running"; a finished one at once. Sixteen waiters on one job hold none of 
 eight workers (other requests are answered meanwhile); bad values are a 400 that holds nothing and
 writes nothing; SIGTERM answers the waiters and the daemon stops; the hold is cut to under the
 idle timeout and the request-deadline reaper does not cut it."""
+import contextlib
 import http.client
 import os
 import shutil
@@ -38,6 +39,20 @@ class JobsWait(StalledResize, unittest.TestCase):
             rc = self.d.cleanup()
             if rc not in (0, None):
                 raise AssertionError("mempolicyd exited with %s:\n%s" % (rc, self.d.last_log))
+
+    @contextlib.contextmanager
+    def taken_in(self, path, taken):
+        """GET path on a connection of its own, setting the event taken once the daemon has read
+        the request (lib.wait_read): what "the waiter is in" means, rather than a pause. Yields
+        the response; the connection is closed after."""
+        c = UnixHTTPConnection(self.d.socket, 60)
+        try:
+            c.request("GET", path)
+            wait_read(c.sock)
+            taken.set()
+            yield c.getresponse()
+        finally:
+            c.close()
 
     def timed(self, method, path, timeout=60):
         t0 = time.monotonic()
@@ -99,15 +114,8 @@ class JobsWait(StalledResize, unittest.TestCase):
         def waiter(i):
             try:
                 t0 = time.monotonic()
-                c = UnixHTTPConnection(self.d.socket, 60)
-                try:
-                    c.request("GET", "/v1/jobs/%d?wait=25" % job_id)
-                    wait_read(c.sock)
-                    taken[i].set()
-                    resp = c.getresponse()
+                with self.taken_in("/v1/jobs/%d?wait=25" % job_id, taken[i]) as resp:
                     r = Response(resp.status, dict(resp.getheaders()), resp.read().decode())
-                finally:
-                    c.close()
                 took, got_ns = time.monotonic() - t0, time.time_ns()
                 results[i] = (r.status, r.json.get("status"), took, got_ns, r.json.get("finished_ns"))
             except Exception as ex:   # reported below
@@ -190,17 +198,11 @@ class JobsWait(StalledResize, unittest.TestCase):
         taken = [threading.Event() for _ in range(4)]
 
         def waiter(i):
-            c = UnixHTTPConnection(self.d.socket, 60)
             try:
-                c.request("GET", "/v1/jobs/%d?wait=30" % job_id)
-                wait_read(c.sock)
-                taken[i].set()
-                r = c.getresponse()
-                results[i] = ("answer", r.status, r.read(), time.monotonic())
+                with self.taken_in("/v1/jobs/%d?wait=30" % job_id, taken[i]) as r:
+                    results[i] = ("answer", r.status, r.read(), time.monotonic())
             except (OSError, http.client.HTTPException) as ex:
                 results[i] = ("closed", repr(ex), None, time.monotonic())
-            finally:
-                c.close()
 
         threads = [threading.Thread(target=waiter, args=(i,)) for i in range(4)]
         for t in threads:

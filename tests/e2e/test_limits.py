@@ -337,13 +337,18 @@ class OpenFiles(unittest.TestCase):
         return len(os.listdir("/proc/%d/fd" % self.d.proc.pid))
 
     def settled_fds(self):
-        n = self.daemon_fds()
-        for _ in range(50):
-            time.sleep(0.2)
-            m, n = n, self.daemon_fds()
-            if m == n:
-                break
-        return n
+        """The daemon's open fds once it has closed every connection accepted on its socket (the
+        start-up probe's closes asynchronously): /proc/net/unix lists each accepted one, connected
+        (state 03), under the listener's path until the daemon closes it. An event, where two equal
+        counts 0.2 s apart could be read before the close on a loaded machine."""
+        deadline = time.monotonic() + 30
+        while True:
+            with open("/proc/net/unix") as f:
+                open_ = [l for l in f.readlines()[1:] if l.split()[5:6] == ["03"] and l.split()[-1] == self.d.socket]
+            if not open_:
+                return self.daemon_fds()
+            self.assertLess(time.monotonic(), deadline, "the daemon kept %d connection(s) open" % len(open_))
+            time.sleep(0.01)
 
     def test_both_listeners_full_and_a_resize_still_runs(self):
         """With the default 512 connections per listener and the usual soft limit of 1024 open

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import time
 
-from lib import Daemon, DaemonTest
+from lib import Daemon, DaemonTest, HeldProgram
 
 NOBODY = pwd.getpwnam("nobody")
 
@@ -197,19 +197,25 @@ class Launch(DaemonTest):
         self.assertEqual(r.json["errno_name"], "EACCES")
 
     def test_watch_samples_until_exit_and_the_child_is_reaped(self):
-        r = self.launch({"argv": ["sleep", "1"], "watch": {"interval_ms": 200}})
+        # it runs until three samples are recorded, then exits: counts, not a lifetime's worth
+        held = HeldProgram(self.d.dir)
+        r = self.launch({"argv": held.argv, "watch": {"interval_ms": 200}})
         pid = r.json["pid"]
-        deadline = time.monotonic() + 10
-        rows = []
-        while time.monotonic() < deadline:
-            rows = self.d.sql("SELECT request, result FROM operations WHERE kind = 'process.sample' "
+
+        def recorded():
+            return self.d.sql("SELECT request, result FROM operations WHERE kind = 'process.sample' "
                               "AND json_extract(request, '$.pid') = ? ORDER BY id", (pid,))
-            if rows and '"exited"' in rows[-1][1]:
-                break
-            time.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while len(recorded()) < 3:
+            self.assertLess(time.monotonic(), deadline, "fewer than 3 samples in 30 s")
+            time.sleep(0.05)
+        held.release()
+        while not (recorded() and '"exited"' in recorded()[-1][1]):
+            self.assertLess(time.monotonic(), deadline, "no exit sample: %s" % recorded())
+            time.sleep(0.05)
         import json
-        samples = [(json.loads(a), json.loads(b)) for a, b in rows]
-        self.assertGreaterEqual(len(samples), 4, samples)   # ~5 in 1 s at 200 ms, and the exit
+        samples = [(json.loads(a), json.loads(b)) for a, b in recorded()]
+        self.assertGreaterEqual(len(samples), 4, samples)   # the three and the exit
         self.assertEqual([q["seq"] for q, _ in samples], list(range(1, len(samples) + 1)))
         self.assertEqual({q["launch_operation_id"] for q, _ in samples}, {r.json["operation_id"]})
         self.assertEqual(samples[-1][1]["exited"], {"code": 0})

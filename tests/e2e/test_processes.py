@@ -12,7 +12,7 @@ import sys
 import time
 import unittest
 
-from lib import USER_CWD, Daemon, Response, real_file, real_write, shared_copy
+from lib import USER_CWD, Daemon, HeldProgram, Response, real_file, real_write, shared_copy
 from test_openapi import SpecDaemonTest, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -200,17 +200,23 @@ class ProcessPlacementReal(SpecDaemonTest):
     def test_a_launch_watch_records_placement_samples(self):
         """POST /v1/processes with watch: each sample while the program runs is its placement,
         read back through /samples; under bind:0 the task policy governs every mapping."""
-        r = self.d.request("POST", "/v1/processes", body={"argv": ["sleep", "1"], "policy": {"mode": "bind", "nodes": "0"},
+        # it runs until three samples are recorded, then exits: counts, not a lifetime's worth
+        held = HeldProgram(self.d.dir)
+        r = self.d.request("POST", "/v1/processes", body={"argv": held.argv, "policy": {"mode": "bind", "nodes": "0"},
                                                           "watch": {"interval_ms": 200}})
         self.assertEqual(r.status, 201, r.raw)
         pid, st = r.json["pid"], r.json["start_time"]
-        deadline = time.monotonic() + 10
-        samples = []
-        while time.monotonic() < deadline:
-            samples = self.call("GET", "/v1/processes/%d/samples?start_time=%d" % (pid, st)).json["samples"]
-            if samples and "exited" in samples[-1]["result"]:
-                break
-            time.sleep(0.1)
+
+        def recorded():
+            return self.call("GET", "/v1/processes/%d/samples?start_time=%d" % (pid, st)).json["samples"]
+        deadline = time.monotonic() + 30
+        while len(recorded()) < 3:
+            self.assertLess(time.monotonic(), deadline, "fewer than 3 samples in 30 s")
+            time.sleep(0.05)
+        held.release()
+        while not ((samples := recorded()) and "exited" in samples[-1]["result"]):
+            self.assertLess(time.monotonic(), deadline, "no exit sample: %s" % samples)
+            time.sleep(0.05)
         running = [x["result"] for x in samples if "exited" not in x["result"]]
         # The sample taken as the program ends may find it a zombie already (numa_maps of a
         # zombie is empty): that one says so (placement_error) instead of a placement. Any other
