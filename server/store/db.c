@@ -12,7 +12,6 @@
 
 #include "common/parse.h"
 #include "server/log.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 extern const char *const mpd_schema_migrations[];
@@ -84,7 +83,7 @@ int store_fail(struct store *st, enum conn_id c, mp_err *e, const char *what)
 	}
 	/* The writer's failures are what an administrator is alerted on (GET /metrics). */
 	if (c == W)
-		metrics_store_write_error(mp_code_name(e->code));
+		STORE_EVENT(st, write_error, mp_code_name(e->code));
 	return rc;
 }
 
@@ -274,6 +273,11 @@ struct store *store_open(const char *path, mp_err *e)
 fail:
 	store_close(st);
 	return NULL;
+}
+
+void store_set_events(struct store *st, const struct store_events *ev)
+{
+	st->ev = ev;
 }
 
 void store_close(struct store *st)

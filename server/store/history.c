@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "server/store/db.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 #include "server/store/summary.h"
 
@@ -57,7 +56,7 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
 	id = op_insert_row(st, op, e);
 	store_conn_unlock(st, W);
 	if (id > 0)
-		metrics_op_inserted(id, op->kind, op->status);
+		STORE_EVENT(st, op_inserted, id, op->kind, op->status);
 	return id;
 }
 
@@ -69,7 +68,7 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
 	rc = op_finish_row(st, id, out, e);
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		metrics_op_finished(id, out->status);
+		STORE_EVENT(st, op_finished, id, out->status);
 	return rc;
 }
 
@@ -123,7 +122,7 @@ rollback:
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		metrics_op_finished(id, out->status);
+		STORE_EVENT(st, op_finished, id, out->status);
 	return rc;
 }
 

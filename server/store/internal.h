@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "server/store/events.h"
 #include "server/store/stmts.h"
 
 enum conn_id { W, R };
@@ -36,7 +37,15 @@ struct store {
 	unsigned commits;                     /* atomic: commits on the writer, counted by its WAL hook (the scans' pacing) */
 	int64_t instance;                     /* this daemon start's random id, written with every operation and job */
 	bool trusted;                         /* the file passed store_check_schema: closing may write */
+	const struct store_events *ev;        /* borrowed; NULL: nothing is reported (set before serving) */
 };
+
+/* Reports an event to the receiver, if there is one for it (events.h). */
+#define STORE_EVENT(st, fn, ...) \
+	do { \
+		if ((st)->ev && (st)->ev->fn) \
+			(st)->ev->fn(__VA_ARGS__); \
+	} while (0)
 
 /* Trust before touch (check.c). store_check_header reads the file's header with a plain read(2),
  * no SQLite, nothing created: *version is its user_version, -1 when there is no database yet (no

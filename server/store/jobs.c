@@ -5,7 +5,6 @@
 
 #include "server/store/db.h"
 #include "server/store/history.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t op_id, mp_err *e)
@@ -46,8 +45,8 @@ int store_job_submit(struct store *st, const struct op_record *op, const struct 
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		metrics_op_inserted(*op_id, op->kind, op->status);
-		metrics_job_submitted(*job_id, r->kind);
+		STORE_EVENT(st, op_inserted, *op_id, op->kind, op->status);
+		STORE_EVENT(st, job_submitted, *job_id, r->kind);
 	}
 	return rc;
 }
@@ -98,9 +97,9 @@ int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		metrics_job_finished(x->job_id, x->status);
+		STORE_EVENT(st, job_finished, x->job_id, x->status);
 		if (x->op_id > 0)
-			metrics_op_finished(x->op_id, x->status);
+			STORE_EVENT(st, op_finished, x->op_id, x->status);
 	}
 	return rc;
 }
@@ -221,6 +220,6 @@ int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_
 out:
 	store_conn_unlock(st, W);
 	for (int i = 0; rc == 0 && i < n; i++)
-		metrics_batch(rows[i].size_kb, rows[i].node, rows[i].grow, rows[i].latency_ns);
+		STORE_EVENT(st, batch, rows[i].size_kb, rows[i].node, rows[i].grow, rows[i].latency_ns);
 	return rc;
 }

@@ -5,7 +5,6 @@
 
 #include "server/store/db.h"
 #include "server/store/history.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e)
@@ -226,10 +225,10 @@ out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
 		if (r->skipped_op)
-			metrics_op_inserted(skip_op, r->skipped_op->kind, r->skipped_op->status);
+			STORE_EVENT(st, op_inserted, skip_op, r->skipped_op->kind, r->skipped_op->status);
 		if (r->failed_op)
-			metrics_op_inserted(fail_op, r->failed_op->kind, r->failed_op->status);
-		metrics_schedule_ran(r->status, r->skipped_op != NULL);
+			STORE_EVENT(st, op_inserted, fail_op, r->failed_op->kind, r->failed_op->status);
+		STORE_EVENT(st, schedule_ran, r->status, r->skipped_op != NULL);
 	}
 	return rc;
 }
