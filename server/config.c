@@ -12,6 +12,7 @@
 #include "common/parse.h"
 #include "server/api/api.h"
 #include "server/api/auth.h"
+#include "server/ops/kinds.h"
 #include "server/ops/probes.h"
 #include "server/store/retain.h"
 
@@ -72,6 +73,7 @@ static const struct option long_opts[] = {
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
+	{ "list-kinds",  no_argument,       NULL, 'K' },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 #endif
@@ -134,6 +136,8 @@ static const struct opt_doc {
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
+	{ "list-kinds", NULL, "every operation kind history records: kind, job or record, summary or no-summary", -1,
+	  false },
 };
 
 static void usage(FILE *f)
@@ -379,6 +383,8 @@ int config_parse_args(int argc, char **argv, struct config *c)
 			return 0;
 		case 'E':
 			return api_list_errors(stdout) < 0 ? 1 : 0;
+		case 'K':
+			return ops_list_kinds(stdout) < 0 ? 1 : 0;
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);
