@@ -4,6 +4,7 @@
 #include "server/jobs/jobs.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,9 @@ struct job_ctx {
 	char conflict_key[128];      /* "" for none */
 	bool running;                /* false: queued */
 	bool cancel;
+	char ended[24];              /* "" until the worker decides the outcome (under lock): then its
+				      * final status, while the job is still on the active list until
+				      * recorded; a cancel from then on is too late (job.finished) */
 	json_t *progress;            /* owned, under runner->lock */
 	void *arg;                   /* owned, released with kind->free_arg */
 	int64_t deadline_ms;         /* 0: none */
@@ -47,6 +51,10 @@ struct jobs {
 	/* Told, under lock, of each job that left the active list ended (jobs_on_end): api/waits.c. */
 	void (*on_end)(void *cls, int64_t job_id);
 	void *on_end_cls;                        /* borrowed */
+#ifdef MPD_TEST_HOOKS
+	void (*test_recorded)(void *cls, int64_t job_id);   /* jobs_test_on_recorded */
+	void *test_recorded_cls;
+#endif
 };
 
 static void ctx_free(struct job_ctx *c)
@@ -230,10 +238,15 @@ static void *worker(void *arg)
 		/* The job is done with the kernel: free its conflict key before its final status is
 		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
 		c->conflict_key[0] = '\0';
+		snprintf(c->ended, sizeof c->ended, "%s", out.status);
 		pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
 		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
+#ifdef MPD_TEST_HOOKS
+		if (j->test_recorded)
+			j->test_recorded(j->test_recorded_cls, c->id);   /* recorded, still on the active list */
+#endif
 
 		pthread_mutex_lock(&j->lock);
 		unlink_active(j, c);
@@ -444,12 +457,18 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 {
 	struct store *st = j->app->store;
 	struct job_ctx *c, *drop = NULL;
+	char over[sizeof c->ended] = "";
 	json_t *job;
 
 	pthread_mutex_lock(&j->lock);
 	for (c = j->active; c && c->id != id; c = c->next)
 		;
-	if (c && !c->running) {
+	if (c && c->ended[0]) {
+		/* Its outcome is decided (and maybe recorded) but it has not left the list yet: as
+		 * finished as a job that has, whatever a cancel says now. */
+		snprintf(over, sizeof over, "%s", c->ended);
+		c = NULL;
+	} else if (c && !c->running) {
 		/* Never started: cancelled here, nothing to undo. */
 		int64_t now = clk_wall_ns();
 		json_t *result = json_pack("{s:b}", "started", 0);
@@ -474,12 +493,22 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		return NULL;
 	if (!c) {
 		mp_fail(e, MPE_JOB_FINISHED, 0, "job %lld already ended: %s", (long long)id,
-			json_string_value(json_object_get(job, "status")));
+			over[0] ? over : json_string_value(json_object_get(job, "status")));
 		json_decref(job);
 		return NULL;
 	}
 	return job;
 }
+
+#ifdef MPD_TEST_HOOKS
+void jobs_test_on_recorded(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls)
+{
+	pthread_mutex_lock(&j->lock);
+	j->test_recorded = fn;
+	j->test_recorded_cls = cls;
+	pthread_mutex_unlock(&j->lock);
+}
+#endif
 
 void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls)
 {

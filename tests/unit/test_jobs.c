@@ -522,6 +522,49 @@ START_TEST(the_end_hook_follows_the_recorded_end)
 }
 END_TEST
 
+#ifdef MPD_TEST_HOOKS
+/* The worker, held by the test hook after it recorded a job's outcome and before the job left the
+ * active list: the window in which a DELETE used to be told the job was being cancelled. */
+static void hold_recorded(void *cls, int64_t id)
+{
+	struct gate *g = cls;
+
+	(void)id;
+	pthread_mutex_lock(&g->m);
+	g->started = true;
+	pthread_cond_broadcast(&g->c);
+	while (!g->open)
+		pthread_cond_wait(&g->c, &g->m);
+	pthread_mutex_unlock(&g->m);
+}
+
+START_TEST(a_cancel_after_the_outcome_is_job_finished)
+{
+	struct gate a, recorded;
+	int64_t ia;
+	mp_err e = { 0 };
+	json_t *job;
+
+	gate_init(&a);
+	gate_init(&recorded);
+	jobs_test_on_recorded(runner, hold_recorded, &recorded);
+	ia = submit(&a, "k", 0, NULL, &e);
+	ck_assert_msg(ia > 0, "%s", e.detail);
+	gate_open(&a);
+	wait_started(&recorded);          /* recorded "ok", still on the active list */
+	ck_assert(jobs_active(runner, ia));
+	job = jobs_cancel(runner, ia, &e);
+	ck_assert_msg(job == NULL, "a cancel of a job whose outcome is recorded was accepted");
+	ck_assert_int_eq(e.code, MPE_JOB_FINISHED);
+	ck_assert_msg(strstr(e.detail, "already ended: ok") != NULL, "%s", e.detail);
+	gate_open(&recorded);
+	wait_status(ia, "\"ok\"");
+	assert_field(ia, "reason", "null");   /* the cancel changed nothing */
+	jobs_test_on_recorded(runner, NULL, NULL);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("jobs");
@@ -537,6 +580,9 @@ static Suite *suite(void)
 	tcase_add_test(t, initial_progress_and_conflict_key_come_from_the_kind);
 	tcase_add_test(t, the_deadline_is_the_submissions);
 	tcase_add_test(t, the_end_hook_follows_the_recorded_end);
+#ifdef MPD_TEST_HOOKS
+	tcase_add_test(t, a_cancel_after_the_outcome_is_job_finished);
+#endif
 	suite_add_tcase(s, t);
 	return s;
 }
