@@ -12,6 +12,7 @@
 #include "common/parse.h"
 #include "server/api/api.h"
 #include "server/api/auth.h"
+#include "server/jobs/reasons.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
 #include "server/store/retain.h"
@@ -41,6 +42,8 @@ static const struct {
 #define OPT_MAN 400
 /* --no-seccomp: the command line's spelling of seccomp = false (no config key of its own). */
 #define OPT_NO_SECCOMP 402
+/* --list-kinds and --list-reasons: the daemon's other registries, printed like --list-errors. */
+#define OPT_LIST 410
 
 static const struct option long_opts[] = {
 	{ "config",      required_argument, NULL, 'c' },
@@ -73,7 +76,8 @@ static const struct option long_opts[] = {
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
-	{ "list-kinds",  no_argument,       NULL, 'K' },
+	{ "list-kinds",  no_argument,       NULL, OPT_LIST },
+	{ "list-reasons", no_argument,      NULL, OPT_LIST + 1 },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 #endif
@@ -138,6 +142,7 @@ static const struct opt_doc {
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
 	{ "list-kinds", NULL, "every operation kind history records: kind, job or record, summary or no-summary", -1,
 	  false },
+	{ "list-reasons", NULL, "every reason a job can end with: reason, meaning", -1, false },
 };
 
 static void usage(FILE *f)
@@ -383,8 +388,10 @@ int config_parse_args(int argc, char **argv, struct config *c)
 			return 0;
 		case 'E':
 			return api_list_errors(stdout) < 0 ? 1 : 0;
-		case 'K':
+		case OPT_LIST:
 			return ops_list_kinds(stdout) < 0 ? 1 : 0;
+		case OPT_LIST + 1:
+			return job_reasons_list(stdout) < 0 ? 1 : 0;
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);

@@ -128,7 +128,7 @@ again:
 		if (k && k->interrupted)
 			result = k->interrupted(j->app, ids[i], json_object_get(job, "request"));
 		struct job_end end = { .tx = "job_recover", .job_id = ids[i], .op_id = ops[i], .status = "interrupted",
-				       .finished_ns = now, .reason = "restart",
+				       .finished_ns = now, .reason = job_reason_name(JR_RESTART),
 				       .error = "the daemon stopped while the job ran",
 				       .op_error = "the daemon stopped while the job ran", .result = result };
 		if (store_job_finish(st, &end, e) < 0) {
@@ -194,14 +194,14 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 	progress = json_incref(c->progress);
 	pthread_mutex_unlock(&j->lock);
 	struct job_end end = { .job_id = c->id, .op_id = c->op_id, .status = out->status, .finished_ns = now,
-			       .reason = out->reason, .err_no = out->err_no, .error = out->error,
-			       .op_error = out->error[0] ? out->error : out->reason, .progress = progress,
+			       .reason = job_reason_name(out->reason), .err_no = out->err_no, .error = out->error,
+			       .op_error = out->error[0] ? out->error : job_reason_name(out->reason), .progress = progress,
 			       .result = out->result };
 	if (store_job_finish(st, &end, &e) < 0)
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
 	json_decref(progress);
 	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind->name, out->status,
-		 out->reason ? ", " : "", out->reason ? out->reason : "");
+		 out->reason ? ", " : "", out->reason ? job_reason_name(out->reason) : "");
 }
 
 static void *worker(void *arg)
@@ -234,18 +234,22 @@ static void *worker(void *arg)
 			out.status = "failed";
 		pthread_mutex_lock(&j->lock);
 		if (!strcmp(out.status, "cancelled") && !out.reason)
-			out.reason = j->stopping ? "daemon_stopping" : "cancel_requested";
+			out.reason = j->stopping ? JR_DAEMON_STOPPING : JR_CANCEL_REQUESTED;
 		/* The job is done with the kernel: free its conflict key before its final status is
 		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
 		c->conflict_key[0] = '\0';
 		snprintf(c->ended, sizeof c->ended, "%s", out.status);
+#ifdef MPD_TEST_HOOKS
+		void (*recorded)(void *, int64_t) = j->test_recorded;
+		void *recorded_cls = j->test_recorded_cls;
+#endif
 		pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
 		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
 #ifdef MPD_TEST_HOOKS
-		if (j->test_recorded)
-			j->test_recorded(j->test_recorded_cls, c->id);   /* recorded, still on the active list */
+		if (recorded)
+			recorded(recorded_cls, c->id);   /* recorded, still on the active list */
 #endif
 
 		pthread_mutex_lock(&j->lock);
@@ -473,7 +477,7 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		int64_t now = clk_wall_ns();
 		json_t *result = json_pack("{s:b}", "started", 0);
 		struct job_end end = { .tx = "job_cancel", .job_id = id, .op_id = c->op_id, .status = "cancelled",
-				       .finished_ns = now, .reason = "cancelled before it started",
+				       .finished_ns = now, .reason = job_reason_name(JR_NOT_STARTED),
 				       .op_error = "cancelled before it started", .result = result };
 		if (store_job_finish(st, &end, e) < 0) {
 			pthread_mutex_unlock(&j->lock);

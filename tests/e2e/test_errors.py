@@ -81,6 +81,35 @@ class RegistryIsTheOneList(unittest.TestCase):
         self.assertEqual(stale, [], "names that look like problem codes but are not in the registry")
 
 
+class JobReasonsAreARegistry(unittest.TestCase):
+    """A job's reason is one registry (server/jobs/reasons.h), like the problem codes: listed by the
+    daemon, in the spec's Job.reason enum and docs/reference/job-reasons.md (gen-errors.py --check,
+    above), and never spelled as text where a job ends."""
+
+    def test_reasons_are_names(self):
+        out = subprocess.run([DAEMON, "--list-reasons"], check=True, capture_output=True, text=True).stdout
+        rows = [line.split("\t") for line in out.splitlines()]
+        names = [r[0] for r in rows]
+        self.assertGreaterEqual(len(names), 8)
+        for name, meaning in rows:
+            self.assertRegex(name, r"^[a-z]+(_[a-z]+)*$", "a reason is a name, not a sentence")
+            self.assertTrue(meaning, name)
+        self.assertEqual(len(set(names)), len(names))
+        for r in ("cancel_requested", "not_started", "daemon_stopping", "restart", "no_progress", "deadline"):
+            self.assertIn(r, names)
+
+    def test_no_reason_is_spelled_as_text(self):
+        # The store's job_end takes text: only job_reason_name() may fill it.
+        found = []
+        for f in glob.glob(os.path.join(ROOT, "server", "**", "*.c"), recursive=True):
+            for n, line in enumerate(open(f, encoding="utf-8"), 1):
+                if re.search(r'\.reason\s*=\s*"|->reason\s*=\s*"|\breason\s*=\s*"', line):
+                    found.append("%s:%d: %s" % (os.path.relpath(f, ROOT), n, line.strip()))
+        self.assertEqual(found, [], "set JR_* (server/jobs/reasons.h), or job_reason_name(JR_*) for the store")
+        spec = open(os.path.join(ROOT, "schema", "openapi.yaml")).read()
+        self.assertNotIn("cancelled before it started", spec)
+
+
 class LiveProblemsUseTheRegistry(DaemonTest):
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
 

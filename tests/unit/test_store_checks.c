@@ -113,7 +113,7 @@ START_TEST(an_operation_whose_text_cannot_be_bound_is_not_written)
 }
 END_TEST
 
-START_TEST(a_job_end_whose_reason_cannot_be_bound_leaves_the_job_as_it_was)
+START_TEST(a_job_end_whose_error_cannot_be_bound_leaves_the_job_as_it_was)
 {
 	struct op_record op = { .kind = "hugepages.resize", .source = "api", .started_ns = 1, .status = "running",
 				.kernel_release = "6.18-test" };
@@ -125,7 +125,7 @@ START_TEST(a_job_end_whose_reason_cannot_be_bound_leaves_the_job_as_it_was)
 	ck_assert_msg(store_job_submit(st, &op, &r, &op_id, &job_id, &e) == 0, "%s", e.detail);
 	limit_writer();
 	struct job_end end = { .job_id = job_id, .op_id = op_id, .status = "failed", .finished_ns = 5,
-			       .reason = "kernel_refused", .error = big, .op_error = "refused" };
+			       .reason = "deadline", .error = big, .op_error = "refused" };
 	ck_assert_int_eq(store_job_finish(st, &end, &e), -1);
 	ck_assert_msg(strstr(e.detail, "a value cannot be bound"), "%s", e.detail);
 	ck_assert_ptr_nonnull(job = jobs_db_get(st, job_id, &e));
@@ -161,7 +161,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, a_statement_with_other_columns_than_its_readers_is_refused_at_prepare);
 	tcase_add_test(t, an_operation_whose_text_cannot_be_bound_is_not_written);
-	tcase_add_test(t, a_job_end_whose_reason_cannot_be_bound_leaves_the_job_as_it_was);
+	tcase_add_test(t, a_job_end_whose_error_cannot_be_bound_leaves_the_job_as_it_was);
 	tcase_add_test(t, a_failed_authentication_whose_token_name_cannot_be_bound_is_not_recorded);
 	suite_add_tcase(s, t);
 	return s;
