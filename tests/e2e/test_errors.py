@@ -15,6 +15,7 @@ import unittest
 
 from faketree import FakeTree
 from lib import BIN, DaemonTest
+from test_kinds import kinds
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DAEMON = os.path.join(BIN, "mempolicyd")
@@ -23,8 +24,7 @@ DAEMON = os.path.join(BIN, "mempolicyd")
 def operation_kinds():
     """Dotted names that share a registry prefix but are operation (history) kinds, not problem
     codes: the daemon's own table (server/ops/kinds.c), so a new kind needs no line here."""
-    out = subprocess.run([DAEMON, "--list-kinds"], check=True, capture_output=True, text=True).stdout
-    return {line.split("\t")[0] for line in out.splitlines()}
+    return set(kinds())
 
 
 def registry():
