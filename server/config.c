@@ -12,6 +12,8 @@
 #include "common/parse.h"
 #include "server/api/api.h"
 #include "server/api/auth.h"
+#include "server/jobs/reasons.h"
+#include "server/ops/kinds.h"
 #include "server/ops/probes.h"
 #include "server/store/retain.h"
 
@@ -40,6 +42,8 @@ static const struct {
 #define OPT_MAN 400
 /* --no-seccomp: the command line's spelling of seccomp = false (no config key of its own). */
 #define OPT_NO_SECCOMP 402
+/* --list-kinds and --list-reasons: the daemon's other registries, printed like --list-errors. */
+#define OPT_LIST 410
 
 static const struct option long_opts[] = {
 	{ "config",      required_argument, NULL, 'c' },
@@ -72,6 +76,8 @@ static const struct option long_opts[] = {
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
+	{ "list-kinds",  no_argument,       NULL, OPT_LIST },
+	{ "list-reasons", no_argument,      NULL, OPT_LIST + 1 },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 #endif
@@ -134,6 +140,9 @@ static const struct opt_doc {
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
+	{ "list-kinds", NULL, "every operation kind history records: kind, job or record, summary or no-summary", -1,
+	  false },
+	{ "list-reasons", NULL, "every reason a job can end with: reason, meaning", -1, false },
 };
 
 static void usage(FILE *f)
@@ -379,6 +388,10 @@ int config_parse_args(int argc, char **argv, struct config *c)
 			return 0;
 		case 'E':
 			return api_list_errors(stdout) < 0 ? 1 : 0;
+		case OPT_LIST:
+			return ops_list_kinds(stdout) < 0 ? 1 : 0;
+		case OPT_LIST + 1:
+			return job_reasons_list(stdout) < 0 ? 1 : 0;
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);

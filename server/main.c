@@ -34,7 +34,9 @@
 #include "server/ops/restore.h"
 #include "server/probes/probe.h"
 #include "server/ops/schedules.h"
+#include "server/metrics.h"
 #include "server/store/db.h"
+#include "server/store/events.h"
 #include "server/store/history.h"
 #include "server/store/metrics_seed.h"
 
@@ -232,7 +234,10 @@ int main(int argc, char **argv)
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
+	/* The store counts its commits into GET /metrics' registry without including it. */
+	store_set_events(app.store, &metrics_store_events);
 	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
+	metrics_reset();
 	if (store_metrics_seed(app.store, &e) < 0)
 		goto fail;
 	/* What a probe changed and a dead daemon did not put back, before anyone can ask for anything. */

@@ -7,6 +7,7 @@
 
 #include "common/parse.h"
 #include "server/metrics.h"
+#include "server/store/events.h"
 
 const double metrics_bucket_s[METRICS_NBUCKETS] = {
 	1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5, 10,
@@ -301,3 +302,21 @@ int metrics_write_counters(FILE *f, bool om)
 	pthread_mutex_unlock(&M.mu);
 	return ferror(f) ? -1 : 0;
 }
+
+/* The store reports through these (server/store/events.h): it counts what it commits without
+ * knowing this registry. */
+const struct store_events metrics_store_events = {
+	.op_inserted = metrics_op_inserted,
+	.op_finished = metrics_op_finished,
+	.job_submitted = metrics_job_submitted,
+	.job_finished = metrics_job_finished,
+	.schedule_ran = metrics_schedule_ran,
+	.batch = metrics_batch,
+	.write_error = metrics_store_write_error,
+	.seed_op = metrics_seed_op,
+	.seed_job = metrics_seed_job,
+	.seed_schedule = metrics_seed_schedule,
+	.seed_batches = metrics_seed_batches,
+	.bucket_s = metrics_bucket_s,
+	.nbuckets = METRICS_NBUCKETS,
+};

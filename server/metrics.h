@@ -1,7 +1,8 @@
 /* The daemon's counters for GET /metrics, kept in memory so that a scrape costs the same with ten
- * rows of history or ten million: the store bumps them after each commit (server/store/), and
- * store_metrics_seed() sets them once at start from the database. One process-wide registry,
- * because the store, which feeds it, knows no struct app; every function takes its mutex.
+ * rows of history or ten million: the store reports each commit through its events
+ * (server/store/events.h; main() gives it metrics_store_events), and store_metrics_seed() reports
+ * once at start what the database holds. One process-wide registry, because the store, which
+ * feeds it, knows no struct app; every function takes its mutex.
  *
  * What is counted: operations and jobs once they have a final status (a "running" one is
  * remembered by id until it finishes), schedule runs by status and the occurrences skipped, every
@@ -42,6 +43,10 @@ void metrics_seed_op(const char *kind, const char *status, uint64_t n);
 void metrics_seed_job(const char *kind, const char *status, uint64_t n);
 void metrics_seed_schedule(const char *status, uint64_t runs, uint64_t missed);
 void metrics_seed_batches(uint64_t size_kb, int node, bool grow, int bucket, uint64_t n, double sum_s);
+
+/* The store's events bound to this registry (main() passes it to store_set_events). */
+struct store_events;
+extern const struct store_events metrics_store_events;
 
 /* Writes the counters in the Prometheus text format (openmetrics: OpenMetrics 1.0 names, "_total"
  * kept on the sample only); -1 if f failed. Bounded work: the series are few and fixed in number. */

@@ -16,7 +16,6 @@
 #include "server/clock.h"
 #include "server/log.h"
 #include "server/ops/tokens.h"
-#include "server/store/tokens.h"
 
 struct peer_slot {
 	char addr[INET6_ADDRSTRLEN];  /* "" when free */
@@ -143,14 +142,6 @@ static int check_client_cert(struct MHD_Connection *conn, mp_err *e)
 	return 0;
 }
 
-static bool is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 static enum MHD_Result count_auth(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	(void)kind;
@@ -160,18 +151,16 @@ static enum MHD_Result count_auth(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
-/* The bearer token: one Authorization header "Bearer mpt_<lookup>_<secret>", a token of that id,
- * the secret's hash equal (constant time), not revoked, not expired. *name is the token's name
- * once the id matched (for the failure record), "" before. */
+/* The bearer token: one Authorization header "Bearer mpt_<lookup>_<secret>", checked by
+ * token_check (server/ops/tokens.c). *name is the token's name once the id matched (for the
+ * failure record), "" before. */
 static int check_bearer(const struct app *app, struct MHD_Connection *conn, int64_t now, struct caller *who,
 			char *name, size_t name_len, mp_err *e)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	char lookup[TOKEN_LOOKUP_HEX + 1];
-	unsigned char hash[TOKEN_HASH_LEN];
-	struct token_row row;
+	struct token_grant g;
 	unsigned nh = 0;
-	int found;
+	int rc;
 
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_auth, &nh);
 	if (!h)
@@ -180,35 +169,14 @@ static int check_bearer(const struct app *app, struct MHD_Connection *conn, int6
 		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "more than one Authorization header");
 	if (strncasecmp(h, "Bearer ", 7) != 0)
 		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the Authorization scheme must be Bearer");
-	h += 7;
-	if (strlen(h) != TOKEN_TEXT_LEN || strncmp(h, TOKEN_PREFIX, 4) != 0 || h[4 + TOKEN_LOOKUP_HEX] != '_' ||
-	    !is_hex(h + 4, TOKEN_LOOKUP_HEX) || !is_hex(h + 5 + TOKEN_LOOKUP_HEX, TOKEN_SECRET_HEX))
-		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the bearer token is malformed (mempolicyctl token "
-			       "create prints one: mpt_ + 16 + _ + 64 lower-case hex digits)");
-	memcpy(lookup, h + 4, TOKEN_LOOKUP_HEX);
-	lookup[TOKEN_LOOKUP_HEX] = '\0';
-	if ((found = token_store_lookup(app->store, lookup, &row, e)) < 0)
+	rc = token_check(app, h + 7, now, &g, e);
+	snprintf(name, name_len, "%s", g.name);
+	if (rc < 0)
 		return -1;
-	if (!found)
-		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "no such token");
-	snprintf(name, name_len, "%s", row.name);
-	if (token_hash(h + 5 + TOKEN_LOOKUP_HEX, TOKEN_SECRET_HEX, hash) < 0)
-		return mp_fail(e, MPE_INTERNAL_ERROR, 0, "SHA-256 failed");
-	if (gnutls_memcmp(hash, row.hash, TOKEN_HASH_LEN) != 0)
-		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token's secret is wrong");
-	if (row.revoked_ns)
-		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token '%s' has been revoked", row.name);
-	if (row.expires_ns && now >= row.expires_ns)
-		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token '%s' has expired", row.name);
-	if (now - row.last_used_ns >= AUTH_TOUCH_NS) {
-		mp_err te = { 0 };
-		if (token_store_touch(app->store, row.id, now, &te) < 0)
-			log_warn("cannot record the use of token '%s': %s", row.name, te.detail);
-	}
 	memset(who, 0, sizeof *who);
 	who->token = true;
-	who->admin = row.admin;
-	snprintf(who->name, sizeof who->name, "token:%.*s", TOKEN_NAME_MAX, row.name);
+	who->admin = g.admin;
+	snprintf(who->name, sizeof who->name, "token:%.*s", TOKEN_NAME_MAX, g.name);
 	return 0;
 }
 
@@ -218,7 +186,6 @@ int auth_tls_request(struct auth *a, const struct app *app, struct MHD_Connectio
 	char peer[INET6_ADDRSTRLEN], name[64] = "";
 	int64_t mono = clk_mono_ns(), now = clk_wall_ns();
 	unsigned left;
-	mp_err re = { 0 };
 
 	peer_text(conn, peer, sizeof peer);
 	*retry_after_s = 0;
@@ -232,15 +199,12 @@ int auth_tls_request(struct auth *a, const struct app *app, struct MHD_Connectio
 		if (e->code != MPE_AUTH_UNAUTHENTICATED && e->code != MPE_AUTH_CLIENT_CERTIFICATE)
 			return -1;   /* the store failed: not the client's fault, not counted */
 		log_warn("authentication failed from %s: %s", peer, e->detail);
-		if (auth_failure_record(app->store, now, peer, mp_code_name(e->code), name[0] ? name : NULL,
-					e->detail, &re) < 0)
-			log_warn("cannot record a failed authentication: %s", re.detail);
+		token_failure_record(app, now, peer, e->code, name[0] ? name : NULL, e->detail);
 		if (count_failure(a, peer, mono)) {
 			log_warn("%s reached %u failed authentications in %d s: refused until the window ends", peer,
 				 a->max_fails, AUTH_WINDOW_S);
-			if (auth_failure_record(app->store, now, peer, mp_code_name(MPE_AUTH_RATE_LIMITED), NULL,
-						"the peer is refused until its window ends", &re) < 0)
-				log_warn("cannot record a failed authentication: %s", re.detail);
+			token_failure_record(app, now, peer, MPE_AUTH_RATE_LIMITED, NULL,
+					     "the peer is refused until its window ends");
 		}
 		return -1;
 	}

@@ -17,7 +17,6 @@ struct caller;
 #define AUTH_WINDOW_S          60    /* failures are counted per peer over this window */
 #define AUTH_DEFAULT_FAILS     10    /* failures per window before the peer is refused (429) */
 #define AUTH_PEERS             1024  /* peers remembered; the oldest window is forgotten first */
-#define AUTH_TOUCH_NS          (60LL * 1000000000)   /* last_used_ns is kept to within a minute */
 
 struct auth;   /* the per-peer failure table */
 

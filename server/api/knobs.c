@@ -1,68 +1,27 @@
 /* /v1/knobs: the catalogue with live values, and changes to it (one knob by PUT, several by
  * PATCH). Changing is the ops layer's job (server/ops/knobs.c); this file only speaks JSON. */
-#include <errno.h>
-#include <limits.h>
-#include <string.h>
-
 #include "server/api/api.h"
-#include "server/kernel/knobs.h"
 #include "server/ops/knobs.h"
-
-static json_t *knob_json(const struct knob_catalogue *c, const struct knob *k)
-{
-	struct knob_state st;
-	char path[PATH_MAX];
-	json_t *o;
-
-	knob_read(c, k, &st);
-	knob_path(c, k, path, sizeof path);
-	o = json_pack("{s:s, s:s}", "name", k->name, "type", knob_type_name(k->type));
-	json_object_set_new(o, "value", st.available ? knob_value_json(k, st.value) : json_null());
-	if (k->type == KNOB_CHOICE) {
-		json_t *a = json_array();
-		for (int i = 0; i < st.nopts; i++)
-			json_array_append_new(a, json_string(st.opts[i]));
-		json_object_set_new(o, "allowed", a);
-	} else {
-		json_object_set_new(o, "min", json_integer((json_int_t)k->min));
-		json_object_set_new(o, "max", json_integer((json_int_t)k->max));
-	}
-	json_object_set_new(o, "path", json_string(path));
-	json_object_set_new(o, "available", json_boolean(st.available));
-	json_object_set_new(o, "writable", json_boolean(st.available && st.writable));
-	if (!st.available)
-		json_object_set_new(o, "error", json_string(st.read_err == -EINVAL && st.optbuf[0]
-							    ? "the file's text does not parse for this type"
-							    : strerror(-st.read_err)));
-	json_object_set_new(o, "description", json_string(k->desc));
-	return o;
-}
 
 static const char *const no_query[] = { NULL };
 static const char *const change_query[] = { "dry_run", NULL };
 
 int api_knobs_list(struct req *rq, mp_err *e)
 {
-	const struct knob_catalogue *c = rq->app->knobs;
-	json_t *a;
-
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	a = json_array();
-	for (size_t i = 0; i < knobs_count(c); i++)
-		json_array_append_new(a, knob_json(c, knobs_at(c, i)));
-	return req_reply(rq, 200, json_pack("{s:o}", "knobs", a));
+	return req_reply(rq, 200, json_pack("{s:o}", "knobs", knobs_list_json(rq->app)));
 }
 
 int api_knob_get(struct req *rq, mp_err *e)
 {
-	const struct knob *k = knobs_find(rq->app->knobs, rq->param[0]);
+	json_t *k;
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
-	if (!k)
-		return knob_unknown(e, rq->param[0]);
-	return req_reply(rq, 200, knob_json(rq->app->knobs, k));
+	if (!(k = knob_get_json(rq->app, rq->param[0], e)))
+		return -1;
+	return req_reply(rq, 200, k);
 }
 
 /* jansson's unpack error -> our 400 codes. */

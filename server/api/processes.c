@@ -6,7 +6,6 @@
 
 #include "server/api/api.h"
 #include "server/clock.h"
-#include "server/kernel/proc.h"
 #include "server/ops/processes.h"
 #include "server/store/db.h"
 #include "server/store/samples.h"
@@ -70,14 +69,8 @@ int api_process_samples(struct req *rq, mp_err *e)
 	    req_query_u64(rq, "start_time", 1, INT64_MAX, &start, e) < 0 ||
 	    req_query_u64(rq, "limit", 1, 10000, &limit, e) < 0)
 		return -1;
-	if (!start) {
-		/* Only the start time is wanted: stat, not a placement read. */
-		if (proc_start_time(rq->app->procfs_root, pid, &start) < 0 &&
-		    samples_last_start_time(rq->app->store, pid, &start, e) < 0)
-			return -1;
-		if (!start)
-			return mp_fail(e, MPE_PROCESS_NOT_FOUND, 0, "no process %d and no samples of one", (int)pid);
-	}
+	if (!start && process_samples_start(rq->app, pid, &start, e) < 0)
+		return -1;
 	if (!(samples = samples_list(rq->app->store, pid, start, (int)limit, e)))
 		return -1;
 	return req_reply(rq, 200, json_pack("{s:i, s:I, s:o}", "pid", (int)pid, "start_time", (json_int_t)start,

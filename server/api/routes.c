@@ -1,5 +1,10 @@
-/* The static route table; the first matching line wins. The router answers 404 (no pattern matches), 405 (the pattern matches
- * but not the method, with Allow), 413, 414, 415 and 403 (R_ADMIN) before any handler runs. */
+/* The static route table and the router beside it; the first matching line wins. The request
+ * pipeline (api/http.c) asks route_find and answers 404 (no pattern matches), 405 (the pattern
+ * matches but not the method, with Allow), 413, 414, 415 and 403 (R_ADMIN) before any handler
+ * runs. */
+#include <stdio.h>
+#include <string.h>
+
 #include "server/api/api.h"
 
 const struct route api_routes[] = {
@@ -55,3 +60,64 @@ const struct route api_routes[] = {
 };
 
 const size_t api_nroutes = sizeof api_routes / sizeof api_routes[0];
+
+/* Does url match the route's pattern? 1 yes, 0 no; captures {} segments into params when given
+ * (owned by the caller), -1 when out of memory for one (those captured before are left for the
+ * caller to free). With R_TAIL the pattern's last {} takes the rest of the path, '/' included (a
+ * cgroup path). */
+static int match(const struct route *r, const char *url, char **params)
+{
+	int np = 0;
+	const char *p = r->pattern, *u = url;
+
+	while (*p && *u) {
+		if (p[0] == '{' && p[1] == '}') {
+			const char *end = (r->flags & R_TAIL) && !p[2] ? NULL : strchr(u, '/');
+			size_t n = end ? (size_t)(end - u) : strlen(u);
+			if (n == 0 || np == API_MAX_PARAMS)
+				return 0;
+			if (params && !(params[np] = strndup(u, n)))
+				return -1;
+			np++;
+			u += n;
+			p += 2;
+		} else if (*p++ != *u++) {
+			return 0;
+		}
+	}
+	return !*p && !*u;
+}
+
+const struct route *route_find(const char *method, const char *url, char *allow, size_t allow_len, bool *path_known)
+{
+	const struct route *found = NULL;
+	size_t off = 0;
+
+	*path_known = false;
+	allow[0] = '\0';
+	for (size_t i = 0; i < api_nroutes; i++) {
+		const struct route *r = &api_routes[i];
+		if (match(r, url, NULL) != 1)
+			continue;
+		*path_known = true;
+		/* RFC 9110 9.3.2: every GET route answers HEAD too, with GET's status and headers;
+		 * libmicrohttpd leaves the body out of an answer to HEAD (Content-Length stays). */
+		bool is_get = !strcmp(r->method, "GET");
+		/* The first match wins, so a literal ("/v1/history/stats") listed before a pattern
+		 * ("/v1/history/{}") takes precedence. */
+		if (!found && (!strcmp(r->method, method) || (is_get && !strcmp(method, "HEAD"))))
+			found = r;
+		if (!strstr(allow, r->method)) {
+			int w = snprintf(allow + off, allow_len - off, "%s%s%s", off ? ", " : "", r->method,
+					 is_get ? ", HEAD" : "");
+			if (w > 0 && (size_t)w < allow_len - off)
+				off += (size_t)w;
+		}
+	}
+	return found;
+}
+
+int route_params(const struct route *r, const char *url, char **params)
+{
+	return match(r, url, params) < 0 ? -1 : 0;
+}

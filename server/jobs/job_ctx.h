@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "server/jobs/reasons.h"
 
 struct app;
 struct jobs;
@@ -20,7 +21,7 @@ struct job_ctx;                  /* opaque: the runner's, valid while run() runs
 /* What run() reports when it returns. The runner owns result afterwards. */
 struct job_outcome {
 	const char *status;          /* static: "ok", "partial", "failed" or "cancelled"; NULL reads "failed" */
-	const char *reason;          /* static or NULL: why it stopped short ("no_progress", "deadline") */
+	enum job_reason reason;      /* why it stopped short (JR_NO_PROGRESS, ...), JR_NONE: no reason */
 	int err_no;                  /* 0 when none */
 	char error[512];             /* "" when none */
 	json_t *result;              /* owned: the outcome as JSON, or NULL */

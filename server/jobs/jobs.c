@@ -4,6 +4,7 @@
 #include "server/jobs/jobs.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,9 @@ struct job_ctx {
 	char conflict_key[128];      /* "" for none */
 	bool running;                /* false: queued */
 	bool cancel;
+	char ended[24];              /* "" until the worker decides the outcome (under lock): then its
+				      * final status, while the job is still on the active list until
+				      * recorded; a cancel from then on is too late (job.finished) */
 	json_t *progress;            /* owned, under runner->lock */
 	void *arg;                   /* owned, released with kind->free_arg */
 	int64_t deadline_ms;         /* 0: none */
@@ -47,6 +51,10 @@ struct jobs {
 	/* Told, under lock, of each job that left the active list ended (jobs_on_end): api/waits.c. */
 	void (*on_end)(void *cls, int64_t job_id);
 	void *on_end_cls;                        /* borrowed */
+#ifdef MPD_TEST_HOOKS
+	void (*test_recorded)(void *cls, int64_t job_id);   /* jobs_test_on_recorded */
+	void *test_recorded_cls;
+#endif
 };
 
 static void ctx_free(struct job_ctx *c)
@@ -120,7 +128,7 @@ again:
 		if (k && k->interrupted)
 			result = k->interrupted(j->app, ids[i], json_object_get(job, "request"));
 		struct job_end end = { .tx = "job_recover", .job_id = ids[i], .op_id = ops[i], .status = "interrupted",
-				       .finished_ns = now, .reason = "restart",
+				       .finished_ns = now, .reason = job_reason_name(JR_RESTART),
 				       .error = "the daemon stopped while the job ran",
 				       .op_error = "the daemon stopped while the job ran", .result = result };
 		if (store_job_finish(st, &end, e) < 0) {
@@ -186,14 +194,14 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 	progress = json_incref(c->progress);
 	pthread_mutex_unlock(&j->lock);
 	struct job_end end = { .job_id = c->id, .op_id = c->op_id, .status = out->status, .finished_ns = now,
-			       .reason = out->reason, .err_no = out->err_no, .error = out->error,
-			       .op_error = out->error[0] ? out->error : out->reason, .progress = progress,
+			       .reason = job_reason_name(out->reason), .err_no = out->err_no, .error = out->error,
+			       .op_error = out->error[0] ? out->error : job_reason_name(out->reason), .progress = progress,
 			       .result = out->result };
 	if (store_job_finish(st, &end, &e) < 0)
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
 	json_decref(progress);
 	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind->name, out->status,
-		 out->reason ? ", " : "", out->reason ? out->reason : "");
+		 out->reason ? ", " : "", out->reason ? job_reason_name(out->reason) : "");
 }
 
 static void *worker(void *arg)
@@ -226,14 +234,23 @@ static void *worker(void *arg)
 			out.status = "failed";
 		pthread_mutex_lock(&j->lock);
 		if (!strcmp(out.status, "cancelled") && !out.reason)
-			out.reason = j->stopping ? "daemon_stopping" : "cancel_requested";
+			out.reason = j->stopping ? JR_DAEMON_STOPPING : JR_CANCEL_REQUESTED;
 		/* The job is done with the kernel: free its conflict key before its final status is
 		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
 		c->conflict_key[0] = '\0';
+		snprintf(c->ended, sizeof c->ended, "%s", out.status);
+#ifdef MPD_TEST_HOOKS
+		void (*recorded)(void *, int64_t) = j->test_recorded;
+		void *recorded_cls = j->test_recorded_cls;
+#endif
 		pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
 		pthread_mutex_unlock(&j->lock);
 		finish(j, c, &out);
 		json_decref(out.result);
+#ifdef MPD_TEST_HOOKS
+		if (recorded)
+			recorded(recorded_cls, c->id);   /* recorded, still on the active list */
+#endif
 
 		pthread_mutex_lock(&j->lock);
 		unlink_active(j, c);
@@ -444,17 +461,23 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 {
 	struct store *st = j->app->store;
 	struct job_ctx *c, *drop = NULL;
+	char over[sizeof c->ended] = "";
 	json_t *job;
 
 	pthread_mutex_lock(&j->lock);
 	for (c = j->active; c && c->id != id; c = c->next)
 		;
-	if (c && !c->running) {
+	if (c && c->ended[0]) {
+		/* Its outcome is decided (and maybe recorded) but it has not left the list yet: as
+		 * finished as a job that has, whatever a cancel says now. */
+		snprintf(over, sizeof over, "%s", c->ended);
+		c = NULL;
+	} else if (c && !c->running) {
 		/* Never started: cancelled here, nothing to undo. */
 		int64_t now = clk_wall_ns();
 		json_t *result = json_pack("{s:b}", "started", 0);
 		struct job_end end = { .tx = "job_cancel", .job_id = id, .op_id = c->op_id, .status = "cancelled",
-				       .finished_ns = now, .reason = "cancelled before it started",
+				       .finished_ns = now, .reason = job_reason_name(JR_NOT_STARTED),
 				       .op_error = "cancelled before it started", .result = result };
 		if (store_job_finish(st, &end, e) < 0) {
 			pthread_mutex_unlock(&j->lock);
@@ -474,12 +497,22 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e)
 		return NULL;
 	if (!c) {
 		mp_fail(e, MPE_JOB_FINISHED, 0, "job %lld already ended: %s", (long long)id,
-			json_string_value(json_object_get(job, "status")));
+			over[0] ? over : json_string_value(json_object_get(job, "status")));
 		json_decref(job);
 		return NULL;
 	}
 	return job;
 }
+
+#ifdef MPD_TEST_HOOKS
+void jobs_test_on_recorded(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls)
+{
+	pthread_mutex_lock(&j->lock);
+	j->test_recorded = fn;
+	j->test_recorded_cls = cls;
+	pthread_mutex_unlock(&j->lock);
+}
+#endif
 
 void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls)
 {

@@ -43,7 +43,8 @@ struct job_filter {
 json_t *jobs_list(struct jobs *j, const struct job_filter *f, mp_err *e);
 
 /* Asks a job to stop: a queued job is cancelled at once, a running one at its next check. Returns
- * the job as JSON. 404 when unknown; 409 MPE_JOB_FINISHED when it already ended. */
+ * the job as JSON. 404 when unknown; 409 MPE_JOB_FINISHED when it already ended, which includes a
+ * job whose run has returned and whose outcome is being recorded: a cancel cannot change it. */
 json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e);
 
 /* Waiting for a job without polling (api/waits.c): fn(cls, id) is called under the runner's lock
@@ -55,5 +56,12 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e);
 void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls);
 /* True while the job is queued or running in this runner (memory only, no store read). */
 bool jobs_active(struct jobs *j, int64_t id);
+
+#ifdef MPD_TEST_HOOKS
+/* Test builds only: fn(cls, id) runs on the worker right after a job's outcome is recorded and
+ * before the job leaves the active list (not under the lock; it may block), so a test can land a
+ * call in that window without timing. NULL removes it. */
+void jobs_test_on_recorded(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls);
+#endif
 
 #endif

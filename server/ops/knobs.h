@@ -26,6 +26,13 @@ struct knobs_actor {
 int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
 	      mp_err *e);
 
+/* The catalogue as GET /v1/knobs lists it, each knob with its live value, path, bounds or allowed
+ * values, whether it is writable, and why not when it cannot be read (server/ops/knobs_read.c).
+ * Owned by the caller; NULL only on out of memory. */
+json_t *knobs_list_json(const struct app *app);
+/* One knob the same way; NULL with 404 knob.unknown. */
+json_t *knob_get_json(const struct app *app, const char *name, mp_err *e);
+
 /* 404 knob.unknown, quoting name only when it is safe to. Returns -1. */
 int knob_unknown(mp_err *e, const char *name);
 

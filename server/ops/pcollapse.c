@@ -133,7 +133,7 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 		out->status = "ok";
 	} else {
 		out->status = r.collapsed ? "partial" : "failed";
-		out->reason = r.collapsed ? "not_collapsed" : NULL;
+		out->reason = r.collapsed ? JR_NOT_COLLAPSED : JR_NONE;
 		out->err_no = r.last_errno;
 		snprintf(out->error, sizeof out->error, "%zu of %zu ranges not collapsed (last: %s)", r.failed, r.ranges,
 			 strerror(r.last_errno));

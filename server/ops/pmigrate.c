@@ -180,7 +180,7 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 				"pages_moved", (json_int_t)(bfrom > afrom ? (bfrom - afrom) / 4096 : 0),
 				"pages_not_moved", (json_int_t)rc, "elapsed_ns", (json_int_t)el, "vmstat_delta", delta);
 	out->status = rc == 0 ? "ok" : "partial";
-	out->reason = rc == 0 ? NULL : "not_moved";
+	out->reason = rc == 0 ? JR_NONE : JR_NOT_MOVED;
 	pl_free(&before);
 	pl_free(&after);
 }

@@ -145,7 +145,7 @@ static void probe_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 			fail_out(out, "cancelled", 0, err);
 		else if (end == PCE_TIMEOUT) {
 			fail_out(out, "failed", ETIMEDOUT, err);
-			out->reason = "timeout";
+			out->reason = JR_TIMEOUT;
 		} else if (end != PCE_OK)
 			fail_out(out, "failed", err_no, err);
 	}

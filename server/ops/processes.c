@@ -10,6 +10,7 @@
 #include "server/kernel/proc.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
+#include "server/store/samples.h"
 
 int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 {
@@ -224,4 +225,15 @@ out:
 	json_decref(request);
 	json_decref(result);
 	return id;
+}
+
+int process_samples_start(const struct app *app, pid_t pid, uint64_t *start, mp_err *e)
+{
+	/* Only the start time is wanted: stat, not a placement read. */
+	*start = 0;
+	if (proc_start_time(app->procfs_root, pid, start) < 0 && samples_last_start_time(app->store, pid, start, e) < 0)
+		return -1;
+	if (!*start)
+		return mp_fail(e, MPE_PROCESS_NOT_FOUND, 0, "no process %d and no samples of one", (int)pid);
+	return 0;
 }

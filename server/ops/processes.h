@@ -47,4 +47,9 @@ json_t *placement_json(const struct placement *p, bool with_mappings);
 int64_t process_sample_record(const struct app *app, const struct proc_caller *who, const struct placement *p,
 			      int64_t started_ns, mp_err *e);
 
+/* The start time GET /v1/processes/{pid}/samples means without ?start_time=: the live process with
+ * this pid, else the last one sampled. 0, or -1 with 404 process.not_found (neither) or the
+ * store's error. */
+int process_samples_start(const struct app *app, pid_t pid, uint64_t *start, mp_err *e);
+
 #endif

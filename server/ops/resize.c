@@ -112,7 +112,7 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 		if (job_past_deadline(r->ctx)) {
 			t->stop = "deadline";
 			out->status = "partial";
-			out->reason = "deadline";
+			out->reason = JR_DEADLINE;
 			return 1;
 		}
 		rc = htlb_nr_run(nr, t->now, t->goal, a->batch, max < HTLB_RUN_MAX ? max : HTLB_RUN_MAX, RUN_BUDGET_NS,
@@ -209,7 +209,7 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		for (int i = 0; i < a->n; i++)
 			if (a->t[i].stop && strcmp(a->t[i].stop, "target")) {
 				out->status = "partial";
-				out->reason = a->t[i].stop;
+				out->reason = job_reason_by_name(a->t[i].stop);   /* no_progress or deadline */
 				break;
 			}
 	}
@@ -221,7 +221,7 @@ done:
 				"targets", plan_targets_json(a, true), "batches", (json_int_t)r->seq, "elapsed_ns",
 				(json_int_t)(clk_mono_ns() - r->t0), "compacted", r->compacted);
 	if (out->reason)
-		json_object_set_new(out->result, "reason", json_string(out->reason));
+		json_object_set_new(out->result, "reason", json_string(job_reason_name(out->reason)));
 	/* The counters (htlb_buddy_alloc_*, compact_*, ...) and free blocks around the resize are the
 	 * runner's: result.conditions (ops/conditions.c), as for every job. */
 	if ((pool = pools_get(a->app, a->size_kb, &e)))

@@ -10,6 +10,7 @@
 
 #include "common/jsonfields.h"
 #include "server/clock.h"
+#include "server/log.h"
 #include "server/store/tokens.h"
 
 int token_hash(const char *secret, size_t len, unsigned char out[32])
@@ -98,4 +99,57 @@ out:
 int token_revoke(const struct app *app, const char *name, mp_err *e)
 {
 	return token_store_revoke(app->store, name, clk_wall_ns(), e);
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int token_check(const struct app *app, const char *text, int64_t now_ns, struct token_grant *g, mp_err *e)
+{
+	char lookup[TOKEN_LOOKUP_HEX + 1];
+	unsigned char hash[TOKEN_HASH_LEN];
+	struct token_row row;
+	int found;
+
+	memset(g, 0, sizeof *g);
+	if (strlen(text) != TOKEN_TEXT_LEN || strncmp(text, TOKEN_PREFIX, 4) != 0 || text[4 + TOKEN_LOOKUP_HEX] != '_' ||
+	    !is_hex(text + 4, TOKEN_LOOKUP_HEX) || !is_hex(text + 5 + TOKEN_LOOKUP_HEX, TOKEN_SECRET_HEX))
+		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the bearer token is malformed (mempolicyctl token "
+			       "create prints one: mpt_ + 16 + _ + 64 lower-case hex digits)");
+	memcpy(lookup, text + 4, TOKEN_LOOKUP_HEX);
+	lookup[TOKEN_LOOKUP_HEX] = '\0';
+	if ((found = token_store_lookup(app->store, lookup, &row, e)) < 0)
+		return -1;
+	if (!found)
+		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "no such token");
+	snprintf(g->name, sizeof g->name, "%s", row.name);
+	if (token_hash(text + 5 + TOKEN_LOOKUP_HEX, TOKEN_SECRET_HEX, hash) < 0)
+		return mp_fail(e, MPE_INTERNAL_ERROR, 0, "SHA-256 failed");
+	if (gnutls_memcmp(hash, row.hash, TOKEN_HASH_LEN) != 0)
+		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token's secret is wrong");
+	if (row.revoked_ns)
+		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token '%s' has been revoked", row.name);
+	if (row.expires_ns && now_ns >= row.expires_ns)
+		return mp_fail(e, MPE_AUTH_UNAUTHENTICATED, 0, "the token '%s' has expired", row.name);
+	if (now_ns - row.last_used_ns >= TOKEN_TOUCH_NS) {
+		mp_err te = { 0 };
+		if (token_store_touch(app->store, row.id, now_ns, &te) < 0)
+			log_warn("cannot record the use of token '%s': %s", row.name, te.detail);
+	}
+	g->admin = row.admin;
+	return 0;
+}
+
+void token_failure_record(const struct app *app, int64_t now_ns, const char *peer, enum mp_code code,
+			  const char *name, const char *detail)
+{
+	mp_err e = { 0 };
+
+	if (auth_failure_record(app->store, now_ns, peer, mp_code_name(code), name, detail, &e) < 0)
+		log_warn("cannot record a failed authentication: %s", e.detail);
 }

@@ -12,7 +12,6 @@
 
 #include "common/parse.h"
 #include "server/log.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 extern const char *const mpd_schema_migrations[];
@@ -28,6 +27,35 @@ static const enum conn_id stmt_conn[ST__COUNT] = {
 	STORE_STMTS(X)
 #undef X
 };
+static const char *const stmt_name[ST__COUNT] = {
+#define X(name, conn, sql) [ST_##name] = #name,
+	STORE_STMTS(X)
+#undef X
+};
+/* 0 for the statements STORE_COLS does not name: they must return no rows' columns. */
+static const int stmt_ncols[ST__COUNT] = {
+#define C(name, n) [ST_##name] = (n),
+	STORE_COLS(C)
+#undef C
+};
+
+int store_prepare(sqlite3 *db, const char *name, const char *sql, int ncols, sqlite3_stmt **out, mp_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int got;
+
+	*out = NULL;
+	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
+		/* Not e->detail as its own argument: formatting a buffer into itself garbled it. */
+		return mp_fail(e, MPE_STORE_OPEN, 0, "statement %s cannot be prepared: %s", name, sqlite3_errmsg(db));
+	if ((got = sqlite3_column_count(s)) != ncols) {
+		sqlite3_finalize(s);
+		return mp_fail(e, MPE_STORE_OPEN, 0, "statement %s returns %d columns; its readers read %d "
+			       "(server/store/stmts.h, STORE_COLS)", name, got, ncols);
+	}
+	*out = s;
+	return 0;
+}
 
 /* Which connection of which store this thread holds: the lock rule's debug check, per thread so
  * that checking it needs no lock and races with nothing. */
@@ -84,7 +112,7 @@ int store_fail(struct store *st, enum conn_id c, mp_err *e, const char *what)
 	}
 	/* The writer's failures are what an administrator is alerted on (GET /metrics). */
 	if (c == W)
-		metrics_store_write_error(mp_code_name(e->code));
+		STORE_EVENT(st, write_error, mp_code_name(e->code));
 	return rc;
 }
 
@@ -261,19 +289,20 @@ struct store *store_open(const char *path, mp_err *e)
 	    migrate(st, e) < 0 || open_conn(st, R, path, e) < 0)
 		goto fail;
 	for (int i = 0; i < ST__COUNT; i++)
-		if (sqlite3_prepare_v3(st->c[stmt_conn[i]].db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-				       &st->stmts[i], NULL) != SQLITE_OK) {
-			/* Not e->detail as its own argument: formatting a buffer into itself garbled it. */
-			mp_fail(e, MPE_STORE_OPEN, 0, "statement %d cannot be prepared: %s", i,
-				sqlite3_errmsg(st->c[stmt_conn[i]].db));
+		if (store_prepare(st->c[stmt_conn[i]].db, stmt_name[i], stmt_sql[i], stmt_ncols[i], &st->stmts[i],
+				  e) < 0)
 			goto fail;
-		}
 	sqlite3_wal_hook(st->c[W].db, wal_hook, st);   /* replaces the autocheckpoint */
 	read_kill_at(st);
 	return st;
 fail:
 	store_close(st);
 	return NULL;
+}
+
+void store_set_events(struct store *st, const struct store_events *ev)
+{
+	st->ev = ev;
 }
 
 void store_close(struct store *st)
@@ -418,6 +447,13 @@ json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 		return NULL;
 	}
 	return arr;
+}
+
+int bind_fail(int rc, mp_err *e, const char *what)
+{
+	if (rc == SQLITE_NOMEM)
+		return mp_nomem(e);
+	return mp_fail(e, MPE_STORE_ERROR, 0, "%s: a value cannot be bound: %s", what, sqlite3_errstr(rc));
 }
 
 int bind_text_or_null(sqlite3_stmt *s, int i, const char *t)

@@ -4,47 +4,51 @@
 #include <string.h>
 
 #include "server/store/db.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 #include "server/store/summary.h"
 
 int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_OP_INSERT);
+	int brc = SQLITE_OK;   /* the first failed bind */
 
-	sqlite3_bind_text(s, 1, op->kind, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, op->source ? op->source : "api", -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 1, op->kind, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 2, op->source ? op->source : "api", -1, SQLITE_TRANSIENT));
 	/* A token's change has a name ("token:NAME") and no uid. */
 	if (op->has_actor)
 		sqlite3_bind_int64(s, 3, op->actor_uid);
 	if (op->actor_name && *op->actor_name)
-		sqlite3_bind_text(s, 4, op->actor_name, -1, SQLITE_TRANSIENT);
+		BIND(brc, sqlite3_bind_text(s, 4, op->actor_name, -1, SQLITE_TRANSIENT));
 	sqlite3_bind_int64(s, 5, op->started_ns);
 	if (op->finished_ns)
 		sqlite3_bind_int64(s, 6, op->finished_ns);
-	sqlite3_bind_text(s, 7, op->status, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 7, op->status, -1, SQLITE_TRANSIENT));
 	if (op->err_no)
 		sqlite3_bind_int(s, 8, op->err_no);
-	bind_text_or_null(s, 9, op->error);
-	if (bind_json(s, 10, op->request) != SQLITE_OK || bind_json(s, 11, op->result) != SQLITE_OK)
-		return mp_nomem(e);
-	bind_text_or_null(s, 12, op->kernel_release);
+	BIND(brc, bind_text_or_null(s, 9, op->error));
+	BIND(brc, bind_json(s, 10, op->request));
+	BIND(brc, bind_json(s, 11, op->result));
+	BIND(brc, bind_text_or_null(s, 12, op->kernel_release));
 	sqlite3_bind_int64(s, 13, st->instance);
+	if (brc != SQLITE_OK)
+		return bind_fail(brc, e, "insert operation");
 	return run_insert(st, s, e, "insert operation");
 }
 
 int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_OP_FINISH);
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, out->status, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 2, out->status, -1, SQLITE_TRANSIENT));
 	sqlite3_bind_int64(s, 3, out->finished_ns);
 	if (out->err_no)
 		sqlite3_bind_int(s, 4, out->err_no);
-	bind_text_or_null(s, 5, out->error);
-	if (bind_json(s, 6, out->result) != SQLITE_OK)
-		return mp_nomem(e);
+	BIND(brc, bind_text_or_null(s, 5, out->error));
+	BIND(brc, bind_json(s, 6, out->result));
+	if (brc != SQLITE_OK)
+		return bind_fail(brc, e, "finish operation");
 	/* An operation that is not there is our bug (or a hand-edited database), not the client's. */
 	return run_write_one(st, s, MPE_STORE_ERROR, "operation", id, e, "finish operation");
 }
@@ -57,7 +61,7 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
 	id = op_insert_row(st, op, e);
 	store_conn_unlock(st, W);
 	if (id > 0)
-		metrics_op_inserted(id, op->kind, op->status);
+		STORE_EVENT(st, op_inserted, id, op->kind, op->status);
 	return id;
 }
 
@@ -69,7 +73,7 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
 	rc = op_finish_row(st, id, out, e);
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		metrics_op_finished(id, out->status);
+		STORE_EVENT(st, op_finished, id, out->status);
 	return rc;
 }
 
@@ -91,15 +95,18 @@ int history_mark_unfinished(struct store *st, int64_t now_ns, mp_err *e)
 static int knob_change_row(struct store *st, int64_t op_id, const struct knob_change_rec *kc, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_KNOB_CHANGE);
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	sqlite3_bind_int64(s, 1, op_id);
 	sqlite3_bind_int(s, 2, kc->seq);
-	sqlite3_bind_text(s, 3, kc->knob, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(s, 4, kc->old);
-	sqlite3_bind_text(s, 5, kc->new_value, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 6, kc->status, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 3, kc->knob, -1, SQLITE_TRANSIENT));
+	BIND(brc, bind_text_or_null(s, 4, kc->old));
+	BIND(brc, sqlite3_bind_text(s, 5, kc->new_value, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 6, kc->status, -1, SQLITE_TRANSIENT));
 	if (kc->err_no)
 		sqlite3_bind_int(s, 7, kc->err_no);
+	if (brc != SQLITE_OK)
+		return bind_fail(brc, e, "insert knob change");
 	return run_write(st, s, e, "insert knob change");
 }
 
@@ -123,7 +130,7 @@ rollback:
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		metrics_op_finished(id, out->status);
+		STORE_EVENT(st, op_finished, id, out->status);
 	return rc;
 }
 
@@ -166,7 +173,7 @@ static json_t *op_list_item(sqlite3_stmt *s)
 {
 	json_t *op = op_summary(s);
 
-	if (op && add_summary(op, s, 10) < 0) {
+	if (op && add_summary(op, s, OP_NCOLS) < 0) {
 		json_decref(op);
 		return NULL;
 	}
@@ -179,13 +186,14 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 	sqlite3_stmt *s;
 	json_t *a;
 	size_t n;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	*ops = NULL;
 	*next_before_id = 0;
 	store_conn_lock(st, R);
 	s = stmt(st, ST_OP_LIST);
-	bind_text_or_null(s, 1, f->kind);
-	bind_text_or_null(s, 2, f->status);
+	BIND(brc, bind_text_or_null(s, 1, f->kind));
+	BIND(brc, bind_text_or_null(s, 2, f->status));
 	if (f->has_since)
 		sqlite3_bind_int64(s, 3, f->since_ns);
 	if (f->has_until)
@@ -194,6 +202,10 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 		sqlite3_bind_int64(s, 5, f->before_id);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
+	if (brc != SQLITE_OK) {
+		store_conn_unlock(st, R);
+		return bind_fail(brc, e, "list operations");
+	}
 	a = read_many(st, R, s, op_list_item, e, "list operations");
 	store_conn_unlock(st, R);
 	if (!a)
@@ -211,10 +223,10 @@ static json_t *op_full(sqlite3_stmt *s)
 	json_t *op = op_summary(s);
 
 	if (op) {
-		json_object_set_new(op, "request", col_json(s, 10));
-		json_object_set_new(op, "result", col_json(s, 11));
-		json_object_set_new(op, "kernel_release", col_text(s, 12));
-		if (add_summary(op, s, 13) < 0) {
+		json_object_set_new(op, "request", col_json(s, OP_NCOLS));
+		json_object_set_new(op, "result", col_json(s, OP_NCOLS + 1));
+		json_object_set_new(op, "kernel_release", col_text(s, OP_NCOLS + 2));
+		if (add_summary(op, s, OP_NCOLS + 3) < 0) {
 			json_decref(op);
 			return NULL;
 		}

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "server/store/events.h"
 #include "server/store/stmts.h"
 
 enum conn_id { W, R };
@@ -36,7 +37,15 @@ struct store {
 	unsigned commits;                     /* atomic: commits on the writer, counted by its WAL hook (the scans' pacing) */
 	int64_t instance;                     /* this daemon start's random id, written with every operation and job */
 	bool trusted;                         /* the file passed store_check_schema: closing may write */
+	const struct store_events *ev;        /* borrowed; NULL: nothing is reported (set before serving) */
 };
+
+/* Reports an event to the receiver, if there is one for it (events.h). */
+#define STORE_EVENT(st, fn, ...) \
+	do { \
+		if ((st)->ev && (st)->ev->fn) \
+			(st)->ev->fn(__VA_ARGS__); \
+	} while (0)
 
 /* Trust before touch (check.c). store_check_header reads the file's header with a plain read(2),
  * no SQLite, nothing created: *version is its user_version, -1 when there is no database yet (no
@@ -51,6 +60,11 @@ void store_conn_lock(struct store *st, enum conn_id c);
 void store_conn_unlock(struct store *st, enum conn_id c);
 void store_hold(const struct store *st, enum conn_id c, const char *fn);
 #define hold(st, c) store_hold((st), (c), __func__)
+
+/* Prepares one statement of the table (store_open, for each): fails with store.open naming it when
+ * SQLite refuses the text or when it returns other than ncols columns, which is what its readers
+ * read by index (stmts.h, STORE_COLS). 0 with *out (owned by the caller), or -1. */
+int store_prepare(sqlite3 *db, const char *name, const char *sql, int ncols, sqlite3_stmt **out, mp_err *e);
 
 /* The statement id, reset with its bindings cleared; the caller holds its connection's lock. */
 sqlite3_stmt *stmt(struct store *st, enum stmt_id id);
@@ -83,6 +97,13 @@ json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 
 /* Binding: NULL binds SQL NULL; JSON is bound as compact text. */
 int bind_text_or_null(sqlite3_stmt *s, int i, const char *t);
+/* A failed bind (SQLITE_TOOBIG past the connection's length limit, SQLITE_NOMEM) leaves the
+ * parameter NULL and the statement would still run, storing NULL or finding nothing: each text
+ * or blob bind goes through BIND, which keeps the first failure in rc, and the function checks rc
+ * with bind_fail before it runs the statement. */
+#define BIND(rc, call) ((rc) = (rc) != SQLITE_OK ? (rc) : (call))
+/* rc as the error of what (internal.nomem for SQLITE_NOMEM, store.error otherwise); -1. */
+int bind_fail(int rc, mp_err *e, const char *what);
 int bind_json(sqlite3_stmt *s, int i, const json_t *v);
 
 /* A result column as JSON (new references): NULL becomes json null; a text column that holds JSON

@@ -5,28 +5,30 @@
 
 #include "server/store/db.h"
 #include "server/store/history.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t op_id, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_JOB_INSERT);
+	int brc = SQLITE_OK;   /* the first failed bind */
 
-	sqlite3_bind_text(s, 1, r->kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, r->status, -1, SQLITE_STATIC);
-	bind_text_or_null(s, 3, r->conflict_key);
-	sqlite3_bind_text(s, 4, r->source, -1, SQLITE_STATIC);
+	BIND(brc, sqlite3_bind_text(s, 1, r->kind, -1, SQLITE_STATIC));
+	BIND(brc, sqlite3_bind_text(s, 2, r->status, -1, SQLITE_STATIC));
+	BIND(brc, bind_text_or_null(s, 3, r->conflict_key));
+	BIND(brc, sqlite3_bind_text(s, 4, r->source, -1, SQLITE_STATIC));
 	if (r->schedule_id > 0)
 		sqlite3_bind_int64(s, 5, r->schedule_id);
 	if (r->has_actor)
 		sqlite3_bind_int64(s, 6, r->actor_uid);
-	bind_text_or_null(s, 7, r->actor_name && *r->actor_name ? r->actor_name : NULL);
+	BIND(brc, bind_text_or_null(s, 7, r->actor_name && *r->actor_name ? r->actor_name : NULL));
 	if (op_id > 0)
 		sqlite3_bind_int64(s, 8, op_id);
 	sqlite3_bind_int64(s, 9, r->created_ns);
-	if (bind_json(s, 10, r->request) != SQLITE_OK || bind_json(s, 11, r->progress) != SQLITE_OK)
-		return mp_nomem(e);
+	BIND(brc, bind_json(s, 10, r->request));
+	BIND(brc, bind_json(s, 11, r->progress));
 	sqlite3_bind_int64(s, 12, st->instance);
+	if (brc != SQLITE_OK)
+		return bind_fail(brc, e, "insert job");
 	return run_insert(st, s, e, "insert job");
 }
 
@@ -46,8 +48,8 @@ int store_job_submit(struct store *st, const struct op_record *op, const struct 
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		metrics_op_inserted(*op_id, op->kind, op->status);
-		metrics_job_submitted(*job_id, r->kind);
+		STORE_EVENT(st, op_inserted, *op_id, op->kind, op->status);
+		STORE_EVENT(st, job_submitted, *job_id, r->kind);
 	}
 	return rc;
 }
@@ -69,16 +71,19 @@ int store_job_start(struct store *st, int64_t id, int64_t started_ns, mp_err *e)
 static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_JOB_FINISH);
+	int brc = SQLITE_OK;   /* the first failed bind */
 
-	sqlite3_bind_text(s, 1, x->status, -1, SQLITE_STATIC);
+	BIND(brc, sqlite3_bind_text(s, 1, x->status, -1, SQLITE_STATIC));
 	sqlite3_bind_int64(s, 2, x->finished_ns);
-	bind_text_or_null(s, 3, x->reason);
+	BIND(brc, bind_text_or_null(s, 3, x->reason));
 	if (x->err_no)
 		sqlite3_bind_int(s, 4, x->err_no);
-	bind_text_or_null(s, 5, x->error && *x->error ? x->error : NULL);
-	if (bind_json(s, 6, x->progress) != SQLITE_OK || bind_json(s, 7, x->result) != SQLITE_OK)
-		return mp_nomem(e);
+	BIND(brc, bind_text_or_null(s, 5, x->error && *x->error ? x->error : NULL));
+	BIND(brc, bind_json(s, 6, x->progress));
+	BIND(brc, bind_json(s, 7, x->result));
 	sqlite3_bind_int64(s, 8, x->job_id);
+	if (brc != SQLITE_OK)
+		return bind_fail(brc, e, "finish job");
 	return run_write_one(st, s, MPE_JOB_NOT_FOUND, "job", x->job_id, e, "finish job");
 }
 
@@ -98,9 +103,9 @@ int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		metrics_job_finished(x->job_id, x->status);
+		STORE_EVENT(st, job_finished, x->job_id, x->status);
 		if (x->op_id > 0)
-			metrics_op_finished(x->op_id, x->status);
+			STORE_EVENT(st, op_finished, x->op_id, x->status);
 	}
 	return rc;
 }
@@ -148,16 +153,22 @@ json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int
 {
 	sqlite3_stmt *s;
 	json_t *arr;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, R);
 	s = stmt(st, ST_JOB_LIST);
-	bind_text_or_null(s, 1, kind);
-	bind_text_or_null(s, 2, status);
+	BIND(brc, bind_text_or_null(s, 1, kind));
+	BIND(brc, bind_text_or_null(s, 2, status));
 	if (schedule_id > 0)
 		sqlite3_bind_int64(s, 3, schedule_id);
 	if (before_id > 0)
 		sqlite3_bind_int64(s, 4, before_id);
 	sqlite3_bind_int(s, 5, limit);
+	if (brc != SQLITE_OK) {
+		store_conn_unlock(st, R);
+		bind_fail(brc, e, "list jobs");
+		return NULL;
+	}
 	arr = read_many(st, R, s, row_json, e, "list jobs");
 	store_conn_unlock(st, R);
 	return arr;
@@ -188,6 +199,7 @@ int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_
 {
 	sqlite3_stmt *s;
 	int rc = -1;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	if (n <= 0)
 		return 0;
@@ -199,11 +211,11 @@ int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_
 		s = stmt(st, ST_BATCH_INSERT);
 		sqlite3_bind_int64(s, 1, r->op_id);
 		sqlite3_bind_int64(s, 2, r->seq);
-		sqlite3_bind_text(s, 3, r->kind, -1, SQLITE_STATIC);
+		BIND(brc, sqlite3_bind_text(s, 3, r->kind, -1, SQLITE_STATIC));
 		sqlite3_bind_int64(s, 4, (int64_t)r->size_kb);
 		if (r->node >= 0)
 			sqlite3_bind_int(s, 5, r->node);
-		sqlite3_bind_text(s, 6, r->grow ? "grow" : "shrink", -1, SQLITE_STATIC);
+		BIND(brc, sqlite3_bind_text(s, 6, r->grow ? "grow" : "shrink", -1, SQLITE_STATIC));
 		sqlite3_bind_int64(s, 7, r->started_ns);
 		sqlite3_bind_int64(s, 8, (int64_t)r->before);
 		sqlite3_bind_int64(s, 9, (int64_t)r->written);
@@ -212,7 +224,7 @@ int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_
 		sqlite3_bind_int64(s, 12, (int64_t)r->achieved);
 		sqlite3_bind_int64(s, 13, r->elapsed_ns);
 		sqlite3_bind_int64(s, 14, r->latency_ns);
-		if (run_write(st, s, e, "insert batch") < 0) {
+		if ((brc != SQLITE_OK && bind_fail(brc, e, "insert batch") < 0) || run_write(st, s, e, "insert batch") < 0) {
 			tx_rollback(st);
 			goto out;
 		}
@@ -221,6 +233,6 @@ int batches_db_insert(struct store *st, const struct batch_row *rows, int n, mp_
 out:
 	store_conn_unlock(st, W);
 	for (int i = 0; rc == 0 && i < n; i++)
-		metrics_batch(rows[i].size_kb, rows[i].node, rows[i].grow, rows[i].latency_ns);
+		STORE_EVENT(st, batch, rows[i].size_kb, rows[i].node, rows[i].grow, rows[i].latency_ns);
 	return rc;
 }

@@ -10,16 +10,18 @@ int64_t restores_db_add(struct store *st, int64_t op_id, const char *what, const
 {
 	sqlite3_stmt *s;
 	int64_t id;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, W);
 	s = stmt(st, ST_RESTORE_ADD);
 	if (op_id > 0)
 		sqlite3_bind_int64(s, 1, op_id);
-	sqlite3_bind_text(s, 2, what, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, target, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 4, value, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 2, what, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 3, target, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 4, value, -1, SQLITE_TRANSIENT));
 	sqlite3_bind_int64(s, 5, clk_wall_ns());
-	id = run_insert(st, s, e, "record a pending restore");
+	id = brc != SQLITE_OK ? bind_fail(brc, e, "record a pending restore")
+			      : run_insert(st, s, e, "record a pending restore");
 	store_conn_unlock(st, W);
 	return id;
 }

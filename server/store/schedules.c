@@ -5,33 +5,30 @@
 
 #include "server/store/db.h"
 #include "server/store/history.h"
-#include "server/metrics.h"
 #include "server/store/internal.h"
 
 int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_err *e)
 {
 	sqlite3_stmt *s;
 	int64_t id = -1;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, W);
 	s = stmt(st, ST_SCHED_INSERT);
-	sqlite3_bind_text(s, 1, n->cron, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, n->timezone, -1, SQLITE_TRANSIENT);
-	if (bind_json(s, 3, n->action) != SQLITE_OK) {
-		mp_nomem(e);
-		goto out;
-	}
+	BIND(brc, sqlite3_bind_text(s, 1, n->cron, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 2, n->timezone, -1, SQLITE_TRANSIENT));
+	BIND(brc, bind_json(s, 3, n->action));
 	sqlite3_bind_int(s, 4, n->enabled);
 	sqlite3_bind_int64(s, 5, n->misfire_grace_s);
 	sqlite3_bind_int64(s, 6, n->created_ns);
 	if (n->has_uid)
 		sqlite3_bind_int64(s, 7, n->uid);
 	if (n->name && *n->name)
-		sqlite3_bind_text(s, 8, n->name, -1, SQLITE_TRANSIENT);
+		BIND(brc, sqlite3_bind_text(s, 8, n->name, -1, SQLITE_TRANSIENT));
 	if (n->next_run_ns)
 		sqlite3_bind_int64(s, 9, n->next_run_ns);
 	sqlite3_bind_int64(s, 10, n->max_schedules);
-	if (run_write(st, s, e, "insert schedule") < 0)
+	if ((brc != SQLITE_OK && bind_fail(brc, e, "insert schedule") < 0) || run_write(st, s, e, "insert schedule") < 0)
 		goto out;
 	if (sqlite3_changes(st->c[W].db) == 0)
 		mp_fail(e, MPE_SCHEDULE_LIMIT, 0, "the daemon already holds %lld schedules, as many as max-schedules "
@@ -195,7 +192,7 @@ int sched_store_ran(struct store *st, int64_t id, const struct sched_ran *r, mp_
 {
 	sqlite3_stmt *s;
 	int64_t skip_op = 0, fail_op = 0;
-	int rc = -1;
+	int rc = -1, brc = SQLITE_OK;   /* brc: the first failed bind */
 
 	store_conn_lock(st, W);
 	if (tx_begin(st, "schedule_run", e) < 0)
@@ -207,16 +204,17 @@ int sched_store_ran(struct store *st, int64_t id, const struct sched_ran *r, mp_
 	sqlite3_bind_int64(s, 1, id);
 	sqlite3_bind_int64(s, 2, r->run_ns);
 	sqlite3_bind_int64(s, 3, r->due_ns);
-	sqlite3_bind_text(s, 4, r->status, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 4, r->status, -1, SQLITE_TRANSIENT));
 	if (r->job_id)
 		sqlite3_bind_int64(s, 5, r->job_id);
 	if (fail_op || skip_op)
 		sqlite3_bind_int64(s, 6, fail_op ? fail_op : skip_op);
 	if (r->error)
-		sqlite3_bind_text(s, 7, r->error, -1, SQLITE_TRANSIENT);
+		BIND(brc, sqlite3_bind_text(s, 7, r->error, -1, SQLITE_TRANSIENT));
 	if (r->next_run_ns)
 		sqlite3_bind_int64(s, 8, r->next_run_ns);
-	if (run_write(st, s, e, "record schedule run") < 0)
+	if ((brc != SQLITE_OK && bind_fail(brc, e, "record schedule run") < 0) ||
+	    run_write(st, s, e, "record schedule run") < 0)
 		goto rollback;
 	rc = tx_commit(st, e);
 	goto out;
@@ -226,10 +224,10 @@ out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
 		if (r->skipped_op)
-			metrics_op_inserted(skip_op, r->skipped_op->kind, r->skipped_op->status);
+			STORE_EVENT(st, op_inserted, skip_op, r->skipped_op->kind, r->skipped_op->status);
 		if (r->failed_op)
-			metrics_op_inserted(fail_op, r->failed_op->kind, r->failed_op->status);
-		metrics_schedule_ran(r->status, r->skipped_op != NULL);
+			STORE_EVENT(st, op_inserted, fail_op, r->failed_op->kind, r->failed_op->status);
+		STORE_EVENT(st, schedule_ran, r->status, r->skipped_op != NULL);
 	}
 	return rc;
 }

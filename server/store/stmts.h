@@ -1,11 +1,15 @@
 /* Private to server/store/: every SQL statement the daemon runs, one line each, prepared once at
  * open on the connection it names (W: the writer, R: the read-only reader) and finalized at close.
  * A statement is fetched by its index (stmt()), never looked up by text or pointer, and never
- * evicted. Adding a statement = one line here. */
+ * evicted. Adding a statement = one line here, and, when it returns rows, one line in STORE_COLS
+ * below: how many columns its readers read by index. store_open checks each prepared statement's
+ * sqlite3_column_count against that once, so a column added to a SELECT (or a list macro) without
+ * its readers is a failed open naming the statement, not a reader silently off by one. */
 #ifndef MPD_STORE_STMTS_H
 #define MPD_STORE_STMTS_H
 
 #define OP_COLS "id, kind, source, actor_uid, actor_name, started_ns, finished_ns, status, errno, error"
+#define OP_NCOLS 10
 /* What an operation's summary (store/summary.c) is built from, each only for the kinds that use it
  * so that a page of knob changes parses no JSON for it: the request (not of knobs.set), a resize's
  * result.targets, and the knob changes already as text, "knob old→new[ status]" in order (status
@@ -15,10 +19,13 @@
 	"CASE WHEN kind = 'knobs.set' THEN (SELECT group_concat(knob || ' ' || ifnull(old, '?') || '→' || " \
 	"ifnull(new, '?') || CASE WHEN status = 'written' THEN '' ELSE ' ' || status END, ', ') FROM " \
 	"(SELECT knob, old, new, status FROM knob_changes WHERE op_id = operations.id ORDER BY seq)) END"
+#define OP_SUMMARY_NCOLS 3
 #define JOB_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, started_ns, " \
 	"finished_ns, request, progress, result, reason, errno, error"
+#define JOB_NCOLS 17
 #define SCHED_COLS "id, cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, " \
 	"created_by_name, next_run_ns, last_run_ns, last_due_ns, last_status, last_job_id, last_op_id, last_error"
+#define SCHED_NCOLS 16
 
 /* The latency statistics: one WHERE per combination of filters (size, node, since, until), so that
  * SQLite sees plain equalities and ranges and picks the covering index that walks the samples in
@@ -145,6 +152,39 @@
 	/* latency statistics (stats.c): a count and sum, then a walk in latency order */ \
 	STATS_VARIANTS(STATS_COUNT_STMT) \
 	STATS_VARIANTS(STATS_WALK_STMT)
+
+/* What each statement that returns rows gives its readers: C(name, columns). A statement not named
+ * here must return none (an INSERT, UPDATE or DELETE). */
+#define STATS_COUNT_COLS(m, where) C(STATS_COUNT_##m, 2)
+#define STATS_WALK_COLS(m, where)  C(STATS_WALK_##m, 1)
+#define STORE_COLS(C) \
+	C(VERSION, 1) \
+	C(OP_LIST, OP_NCOLS + OP_SUMMARY_NCOLS) \
+	C(OP_GET, OP_NCOLS + 3 + OP_SUMMARY_NCOLS)   /* + request, result, kernel_release */ \
+	C(OP_GET_CHANGES, 6) \
+	C(JOB_GET, JOB_NCOLS) \
+	C(JOB_LIST, JOB_NCOLS) \
+	C(JOB_ACTIVE, 2) \
+	C(SCHED_GET, SCHED_NCOLS) \
+	C(SCHED_LIST, SCHED_NCOLS) \
+	C(SCHED_DUE, 6) \
+	C(SCHED_NEXT, 1) \
+	C(SAMPLES_LIST, 3) \
+	C(SAMPLES_LAST, 1) \
+	C(RET_OP_YOUNG, 1) \
+	C(RET_OP_END, 1) \
+	C(RET_OP_NTH, 1) \
+	C(RET_BATCH_NTH, 1) \
+	C(RET_JOB_YOUNG, 1) \
+	C(RET_JOB_END, 1) \
+	C(RET_JOB_NTH, 1) \
+	C(BATCH_LAT_OP, 1) \
+	C(RESTORE_PENDING, 5) \
+	C(TOKEN_NAMED, 1) \
+	C(TOKEN_LOOKUP, 7) \
+	C(TOKEN_LIST, 8) \
+	STATS_VARIANTS(STATS_COUNT_COLS) \
+	STATS_VARIANTS(STATS_WALK_COLS)
 
 enum stmt_id {
 #define X(name, conn, sql) ST_##name,

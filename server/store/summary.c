@@ -139,6 +139,7 @@ static void schedule(struct line *l, const char *status, const json_t *request, 
 	add(l, "schedule %lld %s", (long long)json_integer_value(json_object_get(request, "schedule_id")), status);
 }
 
+/* probe.<kind> and probe.restore: "probe thp-fault ok"; a kind without a builder: its status. */
 static void other(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		  const char *changes)
 {
@@ -164,7 +165,26 @@ static const struct {
 	{ "process.sample",   process },
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
+	{ "probe.*",          other },   /* every probe kind, and probe.restore */
 };
+
+/* kind matches a builder's name: equal, or "x.*" and kind starts with "x.". */
+static bool names(const char *builder, const char *kind)
+{
+	size_t n = strlen(builder);
+
+	if (n >= 2 && !strcmp(builder + n - 2, ".*"))
+		return !strncmp(kind, builder, n - 1);
+	return !strcmp(kind, builder);
+}
+
+bool op_summary_has(const char *kind)
+{
+	for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+		if (names(builders[i].kind, kind))
+			return true;
+	return false;
+}
 
 json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
 			const char *changes)
@@ -173,8 +193,10 @@ json_t *op_summary_text(const char *kind, const char *status, const json_t *requ
 	summary_fn *fn = other;
 
 	for (size_t i = 0; kind && i < sizeof builders / sizeof builders[0]; i++)
-		if (!strcmp(kind, builders[i].kind))
+		if (names(builders[i].kind, kind)) {
 			fn = builders[i].fn;
+			break;
+		}
 	fn(&l, status ? status : "?", request, targets, changes);
 	l.buf[l.off] = '\0';
 	/* Stored text is the daemon's own JSON, but a row edited by hand may hold anything: a string

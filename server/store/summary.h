@@ -5,6 +5,7 @@
 #define MPD_STORE_SUMMARY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* The text as a new JSON string (owned by the caller), or NULL when out of memory. request and
  * targets (a resize's result.targets) are borrowed and may be NULL or json null; changes is the
@@ -13,5 +14,8 @@
  * is: whoever prints it escapes it. */
 json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
 			const char *changes);
+/* Whether kind has a line of its own in the builders' table (else the text is its status only):
+ * mempolicyd --list-kinds says so per kind, and tests/e2e/test_kinds.py fails on one without. */
+bool op_summary_has(const char *kind);
 
 #endif

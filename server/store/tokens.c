@@ -10,12 +10,17 @@ int token_store_insert(struct store *st, const struct token_new *n, mp_err *e)
 {
 	sqlite3_stmt *s;
 	int rc = -1, step;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, W);
 	/* The name check and the insert run under the one writer lock, so no other insert comes
 	 * between them; the UNIQUE constraint stays as the schema's guarantee. */
 	s = stmt(st, ST_TOKEN_NAMED);
-	sqlite3_bind_text(s, 1, n->name, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 1, n->name, -1, SQLITE_TRANSIENT));
+	if (brc != SQLITE_OK) {
+		bind_fail(brc, e, "look up token name");
+		goto out;
+	}
 	step = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (step == SQLITE_ROW) {
@@ -27,16 +32,16 @@ int token_store_insert(struct store *st, const struct token_new *n, mp_err *e)
 		goto out;
 	}
 	s = stmt(st, ST_TOKEN_INSERT);
-	sqlite3_bind_text(s, 1, n->name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, n->lookup, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(s, 3, n->hash, TOKEN_HASH_LEN, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 4, n->scope, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 1, n->name, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 2, n->lookup, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_blob(s, 3, n->hash, TOKEN_HASH_LEN, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 4, n->scope, -1, SQLITE_TRANSIENT));
 	sqlite3_bind_int64(s, 5, n->created_ns);
-	bind_text_or_null(s, 6, n->created_by && *n->created_by ? n->created_by : NULL);
+	BIND(brc, bind_text_or_null(s, 6, n->created_by && *n->created_by ? n->created_by : NULL));
 	if (n->expires_ns)
 		sqlite3_bind_int64(s, 7, n->expires_ns);
 	sqlite3_bind_int(s, 8, TOKEN_MAX);
-	if (run_write(st, s, e, "insert token") < 0)
+	if ((brc != SQLITE_OK && bind_fail(brc, e, "insert token") < 0) || run_write(st, s, e, "insert token") < 0)
 		goto out;
 	if (sqlite3_changes(st->c[W].db) == 0) {
 		mp_fail(e, MPE_TOKEN_LIMIT, 0, "the daemon holds %d tokens, revoked ones included", TOKEN_MAX);
@@ -57,11 +62,16 @@ int token_store_lookup(struct store *st, const char *lookup, struct token_row *r
 {
 	sqlite3_stmt *s;
 	int rc, found = -1;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	memset(row, 0, sizeof *row);
 	store_conn_lock(st, R);
 	s = stmt(st, ST_TOKEN_LOOKUP);
-	sqlite3_bind_text(s, 1, lookup, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 1, lookup, -1, SQLITE_TRANSIENT));
+	if (brc != SQLITE_OK) {
+		bind_fail(brc, e, "look up token");
+		goto out;
+	}
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		const char *scope = (const char *)sqlite3_column_text(s, 3);
@@ -130,12 +140,15 @@ int token_store_revoke(struct store *st, const char *name, int64_t now_ns, mp_er
 {
 	sqlite3_stmt *s;
 	int rc = -1;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, W);
 	s = stmt(st, ST_TOKEN_REVOKE);
-	sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
+	BIND(brc, sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT));
 	sqlite3_bind_int64(s, 2, now_ns);
-	if (run_write(st, s, e, "revoke token") == 0) {
+	if (brc != SQLITE_OK)
+		bind_fail(brc, e, "revoke token");
+	else if (run_write(st, s, e, "revoke token") == 0) {
 		if (sqlite3_changes(st->c[W].db) == 0)
 			mp_fail(e, MPE_TOKEN_NOT_FOUND, 0, "no live token is named '%s'", name);
 		else
@@ -150,15 +163,17 @@ int auth_failure_record(struct store *st, int64_t at_ns, const char *peer, const
 {
 	sqlite3_stmt *s;
 	int rc;
+	int brc = SQLITE_OK;   /* the first failed bind */
 
 	store_conn_lock(st, W);
 	s = stmt(st, ST_AUTH_FAIL_ADD);
 	sqlite3_bind_int64(s, 1, at_ns);
-	sqlite3_bind_text(s, 2, peer, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(s, 4, token_name);
-	sqlite3_bind_text(s, 5, detail, -1, SQLITE_TRANSIENT);
-	rc = run_write(st, s, e, "record a failed authentication");
+	BIND(brc, sqlite3_bind_text(s, 2, peer, -1, SQLITE_TRANSIENT));
+	BIND(brc, sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT));
+	BIND(brc, bind_text_or_null(s, 4, token_name));
+	BIND(brc, sqlite3_bind_text(s, 5, detail, -1, SQLITE_TRANSIENT));
+	rc = brc != SQLITE_OK ? bind_fail(brc, e, "record a failed authentication")
+			      : run_write(st, s, e, "record a failed authentication");
 	store_conn_unlock(st, W);
 	return rc;
 }

@@ -15,13 +15,16 @@ import unittest
 
 from faketree import FakeTree
 from lib import BIN, DaemonTest
+from test_kinds import kinds
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DAEMON = os.path.join(BIN, "mempolicyd")
-# Dotted names that share a registry prefix but are operation (history) kinds, not problem codes.
-OPERATION_KINDS = {"hugepages.resize", "schedule.run", "knobs.set", "process.launch", "process.migrate",
-                   "process.collapse", "process.sample", "cgroup.mems", "probe.touch", "probe.fragment",
-                   "probe.restore"}
+
+
+def operation_kinds():
+    """Dotted names that share a registry prefix but are operation (history) kinds, not problem
+    codes: the daemon's own table (server/ops/kinds.c), so a new kind needs no line here."""
+    return set(kinds())
 
 
 def registry():
@@ -69,13 +72,42 @@ class RegistryIsTheOneList(unittest.TestCase):
         docs = [os.path.join(ROOT, "schema", "openapi.yaml"), os.path.join(ROOT, "README.md")] + \
             [f for f in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
              if not f.endswith("bench.md")]   # benchmark row ids (stats.query) are their own namespace
-        stale = []
+        stale, kinds = [], operation_kinds()
         for f in docs:
             for m in pat.finditer(open(f).read()):
                 name = m.group(0)
-                if name not in self.reg and name not in OPERATION_KINDS and not re.search(r"\.(c|h|md|py)$", name):
+                if name not in self.reg and name not in kinds and not re.search(r"\.(c|h|md|py)$", name):
                     stale.append("%s: %s" % (os.path.relpath(f, ROOT), name))
         self.assertEqual(stale, [], "names that look like problem codes but are not in the registry")
+
+
+class JobReasonsAreARegistry(unittest.TestCase):
+    """A job's reason is one registry (server/jobs/reasons.h), like the problem codes: listed by the
+    daemon, in the spec's Job.reason enum and docs/reference/job-reasons.md (gen-errors.py --check,
+    above), and never spelled as text where a job ends."""
+
+    def test_reasons_are_names(self):
+        out = subprocess.run([DAEMON, "--list-reasons"], check=True, capture_output=True, text=True).stdout
+        rows = [line.split("\t") for line in out.splitlines()]
+        names = [r[0] for r in rows]
+        self.assertGreaterEqual(len(names), 8)
+        for name, meaning in rows:
+            self.assertRegex(name, r"^[a-z]+(_[a-z]+)*$", "a reason is a name, not a sentence")
+            self.assertTrue(meaning, name)
+        self.assertEqual(len(set(names)), len(names))
+        for r in ("cancel_requested", "not_started", "daemon_stopping", "restart", "no_progress", "deadline"):
+            self.assertIn(r, names)
+
+    def test_no_reason_is_spelled_as_text(self):
+        # The store's job_end takes text: only job_reason_name() may fill it.
+        found = []
+        for f in glob.glob(os.path.join(ROOT, "server", "**", "*.c"), recursive=True):
+            for n, line in enumerate(open(f, encoding="utf-8"), 1):
+                if re.search(r'\.reason\s*=\s*"|->reason\s*=\s*"|\breason\s*=\s*"', line):
+                    found.append("%s:%d: %s" % (os.path.relpath(f, ROOT), n, line.strip()))
+        self.assertEqual(found, [], "set JR_* (server/jobs/reasons.h), or job_reason_name(JR_*) for the store")
+        spec = open(os.path.join(ROOT, "schema", "openapi.yaml")).read()
+        self.assertNotIn("cancelled before it started", spec)
 
 
 class LiveProblemsUseTheRegistry(DaemonTest):

@@ -61,6 +61,23 @@ class Migrations(unittest.TestCase):
                 self.assertEqual(self.d.sql("PRAGMA user_version")[0][0], len(SCHEMA))
                 self.assertEqual(self.d.sql("PRAGMA integrity_check")[0][0], "ok")
 
+    def test_a_queued_cancel_of_an_older_daemon_gets_the_registered_reason(self):
+        # Before the reasons were a registry, a job cancelled while queued said a sentence.
+        self.old_database(8)
+        now = time.time_ns()
+        con = sqlite3.connect(self.d.db)
+        con.execute("INSERT INTO jobs(kind, status, source, op_id, created_ns, finished_ns, reason) VALUES"
+                    " ('hugepages.resize', 'cancelled', 'api', 1, ?, ?, 'cancelled before it started')",
+                    (now, now + 1))
+        con.commit()
+        con.close()
+        self.d.start()
+        try:
+            job = self.d.get("/v1/jobs/1").json
+            self.assertEqual((job["status"], job["reason"]), ("cancelled", "not_started"), job)
+        finally:
+            self.assertEqual(self.d.stop(), 0)
+
     def files(self):
         """The database's bytes (hashed) and whether its -wal and -shm exist: a refused start must
         leave all three exactly as they were, not just the rows."""
