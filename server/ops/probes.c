@@ -14,6 +14,7 @@
 #include "server/ops/launch.h"
 #include "server/ops/probe_child.h"
 #include "server/ops/restore.h"
+#include "server/priv/act.h"
 #include "server/probes/probe.h"
 
 #define PROBE_TABLE_MAX 16
@@ -72,7 +73,7 @@ static int apply_pass(struct probe_args *a, const struct probe_pass *p, struct j
 {
 	for (int i = 0; i < p->nset; i++) {
 		const struct knob *k = knobs_find(a->app->knobs, p->set[i].knob);
-		int rc = k ? knob_write(a->app->knobs, k, p->set[i].value) : -ENOENT;
+		int rc = k ? act_knob_write(a->app->knobs, k, p->set[i].value) : -ENOENT;
 		if (rc < 0) {
 			char msg[256];
 			snprintf(msg, sizeof msg, "setting %s to %s: %s", p->set[i].knob, p->set[i].value, strerror(-rc));

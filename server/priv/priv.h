@@ -1,17 +1,19 @@
 /* Privilege separation: a small helper process keeps the privileges the kernel writes need; the
  * daemon (HTTP, JSON, SQLite, jobs) drops to an unprivileged user with no capabilities and asks
- * the helper for each privileged step over a socketpair (server/kernel/priv_proto.h).
+ * the helper for each privileged step over a socketpair (server/priv/proto.h).
  *
- * The seam is this kernel layer: knob_write, htlb_write_nr, htlb_compact, the resize step
- * runs (htlb_nr_run), the ptrace-guarded procfs opens (proc.c) and mpol_migrate_pages ask the helper
- * when one runs (priv_active()), and do the work themselves otherwise (the daemon not started as
- * root, the unit tests, the helper itself). Callers above server/kernel/ do not know which.
+ * The room: everything of the boundary is in server/priv/ — the wire format and its table of
+ * request types (proto.h, helper.c), the serving side's requests (client.c, client_spawn.c), the
+ * helper's loop and handlers (helper.c, helper_spawn.c), start, drop and the user (start.c), the
+ * helper's capabilities (caps.c). Nothing above calls these requests directly: ops/ and api/ call
+ * the facade (act.h), which alone decides between the helper and this process. server/kernel/
+ * holds the primitives both sides act with and knows nothing of this directory.
  *
  * The daemon stays the parent and the helper is its child: socket activation (LISTEN_PID),
  * sd_notify from MAINPID and the signals systemd sends all keep naming the process they did
  * before. */
-#ifndef MPD_KERNEL_PRIV_H
-#define MPD_KERNEL_PRIV_H
+#ifndef MPD_PRIV_PRIV_H
+#define MPD_PRIV_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,10 +23,12 @@
 #include "common/err.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/mpol.h"
-#include "server/kernel/priv_proto.h"
 #include "server/kernel/spawn.h"
+#include "server/priv/proto.h"
 
 #define PRIV_CHANNELS 4
+
+/* ---- start and drop (start.c) --------------------------------------------------------------- */
 
 /* The user the daemon drops to, looked up before anything forks (NSS may need files the
  * unprivileged side cannot read). */
@@ -46,6 +50,8 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
  * the kernel's own view. 0, or -1 with MPE_PRIV_START. */
 int priv_drop(const struct priv_user *u, mp_err *e);
 
+/* ---- the serving side's channels and requests (client.c, client_spawn.c) --------------------- */
+
 /* True once priv_start() succeeded in this process (the daemon side, never the helper). */
 bool priv_active(void);
 /* Stops the helper (closes the socketpair, reaps it). Safe without one. */
@@ -61,7 +67,7 @@ int priv_pool_run(uint64_t size_kb, int node, uint64_t from, uint64_t goal, uint
 		  int64_t budget_ns, struct htlb_step *steps, unsigned *n);
 int priv_compact(void);
 /* An open read-only fd (owned by the caller) of the pid's file, or -errno (-ESRCH: no such pid). */
-int priv_proc_open(pid_t pid, enum priv_proc_file f);
+int priv_proc_open(pid_t pid, enum proc_file f);
 long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, const struct mpol_mask *to);
 long priv_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
@@ -75,7 +81,7 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
 int priv_reap(pid_t pid, int *status, bool nohang);
 
 /* A probe child (`--probe-child KIND PARAMS`) started by the helper under s's policy and CPUs,
- * its stdout s->stdout_fd (borrowed). The pid, or -errno with *step. */
+ * its stdout s->stdout_fd (borrowed); s->argv is not read. The pid, or -errno with *step. */
 pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step);
 /* SIGKILL to a child the helper started: 0 or -errno. */
 int priv_kill(pid_t pid);
@@ -89,9 +95,9 @@ ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd);
  * socket. */
 int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
 
-/* The helper's side (priv_helper.c): one thread per channel, each until EOF on it; returns when
- * the first channel ends. */
-void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
-		     const char *procfs_root);
+/* The command line of a probe child of table entry kind (helper_spawn.c): "/proc/self/exe"
+ * (resolved in the child, after fork: this binary), --probe-child, the kind's name, params
+ * (borrowed). -EINVAL for a kind not in the table. */
+int priv_probe_argv(char *argv[5], unsigned kind, const char *params);
 
 #endif

@@ -1,4 +1,7 @@
 /* The privileged helper's wire format: what the unprivileged daemon may ask the helper to do.
+ * The closed set of request types is one table, priv_requests[] (helper.c): each type's name,
+ * exact size, the descriptors it may carry, what the helper checks and what it does; docs/DESIGN.md
+ * lists it (a unit test holds the two together).
  *
  * The set is closed and every request is typed: the helper builds every path itself from numbers
  * and enums (a knob is its index in the catalogue both processes built before the fork, a pool is
@@ -7,13 +10,14 @@
  * anything else (other size, unknown type, a field out of range) with -EBADMSG or -EINVAL and goes
  * on serving. Both ends are the same binary, so the structs are not versioned; the header's
  * magic catches a stray writer. */
-#ifndef MPD_KERNEL_PRIV_PROTO_H
-#define MPD_KERNEL_PRIV_PROTO_H
+#ifndef MPD_PRIV_PROTO_H
+#define MPD_PRIV_PROTO_H
 
 #include <stdint.h>
 
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
+#include "server/kernel/proc.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
 /* Larger than any message: a datagram that fills it is oversized, never silently truncated. The
@@ -77,12 +81,10 @@ struct priv_compact {
 	struct priv_hdr h;
 };
 
-enum priv_proc_file { PRIV_PROC_MAPS, PRIV_PROC_SMAPS, PRIV_PROC_SMAPS_ROLLUP, PRIV_PROC_NUMA_MAPS, PRIV_PROC_END };
-
 struct priv_proc_open {
 	struct priv_hdr h;
 	int32_t pid;           /* 1 .. PROC_PID_MAX */
-	uint32_t file;         /* enum priv_proc_file */
+	uint32_t file;         /* enum proc_file (kernel/proc.h): the guarded files only */
 };
 
 struct priv_migrate {

@@ -1,4 +1,4 @@
-/* The privileged helper (server/kernel/priv_helper.c), forked for real over a tree generated here:
+/* The privileged helper (server/priv/helper.c), forked for real over a tree generated here:
  * every malformed, out-of-set, oversized or truncated message and every field out of range is
  * refused, nothing is written, and the helper goes on answering; the valid requests act. */
 #include <errno.h>
@@ -18,7 +18,9 @@
 
 #include "common/parse.h"
 #include "server/kernel/knobs.h"
-#include "server/kernel/priv.h"
+#include "server/priv/act.h"
+#include "server/priv/helper.h"
+#include "server/priv/priv.h"
 #include "server/kernel/spawn.h"
 #include "tests/unit/check_main.h"
 
@@ -87,7 +89,7 @@ static void assert_untouched(void)
 /* The helper still answers: a valid request that writes nothing (an fd of a procfs file). */
 static void assert_alive(void)
 {
-	int fd = priv_proc_open(4242, PRIV_PROC_NUMA_MAPS);
+	int fd = priv_proc_open(4242, PROC_NUMA_MAPS);
 	char buf[16] = { 0 };
 
 	ck_assert_int_ge(fd, 0);
@@ -175,7 +177,7 @@ START_TEST(fields_out_of_range_are_refused)
 {
 	struct priv_knob_write kw = { .h = hdr(PRIV_KNOB_WRITE, sizeof kw) };
 	struct priv_pool pw = { .h = hdr(PRIV_POOL_WRITE, sizeof pw), .size_kb = 2048, .node = -1, .count = 1 };
-	struct priv_proc_open po = { .h = hdr(PRIV_PROC_OPEN, sizeof po), .pid = 4242, .file = PRIV_PROC_NUMA_MAPS };
+	struct priv_proc_open po = { .h = hdr(PRIV_PROC_OPEN, sizeof po), .pid = 4242, .file = PROC_NUMA_MAPS };
 	struct priv_migrate mg = { .h = hdr(PRIV_MIGRATE, sizeof mg), .pid = 4242, .start_time = 777, .maxnode = 2 };
 
 	make_tree();
@@ -254,7 +256,7 @@ START_TEST(fields_out_of_range_are_refused)
 	po.pid = 4194305;
 	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
 	po.pid = 4242;
-	po.file = PRIV_PROC_END;
+	po.file = PROC_FILE_END;
 	ck_assert_int_eq(send_raw(&po, sizeof po), -EINVAL);
 	/* migrate: no start time, maxnode 0 and past the mask, a node bit at maxnode - 1, a start
 	 * time that is not the process's (a reused pid). */
@@ -290,7 +292,7 @@ START_TEST(fields_out_of_range_are_refused)
 		co.start = (1ULL << 57) - 4096;
 		co.len = 8192;
 		ck_assert_int_eq(send_raw_fd(&co, sizeof co, pidfd), -EINVAL);
-		po.file = PRIV_PROC_NUMA_MAPS;
+		po.file = PROC_NUMA_MAPS;
 		ck_assert_int_eq(send_raw_fd(&po, sizeof po, pidfd), -EBADMSG);
 		close(pidfd);
 		close(file);
@@ -322,7 +324,7 @@ START_TEST(valid_requests_act)
 
 	make_tree();
 	ck_assert_ptr_nonnull(k = knobs_find(cat, "thp.enabled"));
-	ck_assert_int_eq(knob_write(cat, k, "never"), 0);   /* through the seam: priv_active() */
+	ck_assert_int_eq(act_knob_write(cat, k, "never"), 0);   /* through the facade: priv_active() */
 	get(sys_root, THP "enabled", buf, sizeof buf);
 	ck_assert_str_eq(buf, "always madvise [never]");
 	ck_assert_int_eq(priv_pool_write(2048, 0, 3), 0);
@@ -352,7 +354,7 @@ START_TEST(valid_requests_act)
 	ck_assert_int_eq(priv_compact(), 0);
 	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
 	ck_assert_str_eq(buf, "1");
-	ck_assert_int_eq(priv_proc_open(4243, PRIV_PROC_NUMA_MAPS), -ENOENT);
+	ck_assert_int_eq(priv_proc_open(4243, PROC_NUMA_MAPS), -ENOENT);
 	{
 		char dir[PATH_MAX];
 		int dfd;
@@ -623,31 +625,68 @@ START_TEST(spawn_runs_and_reaps_through_the_helper)
 	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
 				.peer_fd = sv[0] };
 	ck_assert(priv_active());
-	ck_assert_int_gt(pid = spawn_start(&s, &step), 0);
-	ck_assert_int_eq(spawn_reap(pid, &st, false), 0);
+	ck_assert_int_gt(pid = act_spawn(&s, &step), 0);
+	ck_assert_int_eq(act_reap(pid, &st, false), 0);
 	ck_assert(WIFEXITED(st));
 	ck_assert_int_eq(WEXITSTATUS(st), 7);
 	ck_assert_int_eq(access(marker, F_OK), 0);
 	/* The helper's child, not ours: collected once, by the helper. */
-	ck_assert_int_eq(spawn_reap(pid, &st, true), -ECHILD);
+	ck_assert_int_eq(act_reap(pid, &st, true), -ECHILD);
 	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), -1);
 	/* A child still running is killed through the helper, and collected as killed. */
 	argv[2] = "sleep 30";
-	ck_assert_int_gt(pid = spawn_start(&s, &step), 0);
-	ck_assert_int_eq(spawn_reap(pid, &st, true), -EAGAIN);
-	ck_assert_int_eq(spawn_kill(pid), 0);
-	ck_assert_int_eq(spawn_reap(pid, &st, false), 0);
+	ck_assert_int_gt(pid = act_spawn(&s, &step), 0);
+	ck_assert_int_eq(act_reap(pid, &st, true), -EAGAIN);
+	ck_assert_int_eq(act_kill(pid), 0);
+	ck_assert_int_eq(act_reap(pid, &st, false), 0);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	ck_assert_int_eq(spawn_kill(pid), -ECHILD);
+	ck_assert_int_eq(act_kill(pid), -ECHILD);
 	/* A program that is not there fails at exec, with the step. */
 	argv[0] = "/nonexistent/program";
-	ck_assert_int_eq(spawn_start(&s, &step), -ENOENT);
+	ck_assert_int_eq(act_spawn(&s, &step), -ENOENT);
 	ck_assert_int_eq(step, SPAWN_EXEC);
 	close(sv[0]);
 	close(sv[1]);
 	unlink(marker);
 	assert_alive();
 	drop_tree();
+}
+END_TEST
+
+/* docs/DESIGN.md's table of the op set ("| `name` | fds | ...") names the protocol table's types,
+ * in its order, with the descriptors each carries: a type added, renamed or given an fd fails here
+ * until DESIGN says so. */
+START_TEST(design_table_matches_the_protocol_table)
+{
+	char path[PATH_MAX], line[1024];
+	unsigned type = 1;
+	bool in_table = false;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/docs/DESIGN.md", MPD_SRCDIR);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	while (fgets(line, sizeof line, f)) {
+		char name[64];
+		unsigned fds;
+		const char *p = line + strspn(line, " ");
+
+		if (!in_table) {
+			in_table = !strncmp(p, "| type | fds | the helper checks | the helper does |", 50);
+			continue;
+		}
+		if (!strncmp(p, "|---", 4))
+			continue;
+		if (sscanf(p, "| `%63[^`]` | %u |", name, &fds) != 2)
+			break;   /* the table ends */
+		ck_assert_msg(type < PRIV_TYPE_END, "DESIGN lists %s beyond the protocol's %d types", name,
+			      PRIV_TYPE_END - 1);
+		ck_assert_str_eq(name, priv_requests[type].name);
+		ck_assert_uint_eq(fds, priv_requests[type].fds);
+		type++;
+	}
+	fclose(f);
+	ck_assert_msg(in_table, "no table of the op set in docs/DESIGN.md");
+	ck_assert_msg(type == PRIV_TYPE_END, "DESIGN lists %u types, the protocol has %d", type - 1, PRIV_TYPE_END - 1);
 }
 END_TEST
 
@@ -663,6 +702,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
+	tcase_add_test(tc, design_table_matches_the_protocol_table);
 	suite_add_tcase(s, tc);
 	return s;
 }
