@@ -14,11 +14,21 @@
 
 /* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
  * and waits when none is. Several, so that a request that takes long in the kernel (compaction, a
- * large migrate_pages, a resize step of a 1 GiB page) holds up only its own caller. */
-static int chans[PRIV_CHANNELS];   /* owned */
+ * large migrate_pages, a resize step of a 1 GiB page) holds up only its own caller.
+ *
+ * A channel is lost for good on EOF, on a socket error once the request was sent, and on any reply
+ * that is not exactly the answer to the request just sent (size, magic, type, sequence number):
+ * after a reply that does not match, nothing tells which request a later one answers, so the
+ * channel is shut down and never handed out again (fail closed). */
+struct chan {
+	int fd;                    /* owned; shut down, not closed, once dead (priv_stop closes it) */
+	uint32_t seq;              /* of the last request sent on it; 0 is never sent */
+};
+static struct chan chans[PRIV_CHANNELS];
 static int nchans;                 /* 0 without a helper */
-static int free_chans[PRIV_CHANNELS], nfree;
-static int nalive;                 /* channels whose helper thread still answers */
+static int free_chans[PRIV_CHANNELS], nfree;   /* indices into chans */
+static int nalive;                 /* channels not lost */
+static _Atomic bool lost;          /* a channel was lost */
 static pid_t helper_pid = -1;
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t chan_freed = PTHREAD_COND_INITIALIZER;
@@ -28,11 +38,24 @@ bool priv_active(void)
 	return nchans > 0;
 }
 
+bool priv_lost(void)
+{
+	return lost;
+}
+
+pid_t priv_helper_pid(void)
+{
+	return helper_pid;
+}
+
 void priv_chans_adopt(const int *fds, int n, pid_t helper)
 {
-	for (int i = 0; i < n && i < PRIV_CHANNELS; i++)
-		chans[i] = free_chans[i] = fds[i];
+	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
+		chans[i] = (struct chan){ .fd = fds[i] };
+		free_chans[i] = i;
+	}
 	nchans = nfree = nalive = n < PRIV_CHANNELS ? n : PRIV_CHANNELS;
+	lost = false;
 	helper_pid = helper;
 }
 
@@ -43,7 +66,7 @@ void priv_stop(void)
 	if (!nchans)
 		return;
 	for (int i = 0; i < nchans; i++)
-		close(chans[i]);
+		close(chans[i].fd);
 	nchans = nfree = nalive = 0;
 	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
@@ -80,7 +103,11 @@ ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd)
 	return n;
 }
 
-static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
+/* One request and its answer on c. The request's header, when it has one, gets the channel's next
+ * sequence number, and the answer must carry it and the request's type (a message too short for a
+ * header is answered with both 0). 0, or -errno; *dead when the channel cannot be used again. */
+static int exchange_on(struct chan *c, void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd,
+		       bool *dead)
 {
 	union {
 		struct cmsghdr h;
@@ -88,44 +115,67 @@ static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struc
 	} ctl;
 	struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
-	struct cmsghdr *c;
+	uint32_t want_type = 0, want_seq = 0;
+	struct cmsghdr *cm;
+	int got = -1;
 	ssize_t n;
 
-	if (fd)
-		*fd = -1;
-	n = priv_send(chan, msg, len, send_fd);
-	if (n < 0)
-		return errno == ECONNRESET ? -EPIPE : -errno;
+	*dead = false;
+	if (len >= sizeof(struct priv_hdr)) {
+		struct priv_hdr *h = msg;
+		if (++c->seq == 0)
+			c->seq = 1;
+		h->seq = want_seq = c->seq;
+		want_type = h->type;
+	}
+	n = priv_send(c->fd, msg, len, send_fd);
+	if (n < 0) {
+		/* Nothing was sent unless the peer is gone: only then is the channel lost. */
+		*dead = errno == EPIPE || errno == ECONNRESET;
+		return *dead ? -EPIPE : -errno;
+	}
+	*dead = true;   /* from here on, anything but the matching answer ends the channel */
 	do
-		n = recvmsg(chan, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			int got;
-			memcpy(&got, CMSG_DATA(c), sizeof got);
-			if (fd)
-				*fd = got;
-			else
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (got >= 0)
 				close(got);
+			memcpy(&got, CMSG_DATA(cm), sizeof got);
 		}
-	if (n == 0)
+	if (n == 0) {
+		if (got >= 0)
+			close(got);
 		return -EPIPE;
-	if ((size_t)n != sizeof *rep || rep->h.magic != PRIV_MAGIC || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		if (fd && *fd >= 0) {
-			close(*fd);
-			*fd = -1;
-		}
+	}
+	if ((size_t)n != sizeof *rep || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || rep->h.magic != PRIV_MAGIC ||
+	    rep->h.len != sizeof *rep || rep->h.type != want_type || rep->h.seq != want_seq) {
+		if (got >= 0)
+			close(got);
+		log_error("privileged helper: an answer that is not the request's (%zd bytes, type %u seq %u for "
+			  "type %u seq %u): the channel is closed", n, (size_t)n >= sizeof rep->h ? rep->h.type : 0,
+			  (size_t)n >= sizeof rep->h ? rep->h.seq : 0, want_type, want_seq);
 		return -EPROTO;
 	}
+	*dead = false;
+	if (fd)
+		*fd = got;
+	else if (got >= 0)
+		close(got);
 	return 0;
 }
 
-int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
+int priv_exchange(void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
 {
-	int rc, chan;
+	struct chan *c;
+	bool dead;
+	int rc, i;
 
+	if (fd)
+		*fd = -1;
 	if (!nchans)
 		return -ENOTCONN;
 	pthread_mutex_lock(&chan_lock);
@@ -135,19 +185,22 @@ int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *r
 		pthread_mutex_unlock(&chan_lock);
 		return -EPIPE;
 	}
-	chan = free_chans[--nfree];
+	i = free_chans[--nfree];
 	pthread_mutex_unlock(&chan_lock);
-	rc = exchange_on(chan, msg, len, send_fd, rep, fd);
+	c = &chans[i];
+	rc = exchange_on(c, msg, len, send_fd, rep, fd, &dead);
 	pthread_mutex_lock(&chan_lock);
-	if (rc == -EPIPE) {
-		/* The helper closed this channel (it died, or its thread ended): never hand it out
-		 * again, so that no caller waits on it; priv_stop() closes it. When none is left, every
+	if (dead) {
+		/* Never handed out again, so that no caller waits on it or takes a late answer for its
+		 * own; shut down, so that the helper's thread for it ends. When none is left, every
 		 * privileged request fails with EPIPE at once. */
+		shutdown(c->fd, SHUT_RDWR);
+		lost = true;
 		if (--nalive == 0)
 			log_error("the privileged helper is gone: kernel writes fail with EPIPE until a restart");
 		pthread_cond_broadcast(&chan_freed);
 	} else {
-		free_chans[nfree++] = chan;
+		free_chans[nfree++] = i;
 		pthread_cond_signal(&chan_freed);
 	}
 	pthread_mutex_unlock(&chan_lock);
@@ -233,7 +286,7 @@ int priv_proc_open(pid_t pid, enum proc_file f)
 {
 	struct priv_proc_open m = { .pid = pid, .file = (uint32_t)f };
 	struct priv_reply rep;
-	int fd;
+	int fd = -1;   /* priv_exchange sets it, also when no channel is left */
 	long rc = ask(&m, sizeof m, PRIV_PROC_OPEN, &rep, &fd);
 
 	if (rc < 0 || fd < 0) {

@@ -289,8 +289,8 @@ const struct priv_request priv_requests[PRIV_TYPE_END] = {
 };
 
 /* One message of n bytes (in buf, which holds PRIV_MSG_MAX + 1) with nfds descriptors: what every
- * message shares, then the type's check, then its act. The answer's rc; rep->h.type is the
- * request's once its header could be read. */
+ * message shares, then the type's check, then its act. The answer's rc; rep's type and seq are
+ * the request's once it had a header. */
 static long dispatch(struct helper *h, const unsigned char *buf, ssize_t n, int nfds, bool ctrunc,
 		     struct priv_reply *rep, int *pass)
 {
@@ -298,8 +298,11 @@ static long dispatch(struct helper *h, const unsigned char *buf, ssize_t n, int 
 	const struct priv_request *r;
 	int rc;
 
-	if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->pad ||
-	    hd->len != (size_t)n) {
+	if ((size_t)n >= sizeof *hd) {
+		rep->h.type = hd->type;
+		rep->h.seq = hd->seq;
+	}
+	if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->len != (size_t)n) {
 		log_warn("privileged helper: refused a malformed message (%zd bytes)", n);
 		return -EBADMSG;
 	}
@@ -308,7 +311,6 @@ static long dispatch(struct helper *h, const unsigned char *buf, ssize_t n, int 
 		return -EBADMSG;
 	}
 	r = &priv_requests[hd->type];
-	rep->h.type = hd->type;
 	if (ctrunc || nfds > (int)r->fds) {
 		log_warn("privileged helper: refused a %s message carrying %d fds", r->name, nfds);
 		return -EBADMSG;

@@ -56,6 +56,13 @@ int priv_drop(const struct priv_user *u, mp_err *e);
 bool priv_active(void);
 /* Stops the helper (closes the socketpair, reaps it). Safe without one. */
 void priv_stop(void);
+/* True once a channel to the helper was lost — EOF or a socket error on it (the helper died or
+ * ended its thread), or an answer that was not the request's (type, sequence number, size) — and
+ * stays true: a lost channel is never used again. Requests go on over the channels left; with none
+ * left every request answers -EPIPE at once. For the serving side to fail closed on. */
+bool priv_lost(void);
+/* The helper's pid while one runs, else -1. */
+pid_t priv_helper_pid(void);
 
 /* The requests. Each returns what the direct kernel call would: 0 (or a count) or -errno; -EPIPE
  * when the helper is gone. Up to PRIV_CHANNELS in flight at once (one per socketpair, each served
@@ -90,10 +97,13 @@ int priv_kill(pid_t pid);
  * sides use it: the daemon for requests, the helper for answers. Bytes sent, or -1 with errno. */
 ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd);
 
-/* One raw exchange, for the helper's own tests: sends len bytes as one datagram (with send_fd
- * attached when >= 0), fills *rep (and *fd when one came back, else -1). 0, or -errno from the
- * socket. */
-int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
+/* One exchange: sends len bytes as one datagram (with send_fd attached when >= 0; a message of at
+ * least a header gets the channel's next sequence number written into it), fills *rep (and *fd,
+ * owned by the caller, when one came back, else -1). 0 when *rep is the answer to this request;
+ * -EPROTO when the answer was not (the channel is then lost); -EPIPE when the channel or all are
+ * lost; -ENOTCONN without a helper; another -errno from the socket. The requests above use it, and
+ * the helper's tests send raw messages with it. */
+int priv_exchange(void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
 
 /* The command line of a probe child of table entry kind (helper_spawn.c): "/proc/self/exe"
  * (resolved in the child, after fork: this binary), --probe-child, the kind's name, params

@@ -8,8 +8,9 @@
  * a page size and a node), so no message carries a path or a command. Each message is one
  * SOCK_SEQPACKET datagram of exactly the size of its struct, header included; the helper refuses
  * anything else (other size, unknown type, a field out of range) with -EBADMSG or -EINVAL and goes
- * on serving. Both ends are the same binary, so the structs are not versioned; the header's
- * magic catches a stray writer. */
+ * on serving. The client, in turn, closes a channel for good on an answer that is not the one to
+ * its request (server/priv/client.c). Both ends are the same binary, so the structs are not
+ * versioned; the header's magic catches a stray writer. */
 #ifndef MPD_PRIV_PROTO_H
 #define MPD_PRIV_PROTO_H
 
@@ -40,11 +41,13 @@ enum priv_type {
 	PRIV_TYPE_END,
 };
 
+/* A reply's header is its request's: the same type and seq (0 and 0 when the request was too
+ * short to have a header), which the client checks before it believes anything in it. */
 struct priv_hdr {
 	uint32_t magic;
 	uint32_t type;         /* enum priv_type */
 	uint32_t len;          /* the whole message, header included */
-	uint32_t pad;          /* 0 */
+	uint32_t seq;          /* the client's count of requests on this channel, from 1 */
 };
 
 #define PRIV_KNOB_VALUE 64
@@ -181,7 +184,7 @@ struct priv_kill {
  * it and the daemon reads its start time itself), or rc -errno and value the enum spawn_step that
  * failed. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
-	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
+	struct priv_hdr h;     /* type and seq: the request's (both 0 when it had no header) */
 	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
 	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step; reap: the wait status */
 	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
