@@ -3,6 +3,7 @@
 #include "server/priv/priv.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -301,12 +302,17 @@ long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, 
 {
 	struct priv_migrate m = { .pid = pid, .start_time = start_time };
 	struct priv_reply rep;
+	long rc;
 
 	m.maxnode = from->maxnode > to->maxnode ? from->maxnode : to->maxnode;
 	_Static_assert(sizeof m.from == sizeof from->bits, "the masks travel word for word");
 	memcpy(m.from, from->bits, sizeof m.from);
 	memcpy(m.to, to->bits, sizeof m.to);
-	return ask(&m, sizeof m, PRIV_MIGRATE, &rep, NULL);
+	rc = ask(&m, sizeof m, PRIV_MIGRATE, &rep, NULL);
+	/* The count is in value (proto.h): what migrate_pages(2) returned in the helper. */
+	if (rc < 0)
+		return rc;
+	return rep.value > LONG_MAX ? -EPROTO : (long)rep.value;
 }
 
 long priv_collapse(int pidfd, uint64_t start, uint64_t len)

@@ -180,13 +180,15 @@ struct priv_kill {
 	uint32_t pad;
 };
 
-/* Every answer. PRIV_SPAWN: rc the pid (not collected until a PRIV_REAP, so the pid keeps naming
- * it and the daemon reads its start time itself), or rc -errno and value the enum spawn_step that
- * failed. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
+/* Every answer. rc is 0 or -errno, except PRIV_SPAWN and PRIV_PROBE_START: rc the pid (not
+ * collected until a PRIV_REAP, so the pid keeps naming it and the daemon reads its start time
+ * itself), or rc -errno and value the enum spawn_step that failed. A count is never in rc, always
+ * in value. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
 	struct priv_hdr h;     /* type and seq: the request's (both 0 when it had no header) */
-	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
-	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step; reap: the wait status */
+	int64_t rc;            /* 0, a pid (spawn, probe), or -errno */
+	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step;
+	                        * reap: the wait status */
 	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
 	uint32_t pad;
 	struct htlb_step steps[HTLB_RUN_MAX];   /* PRIV_POOL_RUN */

@@ -2,22 +2,33 @@
  * which answers each channel as it is told: honestly, with another request's sequence number,
  * another type, or a short datagram. An answer that is not the request's loses that channel for
  * good (the stand-in sees it shut down) and the others go on; with none left a request is EPIPE at
- * once; a request after the helper is gone closes no descriptor. The real
+ * once; a request after the helper is gone closes no descriptor; the not-moved count a migration
+ * answers in `value` reaches the caller and the job's record ("partial", pages_not_moved). The real
  * helper's side of these is test_priv.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "server/app.h"
+#include "server/jobs/jobs.h"
+#include "server/ops/pact.h"
+#include "server/ops/pmigrate.h"
+#include "server/priv/act.h"
 #include "server/priv/chans.h"
 #include "server/priv/priv.h"
+#include "server/store/db.h"
 #include "tests/unit/check_main.h"
 
-static char proc_root[96];   /* the generated tree the stand-in opens procfs files in */
+static char root[64], proc_root[96];   /* the generated tree; the stand-in opens procfs files in it */
 
 enum fake { HONEST, WRONG_SEQ, WRONG_TYPE, SHORT };
 
@@ -185,6 +196,127 @@ START_TEST(a_proc_open_after_the_helper_is_gone_closes_nothing)
 }
 END_TEST
 
+/* ---- the not-moved count -------------------------------------------------------------------- */
+
+static void copy_fixture(const char *name, const char *as)
+{
+	char from[PATH_MAX], cmd[2 * PATH_MAX + 16];
+
+	snprintf(from, sizeof from, "%s/tests/unit/fixtures/proc/%s", MPD_SRCDIR, name);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s/4242/%s'", from, proc_root, as);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", proc_root, rel);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+static void make_tree(void)
+{
+	char dir[PATH_MAX];
+
+	snprintf(root, sizeof root, "/tmp/mpd-privch-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(proc_root, sizeof proc_root, "%s/proc", root);
+	snprintf(dir, sizeof dir, "%s/4242", proc_root);
+	ck_assert_int_eq(mkdir(proc_root, 0755), 0);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	put("meminfo", "AnonHugePages:         0 kB");   /* no THP: numa_maps and maps are read */
+	put("vmstat", "pgmigrate_success 0");
+	copy_fixture("stat", "stat");   /* start time 987654 */
+	copy_fixture("status", "status");
+	copy_fixture("huge.numa_maps", "numa_maps");
+	copy_fixture("huge.maps", "maps");
+}
+
+static void drop_tree(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(the_helpers_not_moved_count_reaches_the_caller)
+{
+	enum fake modes[1] = { HONEST };
+	struct mpol_mask from, to;
+	idset a, b;
+
+	make_tree();
+	ck_assert_int_eq(idset_parse("1", &a), 0);
+	ck_assert_int_eq(idset_parse("0", &b), 0);
+	mpol_mask_from(&a, &from);
+	mpol_mask_from(&b, &to);
+	start_fake(modes, 1);
+	ck_assert_int_eq(act_migrate(proc_root, 4242, 987654, &from, &to), NOT_MOVED);
+	stop_fake();
+	drop_tree();
+}
+END_TEST
+
+/* The migrate job through the helper, on the generated tree: the record is partial, with the
+ * helper's count. */
+START_TEST(a_migration_that_left_pages_records_partial)
+{
+	enum fake modes[1] = { HONEST };
+	struct app app = { 0 };
+	struct pact_args *arg = calloc(1, sizeof *arg);   /* the runner's once submitted */
+	char path[160];
+	json_t *job = NULL, *res;
+	mp_err e = { 0 };
+	int64_t id;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/j.db", root);
+	app.procfs_root = proc_root;
+	app.sysfs_root = root;
+	snprintf(app.caps.kernel_release, sizeof app.caps.kernel_release, "test");
+	ck_assert_msg((app.store = store_open(path, &e)) != NULL, "%s", e.detail);
+	ck_assert_ptr_nonnull(app.jobs = jobs_open(&app, &e));
+	ck_assert_int_eq(jobs_register(app.jobs, &migrate_job, &e), 0);
+	ck_assert_int_eq(jobs_start(app.jobs, 1, &e), 0);
+	start_fake(modes, 1);
+	ck_assert_ptr_nonnull(arg);
+	*arg = (struct pact_args){ .app = &app, .pid = 4242, .start_time = 987654 };
+	ck_assert_int_eq(idset_parse("1", &arg->from), 0);
+	ck_assert_int_eq(idset_parse("0", &arg->to), 0);
+	snprintf(arg->from_text, sizeof arg->from_text, "1");
+	snprintf(arg->to_text, sizeof arg->to_text, "0");
+	struct job_spec spec = { .kind = &migrate_job, .arg = arg, .origin.source = "api" };
+	ck_assert_ptr_nonnull(job = jobs_submit(app.jobs, &spec, NULL, &e));
+	id = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	/* Until it has ended (a presence waited for, at most 10 s). */
+	for (int i = 0; i < 1000; i++) {
+		const char *st;
+		ck_assert_ptr_nonnull(job = jobs_get(app.jobs, id, &e));
+		st = json_string_value(json_object_get(job, "status"));
+		if (strcmp(st, "queued") && strcmp(st, "running"))
+			break;
+		json_decref(job);
+		job = NULL;
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+	ck_assert_ptr_nonnull(job);
+	ck_assert_str_eq(json_string_value(json_object_get(job, "status")), "partial");
+	res = json_object_get(job, "result");
+	ck_assert_int_eq(json_integer_value(json_object_get(res, "pages_not_moved")), NOT_MOVED);
+	json_decref(job);
+	stop_fake();
+	jobs_close(app.jobs);
+	store_close(app.store);
+	drop_tree();
+}
+END_TEST
+
 static Suite *channel_suite(void)
 {
 	Suite *s = suite_create("priv_channel");
@@ -194,6 +326,8 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, an_answer_not_the_requests_loses_its_channel_for_good);
 	tcase_add_test(tc, with_no_channel_left_a_request_is_epipe_at_once);
 	tcase_add_test(tc, a_proc_open_after_the_helper_is_gone_closes_nothing);
+	tcase_add_test(tc, the_helpers_not_moved_count_reaches_the_caller);
+	tcase_add_test(tc, a_migration_that_left_pages_records_partial);
 	suite_add_tcase(s, tc);
 	return s;
 }
