@@ -15,7 +15,6 @@
 #include "server/jobs/job_ctx.h"
 #include "server/kernel/spawn.h"
 #include "server/priv/act.h"
-#include "server/probes/probe.h"
 
 #define ANSWER_MAX (4 * 1024 * 1024)   /* a result larger than this is a workload bug */
 #define TICK_MS    50                  /* how soon a cancel reaches the child */
@@ -37,7 +36,8 @@ static void reap(pid_t pid, int *status)
 enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_child_spec *s, json_t **result,
 				     int *err_no, char *err, size_t errlen)
 {
-	char *params = json_dumps(s->params, JSON_COMPACT);       /* owned */
+	struct act_probe ap = { .kind = s->kind, .pass = s->pass, .params = s->params, .sysfs_root = s->sysfs_root,
+				.mem_pct = s->mem_pct };
 	char *buf = NULL;                                          /* owned: the answer */
 	size_t len = 0, cap = 0;
 	enum probe_child_end end = PCE_FAILED;
@@ -50,10 +50,6 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 
 	*result = NULL;
 	*err_no = 0;
-	if (!params) {
-		snprintf(err, errlen, "out of memory");
-		return PCE_FAILED;
-	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		*err_no = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -68,12 +64,8 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 		.die_with_parent = true, .peer_fd = -1,
 	};
 	/* Under --user the helper starts it (its workload writes knobs and pools itself), from the
-	 * kind's index in the probe table: no command line travels. */
-	size_t k = 0;
-	while (k < probe_nkinds && strcmp(probe_kinds[k]->name, s->kind))
-		k++;
-	step = SPAWN_EXEC;
-	pid = k < probe_nkinds ? act_probe_start(&sp, (unsigned)k, params, &step) : -EINVAL;
+	 * kind's index in the probe table and its typed parameters: no command line travels. */
+	pid = act_probe_start(&sp, &ap, &step);
 	close(p[1]);
 	p[1] = -1;
 	if (pid < 0) {
@@ -138,6 +130,5 @@ out:
 		close(p[0]);
 	json_decref(ans);
 	free(buf);
-	free(params);
 	return end;
 }

@@ -3,6 +3,7 @@
 #include "server/priv/act.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "server/kernel/cgroup.h"
 #include "server/kernel/madv.h"
@@ -96,18 +97,23 @@ int act_kill(pid_t pid)
 	return by_helper() ? priv_kill(pid) : spawn_kill(pid);
 }
 
-pid_t act_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step)
+pid_t act_probe_start(const struct spawn_spec *s, const struct act_probe *p, enum spawn_step *step)
 {
 	struct spawn_spec local = *s;
-	char *argv[5];
+	char *argv[5], *text = NULL;   /* owned */
 	int rc;
 
-	/* Through the helper only the kind's index travels: it builds the same command itself. */
+	/* Through the helper the typed parameters travel: it checks them and builds the same
+	 * command itself. */
 	if (by_helper())
-		return priv_probe_start(s, kind, params, step);
-	*step = SPAWN_EXEC;
-	if ((rc = priv_probe_argv(argv, kind, params)) < 0)
-		return rc;
+		return priv_probe_start(s, p->kind, p->pass, p->params, step);
+	*step = SPAWN_FORK;
+	if ((rc = priv_probe_text(p->kind, p->params, p->pass, p->sysfs_root, p->mem_pct, &text)) < 0 ||
+	    (rc = priv_probe_argv(argv, p->kind, text)) < 0)
+		goto out;
 	local.argv = argv;
-	return spawn_start(&local, step);
+	rc = spawn_start(&local, step);
+out:
+	free(text);
+	return rc;
 }

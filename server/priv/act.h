@@ -19,6 +19,8 @@
 #include "server/kernel/proc.h"
 #include "server/kernel/spawn.h"
 
+union probe_params;   /* server/probes/typed.h */
+
 /* knob_write (kernel/knobs.h). */
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 /* htlb_write_nr: nr_hugepages once (a restore). */
@@ -54,8 +56,17 @@ int act_cg_mems(int dirfd, const char *text);
 pid_t act_spawn(const struct spawn_spec *s, enum spawn_step *step);
 int act_reap(pid_t pid, int *status, bool nohang);
 int act_kill(pid_t pid);
-/* A probe child of probe table entry kind with params (the kind's JSON, borrowed), under s's
- * policy and CPUs, stdout s->stdout_fd; s->argv is not read (the command line is built from kind). */
-pid_t act_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step);
+/* A probe child: pass `pass` of probe table entry kind with its typed parameters, under s's
+ * policy and CPUs, stdout s->stdout_fd; s->argv is not read (the command line is built from kind
+ * and the parameters, which are checked again first: priv_probe_text). sysfs_root and mem_pct
+ * serve the in-process check; the helper uses its own, given at start. */
+struct act_probe {
+	unsigned kind;                       /* index in probe_kinds */
+	unsigned pass;                       /* of the kind's plan */
+	const union probe_params *params;    /* borrowed */
+	const char *sysfs_root;              /* borrowed */
+	unsigned mem_pct;
+};
+pid_t act_probe_start(const struct spawn_spec *s, const struct act_probe *p, enum spawn_step *step);
 
 #endif

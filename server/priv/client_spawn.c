@@ -104,25 +104,20 @@ int priv_reap(pid_t pid, int *status, bool nohang)
 	return (int)rep.rc;
 }
 
-pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step)
+pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, unsigned pass, const union probe_params *params,
+			enum spawn_step *step)
 {
 	struct priv_probe_start *m = calloc(1, sizeof *m);   /* owned */
 	struct priv_reply rep;
-	size_t n = strlen(params) + 1;
 	long rc;
 
 	*step = SPAWN_FORK;
 	if (!m)
 		return -ENOMEM;
-	if (n > sizeof m->params) {
-		free(m);
-		*step = SPAWN_EXEC;
-		return -E2BIG;
-	}
 	m->h = (struct priv_hdr){ .magic = PRIV_MAGIC, .type = PRIV_PROBE_START, .len = sizeof *m };
 	m->kind = kind;
-	m->params_len = (uint32_t)n;
-	memcpy(m->params, params, n);
+	m->pass = pass;
+	m->params = *params;
 	m->set_policy = s->set_policy;
 	m->policy = s->policy;
 	m->maxnode = s->nodes.maxnode;

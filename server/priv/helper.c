@@ -368,7 +368,7 @@ static void *serve(void *arg)
 }
 
 void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
-		     const char *procfs_root)
+		     const char *procfs_root, unsigned probe_mem_pct)
 {
 	struct helper hs[PRIV_CHANNELS];
 	pthread_t th;
@@ -377,7 +377,7 @@ void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, 
 	 * catalogue and roots are read-only; each thread has its own pool file and buffer. */
 	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
 		hs[i] = (struct helper){ .fd = fds[i], .knobs = knobs, .sysfs_root = sysfs_root,
-					 .procfs_root = procfs_root, .nr = { .fd = -1 } };
+					 .procfs_root = procfs_root, .nr = { .fd = -1 }, .probe_mem_pct = probe_mem_pct };
 		if (i == 0)
 			continue;
 		if (pthread_create(&th, NULL, serve, &hs[i]) != 0) {

@@ -21,6 +21,7 @@ struct helper {
 	uint64_t nr_size_kb;
 	int nr_node;
 	int in_fd;                                /* borrowed: the fd that came with this request, or -1 */
+	unsigned probe_mem_pct;                   /* the share of free memory a probe may take */
 };
 
 /* One request type of the closed set. The loop has checked the header, the exact size and the
@@ -50,6 +51,6 @@ int priv_do_kill(struct helper *h, const void *msg, struct priv_reply *rep, int 
 /* The helper's main: one thread per channel, each until EOF on it; returns when the first channel
  * ends. The fds are the helper's ends (owned: each thread closes its own). */
 void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
-		     const char *procfs_root);
+		     const char *procfs_root, unsigned probe_mem_pct);
 
 #endif

@@ -22,7 +22,10 @@
 
 #include "server/priv/helper.h"
 #include "server/priv/priv.h"
+#include "server/kernel/topology.h"
+#include "server/log.h"
 #include "server/probes/probe.h"
+#include "server/probes/typed.h"
 
 extern char **environ;
 
@@ -206,16 +209,44 @@ int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int 
 	return 0;
 }
 
-int priv_probe_argv(char *argv[5], unsigned kind, const char *params)
+int priv_probe_argv(char *argv[5], unsigned kind, const char *text)
 {
 	if (kind >= probe_nkinds)
 		return -EINVAL;
 	argv[0] = "/proc/self/exe";
 	argv[1] = "--probe-child";
 	argv[2] = (char *)probe_kinds[kind]->name;
-	argv[3] = (char *)params;
+	argv[3] = (char *)text;
 	argv[4] = NULL;
 	return 0;
+}
+
+int priv_probe_text(unsigned kind, const union probe_params *p, unsigned pass, const char *sysfs_root, unsigned pct,
+		    char **text)
+{
+	struct topology *t = malloc(sizeof *t);   /* owned: too large for a thread's stack */
+	struct probe_env env;
+	struct probe_plan plan;
+	json_t *norm = NULL;
+	mp_err e = { 0 };
+	int rc;
+
+	*text = NULL;
+	if (!t)
+		return -ENOMEM;
+	if ((rc = topo_read(sysfs_root, t)) < 0)
+		goto out;
+	probe_env_from(t, &env);
+	if (!(norm = probe_recheck(kind, p, pass, &env, pct, &plan, &e))) {
+		log_warn("privileged helper: refused a probe start: %s", e.detail);
+		rc = e.code == MPE_PROBE_TOO_LARGE ? -E2BIG : e.code == MPE_INTERNAL_NOMEM ? -ENOMEM : -EINVAL;
+		goto out;
+	}
+	rc = (*text = json_dumps(norm, JSON_COMPACT)) ? 0 : -ENOMEM;
+out:
+	json_decref(norm);
+	free(t);
+	return rc;
 }
 
 int priv_check_probe_start(const struct helper *h, const void *msg)
@@ -224,9 +255,8 @@ int priv_check_probe_start(const struct helper *h, const void *msg)
 	struct stat sb;
 	int fl;
 
-	if (m->kind >= probe_nkinds || m->params_len < 2 || m->params_len > PRIV_PROBE_PARAMS || m->set_policy > 1 ||
-	    m->has_cpus > 1 || m->pad || m->maxnode > IDSET_MAX + 1 ||
-	    strnlen(m->params, PRIV_PROBE_PARAMS) != m->params_len - 1)
+	if (m->kind >= probe_nkinds || m->pass >= PROBE_MAX_PASSES || m->set_policy > 1 || m->has_cpus > 1 || m->pad ||
+	    m->maxnode > IDSET_MAX + 1)
 		return -EINVAL;
 	/* The answer pipe, and only its write end: the child's stdout is nothing else. */
 	if (h->in_fd < 0)
@@ -240,18 +270,22 @@ int priv_check_probe_start(const struct helper *h, const void *msg)
 int priv_do_probe_start(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_probe_start *m = msg;
-	char *argv[5];
-	cpu_set_t *cpus = NULL;   /* owned */
+	char *argv[5], *text = NULL;   /* owned: the parameters made here from the typed ones */
+	cpu_set_t *cpus = NULL;        /* owned */
 	struct spawn_spec s = { 0 };
 	enum spawn_step step = SPAWN_FORK;
 	int rc;
 
 	(void)fd_out;
-	rep->value = SPAWN_FORK;
-	if ((rc = priv_probe_argv(argv, m->kind, m->params)) < 0)
-		return rc;
-	if (m->has_cpus && !(cpus = cpus_of(m->cpus, &s.cpus_size)))
-		return -ENOMEM;
+	/* The typed parameters through the kind's own parser, with this process's view of the
+	 * machine and its share of free memory: refused here, nothing is started. */
+	if ((rc = priv_probe_text(m->kind, &m->params, m->pass, h->sysfs_root, h->probe_mem_pct, &text)) < 0 ||
+	    (rc = priv_probe_argv(argv, m->kind, text)) < 0)
+		goto out;
+	if (m->has_cpus && !(cpus = cpus_of(m->cpus, &s.cpus_size))) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	s.argv = argv;
 	s.envp = environ;
 	s.cwd = "/";
@@ -266,7 +300,9 @@ int priv_do_probe_start(struct helper *h, const void *msg, struct priv_reply *re
 	s.die_with_parent = true;   /* with the helper's thread, and so with the daemon */
 	s.peer_fd = -1;
 	rc = spawn_start(&s, &step);
-	rep->value = step;
+	rep->value = step;   /* 0 (no step) when refused before */
+out:
+	free(text);
 	if (cpus)
 		CPU_FREE(cpus);
 	return rc;

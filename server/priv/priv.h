@@ -42,8 +42,10 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e);
 
 /* Forks the helper over the catalogue and roots (borrowed; the helper keeps its copy-on-write
  * image of them). Call as root, before any thread starts and before the store is opened: the
- * helper closes every fd but its end of the socketpair and stdio. 0, or -1 with MPE_PRIV_START. */
-int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, mp_err *e);
+ * helper closes every fd but its end of the socketpair and stdio. probe_mem_pct is the share of
+ * free memory a probe may take, which the helper checks itself. 0, or -1 with MPE_PRIV_START. */
+int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
+	       mp_err *e);
 
 /* The calling process becomes u: supplementary groups, gid, uid; every capability set empty
  * (effective, permitted, inheritable, ambient, bounding); no_new_privs. Checked afterwards from
@@ -87,9 +89,13 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
  * channel on a child). */
 int priv_reap(pid_t pid, int *status, bool nohang);
 
-/* A probe child (`--probe-child KIND PARAMS`) started by the helper under s's policy and CPUs,
- * its stdout s->stdout_fd (borrowed); s->argv is not read. The pid, or -errno with *step. */
-pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, const char *params, enum spawn_step *step);
+/* A probe child (`--probe-child KIND PARAMS`) of pass `pass` of probe table entry kind, with its
+ * typed parameters (borrowed), started by the helper under s's policy and CPUs, its stdout
+ * s->stdout_fd (borrowed); s->argv is not read. The pid, or -errno with *step: -EINVAL (step fork)
+ * when the helper refused the parameters, -E2BIG when they need more than the share of free
+ * memory. */
+pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, unsigned pass, const union probe_params *params,
+		       enum spawn_step *step);
 /* SIGKILL to a child the helper started: 0 or -errno. */
 int priv_kill(pid_t pid);
 
@@ -105,9 +111,16 @@ ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd);
  * the helper's tests send raw messages with it. */
 int priv_exchange(void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd);
 
-/* The command line of a probe child of table entry kind (helper_spawn.c): "/proc/self/exe"
- * (resolved in the child, after fork: this binary), --probe-child, the kind's name, params
- * (borrowed). -EINVAL for a kind not in the table. */
-int priv_probe_argv(char *argv[5], unsigned kind, const char *params);
+/* The parameters text of a probe child (helper_spawn.c), made from the typed ones by
+ * probe_recheck against the topology under sysfs_root and the share pct of its free memory: 0 with
+ * *text (owned by the caller) set, -EINVAL (the kind's parse refused them, logged), -E2BIG (more
+ * than the share) or -ENOMEM. The helper calls it for every PRIV_PROBE_START; the in-process path
+ * (act_probe_start) too, so that both start the child alike. */
+int priv_probe_text(unsigned kind, const union probe_params *p, unsigned pass, const char *sysfs_root, unsigned pct,
+		    char **text);
+/* The command line of a probe child of table entry kind: "/proc/self/exe" (resolved in the
+ * child, after fork: this binary), --probe-child, the kind's name, text (borrowed). -EINVAL for a
+ * kind not in the table. */
+int priv_probe_argv(char *argv[5], unsigned kind, const char *text);
 
 #endif

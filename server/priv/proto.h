@@ -19,6 +19,7 @@
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/proc.h"
+#include "server/probes/typed.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
 /* Larger than any message: a datagram that fills it is oversized, never silently truncated. The
@@ -152,16 +153,18 @@ struct priv_reap {
 };
 
 /* PRIV_PROBE_START carries the write end of the pipe the probe child answers on (SCM_RIGHTS).
- * The helper builds the command itself: its own binary, --probe-child, the name of probe table
- * entry `kind`, the parameters. The parameters are the kind's JSON object (NUL-terminated, at
- * most PRIV_PROBE_PARAMS), which the helper does not read: the child, the daemon's own code, parses
- * them with the kind's strict parser before it runs anything. The child runs as the helper (uid 0,
- * its capabilities), because a probe's workload writes knobs and pools itself. */
-#define PRIV_PROBE_PARAMS (16 * 1024)
+ * The parameters are typed: the kind's fixed struct (server/probes/typed.h). The helper unpacks
+ * them into its own JSON and runs the kind's own parser on it against the topology and free memory
+ * it reads itself, with the share of free memory it was given at start (probe_recheck: the limits
+ * the serving side used, not a copy); a refusal starts nothing. It then builds the command itself:
+ * its own binary, --probe-child, the name of probe table entry `kind`, its own normalised JSON
+ * with the label of pass `pass` of the plan it computed. The child runs as the helper (uid 0, its
+ * capabilities), because a probe's workload writes knobs and pools itself; it parses no text the
+ * serving side wrote. */
 struct priv_probe_start {
 	struct priv_hdr h;
 	uint32_t kind;         /* index in probe_kinds */
-	uint32_t params_len;   /* strlen(params) + 1, 2 .. PRIV_PROBE_PARAMS */
+	uint32_t pass;         /* 0 .. PROBE_MAX_PASSES - 1, and a pass of the kind's plan */
 	uint32_t set_policy;   /* 0 or 1 */
 	int32_t policy;
 	uint64_t maxnode;      /* 0 .. IDSET_MAX + 1 */
@@ -169,7 +172,7 @@ struct priv_probe_start {
 	uint32_t has_cpus;     /* 0 or 1 */
 	uint32_t pad;
 	uint64_t cpus[IDSET_MAX / 64];
-	char params[PRIV_PROBE_PARAMS];
+	union probe_params params;
 };
 
 /* SIGKILL to a child the helper started and has not collected yet (so the pid cannot have been

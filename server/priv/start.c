@@ -38,7 +38,8 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 	return 0;
 }
 
-int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, mp_err *e)
+int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
+	       mp_err *e)
 {
 	int sv[PRIV_CHANNELS][2], ours[PRIV_CHANNELS], n, err;
 	pid_t parent = getpid(), pid;
@@ -70,7 +71,7 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		syscall(SYS_close_range, 3U + PRIV_CHANNELS, ~0U, 0U);
 		if (priv_helper_caps() < 0)
 			_exit(1);
-		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root);
+		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root, probe_mem_pct);
 		_exit(0);
 	}
 	for (int i = 0; i < PRIV_CHANNELS; i++) {

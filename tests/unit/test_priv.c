@@ -23,6 +23,7 @@
 #include "server/priv/act.h"
 #include "server/priv/helper.h"
 #include "server/priv/priv.h"
+#include "server/probes/typed.h"
 #include "server/kernel/spawn.h"
 #include "tests/unit/check_main.h"
 
@@ -36,6 +37,8 @@ static char root[64], sys_root[96], proc_root[96];
 
 static struct knob_catalogue *cat;
 
+#define PROBE_SHARE_PCT 50   /* the helper's share of free memory: 2 GiB of the tree's 4 */
+
 static void make_tree(void)
 {
 	snprintf(root, sizeof root, "/tmp/mpd-priv-XXXXXX");
@@ -48,13 +51,18 @@ static void make_tree(void)
 	put(sys_root, POOL "free_hugepages", "0");
 	put(sys_root, NODE0 "nr_hugepages", "0");
 	put(sys_root, "devices/system/node/online", "0");
+	/* A topology for the helper's own check of probe parameters: one node, 4 GiB free. */
+	put(sys_root, "devices/system/node/possible", "0");
+	put(sys_root, "devices/system/node/node0/cpulist", "0");
+	put(sys_root, "devices/system/node/node0/distance", "10");
+	put(sys_root, "devices/system/node/node0/meminfo", "Node 0 MemTotal:       8388608 kB\nNode 0 MemFree:        4194304 kB");
 	put(sys_root, "fs/cgroup/a/cpuset.mems", "");
 	put(sys_root, "cpuset.mems", "");   /* outside fs/cgroup: never written */
 	put(proc_root, "sys/vm/compact_memory", "0");
 	put(proc_root, "4242/numa_maps", "7f0000000000 default anon=1 N0=1");
 	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
 	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
-	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, NULL), 0);
+	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, PROBE_SHARE_PCT, NULL), 0);
 }
 
 static void drop_tree(void)
@@ -615,24 +623,22 @@ START_TEST(malformed_spawns_are_refused)
 	m = spawn_msg(argv, 0, 0);
 	ck_assert_int_eq(send_raw_fd(m, sizeof *m - 1, sv[0]), -EBADMSG);
 	free(m);
-	/* A probe start: no pipe, the pipe's read end, a socket; a kind past the table; parameters
-	 * whose length is not the one given. Then killing what the helper did not start. */
+	/* A probe start: no pipe, the pipe's read end, a socket; a kind past the table; a pass past
+	 * any plan (the typed parameters: hostile_typed_probe_parameters_start_nothing). Then killing
+	 * what the helper did not start. */
 	{
 		struct priv_probe_start *ps = calloc(1, sizeof *ps);
 		struct priv_kill k = { .h = hdr(PRIV_KILL, sizeof k), .pid = 1 };
 		ck_assert_ptr_nonnull(ps);
 		ps->h = hdr(PRIV_PROBE_START, sizeof *ps);
-		memcpy(ps->params, "{}", 3);
-		ps->params_len = 3;
+		ps->params.leaf.touch.size = 4096;
 		ck_assert_int_eq(send_raw(ps, sizeof *ps), -EBADF);
 		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[0]), -EINVAL);
 		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, sv[0]), -EINVAL);
 		ps->kind = 1000;
 		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
 		ps->kind = 0;
-		ps->params_len = 2;
-		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
-		ps->params_len = PRIV_PROBE_PARAMS + 1;
+		ps->pass = PROBE_MAX_PASSES;
 		ck_assert_int_eq(send_raw_fd(ps, sizeof *ps, pfd[1]), -EINVAL);
 		free(ps);
 		ck_assert_int_eq(send_raw(&k, sizeof k), -ECHILD);
@@ -650,6 +656,123 @@ START_TEST(malformed_spawns_are_refused)
 	close(udp);
 	close(nobody);
 	assert_untouched();
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
+/* The helper has no child (none was started, or all were collected). */
+static void assert_helper_childless(void)
+{
+	char dir[64];
+	struct dirent *t;
+	DIR *d;
+
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)priv_helper_pid());
+	ck_assert_ptr_nonnull(d = opendir(dir));
+	while ((t = readdir(d))) {
+		char kids[256];
+		if (t->d_name[0] == '.')
+			continue;
+		task_file(t->d_name, "children", kids, sizeof kids);
+		ck_assert_msg(!kids[0], "the helper's thread %s has children: %s", t->d_name, kids);
+	}
+	closedir(d);
+}
+
+/* A probe start of kind with params, pass 0, policy as given: the answer's rc, and its step in *step. */
+static long probe_start(unsigned kind, const union probe_params *params, unsigned pass, int32_t policy, int pipe_w,
+			uint64_t *step)
+{
+	struct priv_probe_start *ps = calloc(1, sizeof *ps);   /* owned */
+	struct priv_reply rep;
+	int fd;
+
+	ck_assert_ptr_nonnull(ps);
+	ps->h = hdr(PRIV_PROBE_START, sizeof *ps);
+	ps->kind = kind;
+	ps->pass = pass;
+	ps->params = *params;
+	ps->set_policy = policy != 0;
+	ps->policy = policy;
+	ck_assert_int_eq(priv_exchange(ps, sizeof *ps, pipe_w, &rep, &fd), 0);
+	ck_assert_int_eq(fd, -1);
+	free(ps);
+	*step = rep.value;
+	return (long)rep.rc;
+}
+
+static unsigned kind_index(const char *name)
+{
+	for (unsigned i = 0; i < probe_nkinds; i++)
+		if (!strcmp(probe_kinds[i]->name, name))
+			return i;
+	ck_abort_msg("no probe kind %s", name);
+	return 0;
+}
+
+/* What a compromised serving side could send as a probe's typed parameters: each is refused by the
+ * helper's own run of the kind's parser (the serving side's limits) or its share of the free
+ * memory it reads itself, before anything is forked: the answer names no step (SPAWN_OK) and the
+ * helper has no child. A start within the limits does get as far as the child's set-up (refused
+ * there on purpose by a policy the kernel does not know, so that nothing is exec'd). */
+START_TEST(hostile_typed_probe_parameters_start_nothing)
+{
+	const unsigned touch = kind_index("touch"), frag = kind_index("fragment"), thp = kind_index("thp-fault");
+	union probe_params p;
+	uint64_t step;
+	int pfd[2];
+
+	make_tree();
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+#define REFUSED(kind, want)                                                                   \
+	do {                                                                                  \
+		ck_assert_int_eq(probe_start((kind), &p, 0, 0, pfd[1], &step), (want));       \
+		ck_assert_uint_eq(step, SPAWN_OK);   /* no step of a start was taken */       \
+		assert_helper_childless();                                                    \
+	} while (0)
+	/* touch: out of range, not whole pages, more than the share (3 GiB of the 2 allowed), a THP
+	 * mode that does not exist, more passes than a probe has. */
+	memset(&p, 0, sizeof p);
+	p.leaf.touch.size = 1ULL << 41;
+	REFUSED(touch, -EINVAL);
+	p.leaf.touch.size = 4097;
+	REFUSED(touch, -EINVAL);
+	p.leaf.touch.size = 3ULL << 30;
+	REFUSED(touch, -E2BIG);
+	p.leaf.touch.size = 4096;
+	p.leaf.touch.nthp = 1;
+	p.leaf.touch.thp[0] = 7;
+	REFUSED(touch, -EINVAL);
+	p.leaf.touch.thp[0] = 0;
+	p.leaf.touch.nthp = PROBE_MAX_PASSES + 1;
+	REFUSED(touch, -EINVAL);
+	/* thp-fault with neither loops nor a duration (loops 0 is out of its range). */
+	memset(&p, 0, sizeof p);
+	p.leaf.thp_fault.size_mib = 64;
+	REFUSED(thp, -EINVAL);
+	/* fragment: a share of the node above its limit, and fragment inside itself. */
+	memset(&p, 0, sizeof p);
+	p.fragment.own = (struct fragment_params){ .node = 0, .share_pct = 99, .max_mib = 64 };
+	p.fragment.inner_kind = (uint32_t)probe_nkinds;
+	REFUSED(frag, -EINVAL);
+	p.fragment.own.share_pct = 50;
+	p.fragment.inner_kind = frag;
+	REFUSED(frag, -EINVAL);
+	/* A kind past the table (refused by the check before the parameters are looked at), and pass
+	 * 1 of touch's single pass. */
+	memset(&p, 0, sizeof p);
+	p.leaf.touch.size = 4096;
+	REFUSED((unsigned)probe_nkinds, -EINVAL);
+	ck_assert_int_eq(probe_start(touch, &p, 1, 0, pfd[1], &step), -EINVAL);
+	ck_assert_uint_eq(step, SPAWN_OK);
+	/* Within every limit: the child is forked, and its set-up stops at the policy. */
+	ck_assert_int_eq(probe_start(touch, &p, 0, 0x7ff, pfd[1], &step), -EINVAL);
+	ck_assert_uint_eq(step, SPAWN_POLICY);
+	assert_helper_childless();
+#undef REFUSED
+	close(pfd[0]);
+	close(pfd[1]);
 	assert_alive();
 	drop_tree();
 }
@@ -749,6 +872,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
+	tcase_add_test(tc, hostile_typed_probe_parameters_start_nothing);
 	tcase_add_test(tc, design_table_matches_the_protocol_table);
 	suite_add_tcase(s, tc);
 	return s;
