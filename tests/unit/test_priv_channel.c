@@ -307,6 +307,7 @@ START_TEST(a_migration_that_left_pages_records_partial)
 	}
 	ck_assert_ptr_nonnull(job);
 	ck_assert_str_eq(json_string_value(json_object_get(job, "status")), "partial");
+	ck_assert_str_eq(json_string_value(json_object_get(job, "reason")), "not_moved");
 	res = json_object_get(job, "result");
 	ck_assert_int_eq(json_integer_value(json_object_get(res, "pages_not_moved")), NOT_MOVED);
 	json_decref(job);
