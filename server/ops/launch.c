@@ -1,6 +1,6 @@
 /* POST /v1/processes: validate (launch_req.c) → record a running process.launch → fork and set the
- * child up (kernel/spawn.c) → finish the record with the pid and start time → hand the child to
- * its watcher (children.c). */
+ * child up (act_spawn: kernel/spawn.c, in the helper under --user) → finish the record with the
+ * pid and start time → hand the child to its watcher (children.c). */
 #include "server/ops/launch.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* Pool resizes by the mmtests hpagealloc method: batches of `batch` pages per write, the count read
  * back after every write (the kernel reports success while giving fewer pages), one row per write
  * in the batches table. The clock (CLOCK_MONOTONIC) covers the write and the read-back only; the
- * steps run back to back in runs (kernel/hugetlb.h), and the rows are buffered and written between
- * runs, so recording never inflates a measurement. */
+ * steps run back to back in runs (kernel/hugetlb.h, through priv/act.h), and the rows are
+ * buffered and written between runs, so recording never inflates a measurement. */
 #include "server/ops/resize.h"
 
 #include <errno.h>
@@ -90,7 +90,7 @@ static uint64_t record(struct run *r, struct resize_target *t, bool grow, const 
 	return gained;
 }
 
-/* One target to its goal, in runs of steps (kernel/hugetlb.h: back to back where the privilege
+/* One target to its goal, in runs of steps (priv/act.h act_pool_run: back to back where the privilege
  * is) that end after RUN_BUDGET_NS at most, so that cancelling, the deadline and progress are
  * looked at as often as before. Returns 0 to go on with the next target, 1 to stop the job
  * (cancel, deadline, errno: out is filled). */
