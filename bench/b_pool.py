@@ -305,7 +305,7 @@ def _one_batch_size(ctx, orig, batch, dp, why, dps=None, why_ps="not started"):
                           raw_pp, "raw sysfs", goal=GOAL, goal_check=check,
                           method=common + "mempolicyd --user %s: the job's result.targets as in the batches row; "
                                           "each batch's write + read-back is done and timed by the helper "
-                                          "(server/kernel/priv_helper.c), back to back in runs of up to 32 "
+                                          "(server/priv/helper.c), back to back in runs of up to 32 "
                                           "batches; the socket round trip is outside it; "
                                           "raw: perf_counter around pwrite + pread" % PRIVSEP_USER)]
     if dp is None:

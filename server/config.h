@@ -23,7 +23,7 @@ struct config {
 	char *tls_key;
 	char *tls_client_ca;  /* NULL: no client certificates asked for */
 	char *admin_group;    /* NULL: only root may change things */
-	char *user;           /* NULL: no privilege separation (server/kernel/priv.h); set by main() */
+	char *user;           /* NULL: no privilege separation (server/priv/priv.h); set by main() */
 	char *seccomp;        /* "true" or "false" as written; NULL: true (server/kernel/sandbox.h) */
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */

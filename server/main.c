@@ -23,7 +23,7 @@
 #include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
-#include "server/kernel/priv.h"
+#include "server/priv/priv.h"
 #include "server/kernel/sandbox.h"
 #include "server/log.h"
 #include "server/sd.h"
@@ -200,8 +200,11 @@ int main(int argc, char **argv)
 			goto fail;
 		/* Before the store and before any thread: the helper is a fork of this image, holding the
 		 * knob catalogue and the roots, and nothing else of the daemon. */
-		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, &e) < 0)
+		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &e) < 0)
 			goto fail;
+		/* The helper's copy was made by the fork: from now on this side's catalogue says that
+		 * another, privileged process writes (what a knob's "writable" reports). */
+		knobs_set_writer_privileged(app.knobs);
 	} else {
 		statedir_mkparents(cfg.db);
 	}

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 #include "common/err.h"
-#include "server/kernel/priv.h"
+#include "server/priv/priv.h"
 
 /* mkdir -p (0755) for the directory that will hold path (socket, database). */
 void statedir_mkparents(const char *path);

@@ -11,7 +11,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "server/kernel/priv.h"
 #include "server/kernel/sysfs.h"
 
 /* 1 when the controllers file under rel lists "cpuset" as a word. */
@@ -241,11 +240,6 @@ int cg_children(int dirfd, char ***names, size_t *n)
 }
 
 int cg_write_mems(int dirfd, const char *text)
-{
-	return priv_active() ? priv_cg_mems(dirfd, text) : cg_write_mems_direct(dirfd, text);
-}
-
-int cg_write_mems_direct(int dirfd, const char *text)
 {
 	int fd = openat(dirfd, "cpuset.mems", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	size_t n = strlen(text);

@@ -49,10 +49,8 @@ int cg_read(int dirfd, const struct cg_hier *h, bool is_root, struct cg_state *s
  * *n how many. 0 or -errno. */
 int cg_children(int dirfd, char ***names, size_t *n);
 
-/* Writes cpuset.mems with one write(2). 0 or -errno (the kernel's: EINVAL, EACCES, EBUSY,
- * ENOSPC, ...). */
+/* Writes cpuset.mems with one write(2), in this process. 0 or -errno (the kernel's: EINVAL,
+ * EACCES, EBUSY, ENOSPC, ...). */
 int cg_write_mems(int dirfd, const char *text);
-/* The write itself, in this process (the privileged helper, or a daemon without one). */
-int cg_write_mems_direct(int dirfd, const char *text);
 
 #endif

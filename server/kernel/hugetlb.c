@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "common/parse.h"
-#include "server/kernel/priv.h"
 #include "server/kernel/sysfs.h"
 
 #define GLOBAL_DIR "kernel/mm/hugepages"
@@ -54,8 +53,6 @@ int htlb_write_nr(const char *sysfs_root, uint64_t size_kb, int node, uint64_t c
 {
 	char rel[160];
 
-	if (priv_active())
-		return priv_pool_write(size_kb, node, count);
 	if (node < 0)
 		global_path(rel, sizeof rel, size_kb, "nr_hugepages");
 	else
@@ -124,16 +121,7 @@ int htlb_read_pool(const char *sysfs_root, uint64_t size_kb, struct htlb_pool *p
 
 int htlb_compact(const char *procfs_root)
 {
-	return priv_active() ? priv_compact() : kfs_write(procfs_root, "sys/vm/compact_memory", "1");
-}
-
-int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb_nr *h)
-{
-	*h = (struct htlb_nr){ .size_kb = size_kb, .node = node, .f = { .fd = -1 } };
-	/* The helper opens (and keeps open) its own copy; it checks the pool at every step. */
-	if (priv_active())
-		return htlb_size_exists(sysfs_root, size_kb) ? 0 : -ENOENT;
-	return htlb_open_nr(sysfs_root, size_kb, node, &h->f);
+	return kfs_write(procfs_root, "sys/vm/compact_memory", "1");
 }
 
 static int64_t clock_ns(clockid_t id)
@@ -175,19 +163,6 @@ int htlb_run_steps(struct kfs_file *f, uint64_t from, uint64_t goal, uint64_t ba
 			break;
 	}
 	return rc;
-}
-
-int htlb_nr_run(struct htlb_nr *h, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
-		struct htlb_step *steps, unsigned *n)
-{
-	if (priv_active())
-		return priv_pool_run(h->size_kb, h->node, from, goal, batch, max, budget_ns, steps, n);
-	return htlb_run_steps(&h->f, from, goal, batch, max, budget_ns, steps, n);
-}
-
-void htlb_nr_close(struct htlb_nr *h)
-{
-	kfs_close(&h->f);
 }
 
 int htlb_vmstat_read(const char *procfs_root, struct htlb_vmstat *v)

@@ -55,7 +55,8 @@ static inline uint64_t htlb_next_count(uint64_t now, uint64_t goal, uint64_t bat
 	return now - goal < batch ? goal : now - batch;
 }
 
-/* Steps in one run at most: a run's answer is one fixed-size message (priv_proto.h). */
+/* Steps in one run at most: a run's answer through the helper is one fixed-size message
+ * (server/priv/proto.h). */
 #define HTLB_RUN_MAX 32
 
 /* Steps from `from` toward `goal` (up or down), `batch` pages per write, back to back: stops at the
@@ -66,19 +67,6 @@ static inline uint64_t htlb_next_count(uint64_t now, uint64_t goal, uint64_t bat
  * steps[0 .. *n - 1], also when it fails (the steps before the error). 0 or -errno. */
 int htlb_run_steps(struct kfs_file *f, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
 		   struct htlb_step *steps, unsigned *n);
-
-/* A resize's pool file: opened once, then runs of steps, done where the privilege is (in the
- * privileged helper when one runs, so no socket round trip falls between or inside steps). */
-struct htlb_nr {
-	uint64_t size_kb;
-	int node;
-	struct kfs_file f;      /* owned; unused (fd -1) with the helper */
-};
-int htlb_nr_open(const char *sysfs_root, uint64_t size_kb, int node, struct htlb_nr *h);
-/* htlb_run_steps on the pool's file, or through the helper. */
-int htlb_nr_run(struct htlb_nr *h, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
-		struct htlb_step *steps, unsigned *n);
-void htlb_nr_close(struct htlb_nr *h);
 
 /* Compacts all memory once (procfs sys/vm/compact_memory). */
 int htlb_compact(const char *procfs_root);

@@ -27,6 +27,10 @@ struct knob_catalogue;
 struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_root);
 void knobs_free(struct knob_catalogue *c);   /* NULL is fine */
 
+/* The knobs are written by another process that keeps CAP_DAC_OVERRIDE (the privileged helper):
+ * from now on a knob_state's writable reads only the mode bits, not this process's access(). */
+void knobs_set_writer_privileged(struct knob_catalogue *c);
+
 size_t knobs_count(const struct knob_catalogue *c);
 const struct knob *knobs_at(const struct knob_catalogue *c, size_t i);
 /* Exact-name lookup; NULL for anything not in the table. */
@@ -43,7 +47,8 @@ void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, 
 /* What a knob looks like right now. */
 struct knob_state {
 	bool available;              /* the file exists and its text parses for this type */
-	bool writable;               /* advisory: a write bit is set and access(W_OK) */
+	bool writable;               /* advisory: a write bit is set and access(W_OK) (or the writer
+	                              * is privileged: knobs_set_writer_privileged) */
 	int read_err;                /* -errno of the failed read (or -EINVAL: unparseable), 0 when available */
 	char value[64];              /* choice: the selected token; integer/boolean: decimal text */
 	uint64_t num;                /* integer/boolean: the value */
@@ -58,7 +63,7 @@ int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_
 enum knob_check { KNOB_OK, KNOB_NOT_ALLOWED, KNOB_OUT_OF_RANGE };
 /* Is value (canonical text: a token, or decimal digits) acceptable for k in state st? */
 enum knob_check knob_check_value(const struct knob *k, const struct knob_state *st, const char *value);
-/* One write(2) of value. 0 or -errno. */
+/* One write(2) of value, by this process. 0 or -errno. */
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 
 #endif

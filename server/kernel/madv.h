@@ -9,9 +9,8 @@
 #define MADV_COLLAPSE 25
 #endif
 
-/* MADV_COLLAPSE of [start, start + len) in the process pidfd names (borrowed), by the privileged
- * helper when one runs (process_madvise needs CAP_SYS_NICE and ptrace access). Bytes advised, or
- * -errno. */
+/* MADV_COLLAPSE of [start, start + len) in the process pidfd names (borrowed), by this process
+ * (process_madvise needs CAP_SYS_NICE and ptrace access). Bytes advised, or -errno. */
 long madv_collapse(int pidfd, uint64_t start, uint64_t len);
 
 #endif

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/kernel/priv.h"
 #include "server/kernel/proc.h"
 
 static const struct mpol_mode modes[] = {
@@ -71,8 +70,6 @@ long mpol_migrate_checked(const char *procfs_root, pid_t pid, uint64_t start_tim
 {
 	int rc;
 
-	if (priv_active())
-		return priv_migrate(pid, start_time, from, to);
 	if ((rc = proc_check_identity(procfs_root, pid, start_time)) < 0)
 		return rc;
 	return mpol_migrate_pages(pid, from, to);

@@ -121,6 +121,7 @@ static int smaps_cb(void *arg, const char *line, size_t len)
  * third off the wall time (bench/b_proc.py). */
 struct side_read {
 	const char *root;              /* borrowed */
+	proc_open_fn open;
 	pid_t pid;
 	bool want_rollup;              /* false: no anonymous THP in the system, the rollup would say 0 */
 	bool want_ends;
@@ -170,14 +171,14 @@ static void *side_read(void *arg)
 	size_t len;
 
 	if (sr->want_rollup) {
-		sr->rc = proc_read_file(sr->root, sr->pid, "smaps_rollup", 64 * 1024, &text, &len);
+		sr->rc = proc_read_guarded(sr->root, sr->open, sr->pid, PROC_SMAPS_ROLLUP, 64 * 1024, &text, &len);
 		/* A kernel thread has no mm: an empty rollup (and an empty numa_maps). */
 		if (sr->rc == 0 && len)
 			sr->rc = pl_parse_rollup_thp(text, &sr->rollup_thp_kb);
 		free(text);
 	}
 	if (sr->rc == 0 && sr->want_ends)
-		sr->rc = proc_read_lines(sr->root, sr->pid, "maps", maps_line_cb, sr);
+		sr->rc = proc_read_lines(sr->root, sr->open, sr->pid, PROC_MAPS, maps_line_cb, sr);
 	return NULL;
 }
 
@@ -218,17 +219,18 @@ static void apply_ends(struct placement *p, const struct side_read *sr)
 	}
 }
 
-int pl_read(const char *procfs_root, pid_t pid, uint64_t expect_start, struct placement *p)
+int pl_read(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, struct placement *p)
 {
-	return pl_read_opts(procfs_root, pid, expect_start, 0, p);
+	return pl_read_opts(procfs_root, open, pid, expect_start, 0, p);
 }
 
-int pl_read_opts(const char *procfs_root, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p)
+int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
+		 struct placement *p)
 {
 	char *text = NULL; /* owned: status */
 	size_t len;
 	uint64_t st0, st1;
-	struct side_read sr = { .root = procfs_root, .pid = pid, .want_ends = !(flags & PL_NO_ENDS) };
+	struct side_read sr = { .root = procfs_root, .open = open, .pid = pid, .want_ends = !(flags & PL_NO_ENDS) };
 	pthread_t th;
 	bool side = false;
 	int rc;
@@ -259,7 +261,7 @@ int pl_read_opts(const char *procfs_root, pid_t pid, uint64_t expect_start, unsi
 		if (!side)
 			side_read(&sr);
 	}
-	rc = proc_read_lines(procfs_root, pid, "numa_maps", numa_maps_cb, p);
+	rc = proc_read_lines(procfs_root, open, pid, PROC_NUMA_MAPS, numa_maps_cb, p);
 	if (side)
 		pthread_join(th, NULL);
 	side = false;
@@ -272,7 +274,7 @@ int pl_read_opts(const char *procfs_root, pid_t pid, uint64_t expect_start, unsi
 	if (p->smaps_read) {
 		struct pl_smaps_reader st;
 		pl_smaps_begin(&st, p);
-		if ((rc = proc_read_lines(procfs_root, pid, "smaps", smaps_cb, &st)) < 0)
+		if ((rc = proc_read_lines(procfs_root, open, pid, PROC_SMAPS, smaps_cb, &st)) < 0)
 			goto out;
 	} else {
 		apply_ends(p, &sr);

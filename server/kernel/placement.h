@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "common/parse.h"
+#include "server/kernel/proc.h"
 
 /* Policy modes as mpol_to_str() prints them. PL_UNKNOWN: the kernel's own "unknown", or a mode
  * word a newer kernel added; the text is kept. */
@@ -175,11 +176,13 @@ static inline uint64_t pl_count_bytes(const struct pl_mapping *m, const struct p
  * then smaps when the rollup shows THP (per-mapping AnonHugePages), then stat again. 0; -ESRCH when there is no
  * such process or it exited while being read (a zombie's files are empty); -ESTALE when the pid
  * named another process by the end; -EINVAL for text that does not parse; -ENOMEM; -E2BIG.
- * If expect_start is non-zero the process must have that start time (else -ESTALE). */
-int pl_read(const char *procfs_root, pid_t pid, uint64_t expect_start, struct placement *p);
+ * If expect_start is non-zero the process must have that start time (else -ESTALE). The files
+ * that need ptrace access (numa_maps, smaps_rollup, maps, smaps) are opened by open. */
+int pl_read(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, struct placement *p);
 /* pl_read with flags. PL_NO_ENDS: the mappings' ends are not needed (a summary without the
  * mapping list), so maps is not read; they stay 0 unless smaps was read for THP. */
 #define PL_NO_ENDS 0x1u
-int pl_read_opts(const char *procfs_root, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p);
+int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
+		 struct placement *p);
 
 #endif

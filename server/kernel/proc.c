@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/parse.h"
-#include "server/kernel/priv.h"
 
 int proc_parse_stat_start(const char *text, uint64_t *start_time)
 {
@@ -50,39 +50,53 @@ static int proc_path(char *out, size_t len, const char *root, pid_t pid, const c
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Where every read's fd comes from. The files that need ptrace access to another process are
- * opened by the privileged helper when one runs (the check is made at open, against the opener);
- * the world-readable ones (stat, status) here. An fd, or -errno (-ESRCH for ENOENT). */
+/* An fd of the file, or -errno (-ESRCH for ENOENT). */
 static int proc_open(const char *procfs_root, pid_t pid, const char *name)
 {
-	static const char *const guarded[PRIV_PROC_END] = {
-		[PRIV_PROC_MAPS] = "maps", [PRIV_PROC_SMAPS] = "smaps", [PRIV_PROC_SMAPS_ROLLUP] = "smaps_rollup",
-		[PRIV_PROC_NUMA_MAPS] = "numa_maps",
-	};
 	char path[PATH_MAX];
 	int fd, rc;
 
 	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
 		return rc;
-	if (priv_active())
-		for (int f = 0; f < PRIV_PROC_END; f++)
-			if (!strcmp(name, guarded[f]))
-				return (fd = priv_proc_open(pid, (enum priv_proc_file)f)) == -ENOENT ? -ESRCH : fd;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
 }
 
-int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
-		   size_t *len)
+const char *proc_file_name(enum proc_file f)
+{
+	static const char *const names[PROC_FILE_END] = {
+		[PROC_MAPS] = "maps", [PROC_SMAPS] = "smaps", [PROC_SMAPS_ROLLUP] = "smaps_rollup",
+		[PROC_NUMA_MAPS] = "numa_maps",
+	};
+
+	return (unsigned)f < PROC_FILE_END ? names[f] : NULL;
+}
+
+int proc_open_guarded(const char *procfs_root, pid_t pid, enum proc_file f)
+{
+	const char *name = proc_file_name(f);
+
+	return name ? proc_open(procfs_root, pid, name) : -EINVAL;
+}
+
+int proc_pidfd(pid_t pid)
+{
+	long fd = syscall(SYS_pidfd_open, pid, 0U);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The fd's whole text (the fd is closed); as proc_read_file. */
+static int read_whole(int fd, size_t max, char **buf, size_t *len)
 {
 	size_t cap = 64 * 1024, off = 0;
 	char *b = NULL; /* owned until handed to *buf */
-	int fd = -1, rc;
+	int rc;
 
 	*buf = NULL;
 	*len = 0;
-	if ((fd = proc_open(procfs_root, pid, name)) < 0) {
-		rc = fd;
+	if (fd < 0) {
+		rc = fd == -ENOENT ? -ESRCH : fd;
 		goto out;
 	}
 	if (!(b = malloc(cap))) {
@@ -127,6 +141,18 @@ out:
 	return rc;
 }
 
+int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
+		   size_t *len)
+{
+	return read_whole(proc_open(procfs_root, pid, name), max, buf, len);
+}
+
+int proc_read_guarded(const char *procfs_root, proc_open_fn open_fn, pid_t pid, enum proc_file f, size_t max,
+		      char **buf, size_t *len)
+{
+	return read_whole(open_fn(procfs_root, pid, f), max, buf, len);
+}
+
 int proc_start_time(const char *procfs_root, pid_t pid, uint64_t *start_time)
 {
 	char *text = NULL; /* owned */
@@ -149,16 +175,16 @@ int proc_check_identity(const char *procfs_root, pid_t pid, uint64_t expected)
 	return now == expected ? 0 : -ESTALE;
 }
 
-int proc_read_lines(const char *procfs_root, pid_t pid, const char *name, proc_line_fn fn,
+int proc_read_lines(const char *procfs_root, proc_open_fn open_fn, pid_t pid, enum proc_file f, proc_line_fn fn,
 		    void *arg)
 {
 	enum { CHUNK = 256 * 1024, MAX_LINE = 64 * 1024 };
 	char *b = NULL; /* owned: CHUNK + MAX_LINE, so a carried partial line always fits */
 	size_t have = 0;
-	int fd = -1, rc;
+	int fd = open_fn(procfs_root, pid, f), rc;
 
-	if ((fd = proc_open(procfs_root, pid, name)) < 0) {
-		rc = fd;
+	if (fd < 0) {
+		rc = fd == -ENOENT ? -ESRCH : fd;
 		goto out;
 	}
 	if (!(b = malloc(CHUNK + MAX_LINE))) {

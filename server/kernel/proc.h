@@ -28,18 +28,40 @@ int proc_start_time(const char *procfs_root, pid_t pid, uint64_t *start_time);
  * gave with the start time it saw call this just before acting. */
 int proc_check_identity(const char *procfs_root, pid_t pid, uint64_t expected);
 
-/* Reads /proc/PID/<name> whole into *buf (owned by the caller, NUL-terminated), length in *len.
- * name comes from the caller's own constants. 0; -ESRCH when the process is gone (ENOENT from
- * open, ESRCH from read); -ENOMEM; -EFBIG beyond max bytes; another -errno. */
+/* Reads /proc/PID/<name> whole into *buf (owned by the caller, NUL-terminated), length in *len,
+ * opened by this process: for the world-readable files (stat, status). name comes from the
+ * caller's own constants. 0; -ESRCH when the process is gone (ENOENT from open, ESRCH from read);
+ * -ENOMEM; -EFBIG beyond max bytes; another -errno. */
 int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t max, char **buf,
 		   size_t *len);
 
-/* Streams /proc/PID/<name> line by line (without the '\n'; a line is at most 64 KiB) into fn,
+/* The files the kernel guards with a ptrace-access check made at open, against the opener: under
+ * privilege separation only the helper may open them for a process of another user. */
+enum proc_file { PROC_MAPS, PROC_SMAPS, PROC_SMAPS_ROLLUP, PROC_NUMA_MAPS, PROC_FILE_END };
+/* "maps", "smaps", ...; NULL for a value out of the enum. */
+const char *proc_file_name(enum proc_file f);
+/* Opens f of pid in this process, read-only: an fd (owned by the caller), -ESRCH when there is no
+ * such process, or another -errno. */
+int proc_open_guarded(const char *procfs_root, pid_t pid, enum proc_file f);
+/* Who opens a guarded file for the readers below: proc_open_guarded, or the one that decides
+ * between this process and the helper (server/priv/act.h, act_proc_open). Same returns. */
+typedef int (*proc_open_fn)(const char *procfs_root, pid_t pid, enum proc_file f);
+
+/* proc_read_file of a guarded file, opened by open. */
+int proc_read_guarded(const char *procfs_root, proc_open_fn open, pid_t pid, enum proc_file f, size_t max,
+		      char **buf, size_t *len);
+
+/* Streams a guarded file line by line (without the '\n'; a line is at most 64 KiB) into fn,
  * which returns 0 to go on or a -errno to stop with. For files too large to hold (smaps of a
  * process with 100 000 mappings is over 100 MB). 0, fn's -errno, or the errors of
  * proc_read_file. */
 typedef int (*proc_line_fn)(void *arg, const char *line, size_t len);
-int proc_read_lines(const char *procfs_root, pid_t pid, const char *name, proc_line_fn fn,
+int proc_read_lines(const char *procfs_root, proc_open_fn open, pid_t pid, enum proc_file f, proc_line_fn fn,
 		    void *arg);
+
+/* A pidfd of pid (pidfd_open(2), close-on-exec; owned by the caller): it pins the process, so a
+ * pid reused after its start time was checked cannot be hit. An fd, or -errno (-ESRCH: no such
+ * process; -ENOSYS before Linux 5.3). */
+int proc_pidfd(pid_t pid);
 
 #endif

@@ -1,5 +1,5 @@
 /* The serving side's seccomp filter (libseccomp): what the unprivileged daemon of privilege
- * separation (server/kernel/priv.h) must never need, refused by the kernel.
+ * separation (server/priv/priv.h) must never need, refused by the kernel.
  *
  * After priv_drop() every kernel write, launch, probe, migration and collapse goes through the
  * helper, so the serving process never execs, traces, changes memory policy, mounts, loads

@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/kernel/priv.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -126,17 +125,10 @@ static __attribute__((noreturn)) void child(const struct spawn_spec *s, int fd, 
 
 /* ---- the parent ----------------------------------------------------------------------------- */
 
-pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step)
-{
-	return priv_active() ? priv_spawn(s, step) : spawn_local(s, step);
-}
-
 int spawn_reap(pid_t pid, int *status, bool nohang)
 {
 	pid_t r;
 
-	if (priv_active())
-		return priv_reap(pid, status, nohang);
 	do
 		r = waitpid(pid, status, nohang ? WNOHANG : 0);
 	while (r < 0 && errno == EINTR);
@@ -145,12 +137,10 @@ int spawn_reap(pid_t pid, int *status, bool nohang)
 
 int spawn_kill(pid_t pid)
 {
-	if (priv_active())
-		return priv_kill(pid);
 	return kill(pid, SIGKILL) < 0 ? -errno : 0;
 }
 
-pid_t spawn_local(const struct spawn_spec *s, enum spawn_step *step)
+pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step)
 {
 	int p[2], devnull, err = 0;
 	struct spawn_msg m;

@@ -50,17 +50,14 @@ enum spawn_step {
 };
 const char *spawn_step_name(enum spawn_step s);
 
-/* Starts the child: in this process, or, with privilege separation (priv_active()), in the
- * privileged helper, whose child it then is. Returns its pid once it has exec'd, or -errno with
- * *step saying which step failed (the child has then been reaped). The caller reaps a started
- * child with spawn_reap. */
+/* Starts the child of this process (server/priv/act.h chooses between this and the privileged
+ * helper). Returns its pid once it has exec'd, or -errno with *step saying which step failed (the
+ * child has then been reaped). The caller reaps a started child with spawn_reap. */
 pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step);
-/* The fork and set-up itself, always in this process (the helper's side of spawn_start). */
-pid_t spawn_local(const struct spawn_spec *s, enum spawn_step *step);
 /* Collects a started child's wait status: 0, -EAGAIN when it still runs (nohang), or -errno
- * (-ECHILD: not ours). Through the helper when the helper started it. */
+ * (-ECHILD: not ours). */
 int spawn_reap(pid_t pid, int *status, bool nohang);
-/* SIGKILL to a started child (through the helper when it started it): 0 or -errno. */
+/* SIGKILL to a started child: 0 or -errno. */
 int spawn_kill(pid_t pid);
 
 #endif

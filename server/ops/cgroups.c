@@ -11,6 +11,7 @@
 #include "server/clock.h"
 #include "server/kernel/cgroup.h"
 #include "server/kernel/topology.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
 
@@ -215,7 +216,7 @@ int cgroup_set_mems(const struct app *app, const struct proc_caller *who, const 
 	if ((id = procs_db_begin(app->store, &op, e)) < 0)
 		goto out;
 
-	werr = -cg_write_mems(fd, text);
+	werr = -act_cg_mems(fd, text);
 	if (cg_read(fd, &h, false, &after) < 0)
 		after = st;
 	status = werr ? "failed" : "ok";
@@ -230,7 +231,7 @@ int cgroup_set_mems(const struct app *app, const struct proc_caller *who, const 
 		if (procs_db_finish(app->store, id, status, werr, werr ? e->detail : NULL, result, &se) < 0) {
 			/* Written but not recorded: put the old mems back, as knobs do, and say so. */
 			if (!werr)
-				cg_write_mems(fd, st.mems);
+				act_cg_mems(fd, st.mems);
 			*e = se;
 			status = "undone";
 			werr = se.sys_errno;

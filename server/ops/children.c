@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,8 +13,10 @@
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/log.h"
+#include "server/kernel/proc.h"
 #include "server/kernel/spawn.h"
 #include "server/ops/sample.h"
+#include "server/priv/act.h"
 
 struct children {
 	const struct app *app;       /* borrowed */
@@ -124,18 +125,18 @@ static void *watch_main(void *arg)
 	struct watcher *w = arg;
 	struct children *c = w->c;
 	const struct child_info *ci = &w->ci;
-	int pidfd = (int)syscall(SYS_pidfd_open, ci->pid, 0), st = 0;
+	int pidfd = proc_pidfd(ci->pid), st = 0;
 	int64_t next = mono_ms() + ci->interval_ms;
 	unsigned seq = 0;
 	bool exited = false, reaped = false;
 
 	if (pidfd < 0)
-		log_warn("pid %d: pidfd_open: %s; reaping it without watching", (int)ci->pid, strerror(errno));
+		log_warn("pid %d: no pidfd (%s): reaping it without watching", (int)ci->pid, strerror(-pidfd));
 	for (;;) {
 		int timeout = -1;
 		if (pidfd < 0) {
 			/* Without a pidfd (before 5.3) only a blocking wait is left. */
-			spawn_reap(ci->pid, &st, false);
+			act_reap(ci->pid, &st, false);
 			reaped = exited = true;
 			break;
 		}
@@ -148,7 +149,7 @@ static void *watch_main(void *arg)
 		if (exited) {
 			/* The pidfd is readable once the child is a zombie; the helper's child is
 			 * collected by the helper (spawn_reap asks it until it has the status). */
-			spawn_reap(ci->pid, &st, false);
+			act_reap(ci->pid, &st, false);
 			reaped = true;
 			break;
 		}

@@ -10,6 +10,7 @@
 #include "server/clock.h"
 #include "server/log.h"
 #include "server/ops/conditions.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
 
@@ -155,7 +156,7 @@ static json_t *changes_json(const struct item *items, size_t n, bool dry_run)
 static int write_checked(const struct app *app, const struct knob *k, const char *value)
 {
 	struct knob_state st;
-	int rc = knob_write(app->knobs, k, value);
+	int rc = act_knob_write(app->knobs, k, value);
 
 	if (rc < 0)
 		return rc;

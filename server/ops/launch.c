@@ -1,6 +1,6 @@
 /* POST /v1/processes: validate (launch_req.c) → record a running process.launch → fork and set the
- * child up (kernel/spawn.c) → finish the record with the pid and start time → hand the child to
- * its watcher (children.c). */
+ * child up (act_spawn: kernel/spawn.c, in the helper under --user) → finish the record with the
+ * pid and start time → hand the child to its watcher (children.c). */
 #include "server/ops/launch.h"
 
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "server/kernel/proc.h"
 #include "server/log.h"
 #include "server/ops/children.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
 
@@ -39,13 +40,13 @@ static json_t *policy_json(const struct launch_req *r)
 /* Through the helper under --user: the child is its, and of another uid than the daemon's. */
 static void kill_reap(pid_t pid)
 {
-	int rc = spawn_kill(pid);
+	int rc = act_kill(pid);
 
 	if (rc < 0) {
 		log_warn("pid %d: cannot kill it after a failed record: %s", (int)pid, strerror(-rc));
 		return;
 	}
-	spawn_reap(pid, NULL, false);
+	act_reap(pid, NULL, false);
 }
 
 int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e)
@@ -79,7 +80,7 @@ int launch_start(const struct app *app, const json_t *body, const struct launch_
 		.set_policy = r.mode != NULL, .policy = r.policy, .thp = r.thp, .peer_fd = who->conn_fd,
 	};
 	mpol_mask_from(&r.nodes, &s.nodes);
-	pid = spawn_start(&s, &step);
+	pid = act_spawn(&s, &step);
 	if (pid < 0) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "%s: %s", spawn_step_name(step), strerror((int)-pid));

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "server/kernel/proc.h"
 #include "server/ops/pact.h"
 #include "server/ops/pmigrate.h"
+#include "server/priv/act.h"
 
 #define KIND        "process.collapse"
 #define HPAGE       (2ULL << 20)   /* MADV_COLLAPSE collapses PMD-sized, PMD-aligned ranges */
@@ -60,9 +60,9 @@ static void one(struct crun *r, uint64_t s, uint64_t e)
 	long rc;
 
 	r->ranges++;
-	rc = madv_collapse(r->pidfd, s, e - s);
+	rc = act_collapse(r->pidfd, s, e - s);
 	if (rc == -EAGAIN)   /* transient (page lock, LRU isolation): once more */
-		rc = madv_collapse(r->pidfd, s, e - s);
+		rc = act_collapse(r->pidfd, s, e - s);
 	if (rc >= 0) {
 		r->collapsed++;
 		return;
@@ -88,13 +88,13 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 	out->status = "failed";
 	/* The pidfd pins the process: once it is open and the start time still matches, a reused pid
 	 * cannot be hit. */
-	if ((r.pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0)) < 0 ||
+	if ((r.pidfd = proc_pidfd(a->pid)) < 0 ||
 	    proc_check_identity(a->app->procfs_root, a->pid, a->start_time) < 0) {
 		out->err_no = ESRCH;
 		snprintf(out->error, sizeof out->error, "process %d exited or its pid was reused", (int)a->pid);
 		goto out;
 	}
-	if ((kr = pl_read(a->app->procfs_root, a->pid, a->start_time, &before)) < 0) {
+	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &before)) < 0) {
 		out->err_no = kr == -ESTALE ? ESRCH : -kr;
 		snprintf(out->error, sizeof out->error, "reading the placement before: %s", strerror(out->err_no));
 		goto out;
@@ -119,7 +119,7 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 							    "failed", (json_int_t)r.failed));
 			}
 		}
-	if ((kr = pl_read(a->app->procfs_root, a->pid, a->start_time, &after)) == 0)
+	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &after)) == 0)
 		have_after = true;
 	out->result = json_pack("{s:i, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I}", "pid", (int)a->pid, "start_time",
 				(json_int_t)a->start_time, "thp_bytes_before", (json_int_t)(before.rollup_thp_kb * 1024),

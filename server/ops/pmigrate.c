@@ -18,6 +18,7 @@
 #include "server/ops/launch.h"
 #include "server/ops/pact.h"
 #include "server/ops/processes.h"
+#include "server/priv/act.h"
 
 #define KIND "process.migrate"
 
@@ -132,7 +133,7 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	json_t *delta;
 
 	job_progress(ctx, json_pack("{s:s}", "phase", "reading placement"));
-	if ((kr = pl_read(a->app->procfs_root, a->pid, a->start_time, &before)) < 0) {
+	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &before)) < 0) {
 		fail_with(out, kr == -ESTALE ? ESRCH : -kr, "%s: %s", "reading the placement before");
 		return;
 	}
@@ -153,7 +154,7 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	t0 = clk_mono_ns();
 	/* Checked once more where it happens (by the privileged helper when one runs). */
-	rc = mpol_migrate_checked(a->app->procfs_root, a->pid, a->start_time, &from, &to);
+	rc = act_migrate(a->app->procfs_root, a->pid, a->start_time, &from, &to);
 	el = clk_mono_ns() - t0;
 	vmstat_read(a->app->procfs_root, counters, NCOUNTERS, v1);
 	if (rc < 0) {
@@ -163,7 +164,7 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		return;
 	}
 	job_progress(ctx, json_pack("{s:s}", "phase", "reading placement after"));
-	if ((kr = pl_read(a->app->procfs_root, a->pid, a->start_time, &after)) < 0) {
+	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &after)) < 0) {
 		pl_free(&before);
 		fail_with(out, kr == -ESTALE ? ESRCH : -kr, "%s: %s", "reading the placement after");
 		return;

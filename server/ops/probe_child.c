@@ -13,9 +13,8 @@
 #include <unistd.h>
 
 #include "server/jobs/job_ctx.h"
-#include "server/kernel/priv.h"
 #include "server/kernel/spawn.h"
-#include "server/probes/probe.h"
+#include "server/priv/act.h"
 
 #define ANSWER_MAX (4 * 1024 * 1024)   /* a result larger than this is a workload bug */
 #define TICK_MS    50                  /* how soon a cancel reaches the child */
@@ -31,14 +30,14 @@ static int64_t mono_ms(void)
 
 static void reap(pid_t pid, int *status)
 {
-	spawn_reap(pid, status, false);
+	act_reap(pid, status, false);
 }
 
 enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_child_spec *s, json_t **result,
 				     int *err_no, char *err, size_t errlen)
 {
-	char *params = json_dumps(s->params, JSON_COMPACT);       /* owned */
-	char *argv[] = { "/proc/self/exe", "--probe-child", (char *)s->kind, params, NULL };
+	struct act_probe ap = { .kind = s->kind, .pass = s->pass, .params = s->params, .sysfs_root = s->sysfs_root,
+				.mem_pct = s->mem_pct };
 	char *buf = NULL;                                          /* owned: the answer */
 	size_t len = 0, cap = 0;
 	enum probe_child_end end = PCE_FAILED;
@@ -51,33 +50,22 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 
 	*result = NULL;
 	*err_no = 0;
-	if (!params) {
-		snprintf(err, errlen, "out of memory");
-		return PCE_FAILED;
-	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		*err_no = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	/* The exec'd child is this binary: "/proc/self/exe" is resolved in the child, after fork. */
+	/* The exec'd child is this binary, its command line built from the kind (act_probe_start). */
 	struct spawn_spec sp = {
-		.argv = argv, .envp = environ, .cwd = "/", .uid = geteuid(), .gid = getegid(),
+		.envp = environ, .cwd = "/", .uid = geteuid(), .gid = getegid(),
 		.cpus = s->cpus, .cpus_size = s->cpus_size, .set_policy = s->set_policy, .policy = s->policy,
 		.nodes = s->nodes, .stdout_fd = p[1],
 		/* A probe is the daemon's measurement: it does not outlive a daemon that dies. */
 		.die_with_parent = true, .peer_fd = -1,
 	};
 	/* Under --user the helper starts it (its workload writes knobs and pools itself), from the
-	 * kind's index in the probe table: no command line travels. */
-	if (priv_active()) {
-		size_t k = 0;
-		while (k < probe_nkinds && strcmp(probe_kinds[k]->name, s->kind))
-			k++;
-		pid = k < probe_nkinds ? priv_probe_start(&sp, (unsigned)k, params, &step) : -EINVAL;
-	} else {
-		pid = spawn_local(&sp, &step);
-	}
+	 * kind's index in the probe table and its typed parameters: no command line travels. */
+	pid = act_probe_start(&sp, &ap, &step);
 	close(p[1]);
 	p[1] = -1;
 	if (pid < 0) {
@@ -93,7 +81,7 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 
 		if (job_cancelled(ctx) || mono_ms() >= deadline) {
 			end = job_cancelled(ctx) ? PCE_CANCELLED : PCE_TIMEOUT;
-			spawn_kill(pid);
+			act_kill(pid);
 			reap(pid, &status);
 			snprintf(err, errlen, end == PCE_CANCELLED ? "cancelled: the probe child was killed"
 				 : "the pass took longer than %lld ms: the probe child was killed", (long long)s->timeout_ms);
@@ -104,7 +92,7 @@ enum probe_child_end probe_child_run(struct job_ctx *ctx, const struct probe_chi
 		if (len + 65536 > cap) {
 			char *nb;
 			if (cap >= ANSWER_MAX || !(nb = realloc(buf, cap ? cap * 2 : 65536))) {
-				spawn_kill(pid);
+				act_kill(pid);
 				reap(pid, &status);
 				snprintf(err, errlen, "the probe child's answer is larger than %d bytes", ANSWER_MAX);
 				goto out;
@@ -142,6 +130,5 @@ out:
 		close(p[0]);
 	json_decref(ans);
 	free(buf);
-	free(params);
 	return end;
 }

@@ -1,5 +1,6 @@
 /* Running one pass of a probe's workload in a child process: `mempolicyd --probe-child KIND
- * PARAMS` exec'd from the daemon's own binary (/proc/self/exe) by kernel/spawn.c, under the
+ * PARAMS` exec'd from the daemon's own binary (/proc/self/exe) by kernel/spawn.c (through the
+ * privileged helper under privilege separation, PARAMS made from the typed parameters), under the
  * request's memory policy and CPU binding, with its stdout a pipe. The parent reads the child's
  * one JSON document, and kills the child (SIGKILL, then reaps it) when the job is cancelled or the
  * pass outlives its time bound. */
@@ -16,9 +17,14 @@
 
 struct job_ctx;
 
+union probe_params;
+
 struct probe_child_spec {
-	const char *kind;            /* borrowed: a name from the probe table */
-	const json_t *params;        /* borrowed: the pass's parameters */
+	unsigned kind;               /* index in the probe table */
+	unsigned pass;               /* of the kind's plan */
+	const union probe_params *params;   /* borrowed: the kind's typed parameters */
+	const char *sysfs_root;      /* borrowed: for the in-process check (priv/act.h) */
+	unsigned mem_pct;            /* ditto */
 	bool set_policy;
 	int policy;                  /* MPD_MPOL_* | flags */
 	struct mpol_mask nodes;

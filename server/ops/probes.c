@@ -14,7 +14,9 @@
 #include "server/ops/launch.h"
 #include "server/ops/probe_child.h"
 #include "server/ops/restore.h"
+#include "server/priv/act.h"
 #include "server/probes/probe.h"
+#include "server/probes/typed.h"
 
 #define PROBE_TABLE_MAX 16
 #define CONFLICT_KEY    "probe"   /* one probe at a time: two would measure each other */
@@ -23,7 +25,9 @@
 struct probe_args {
 	const struct app *app;       /* borrowed */
 	const struct probe_kind *k;  /* static */
+	unsigned kind;               /* k's index in the probe table */
 	json_t *params;              /* owned: the kind's normalised parameters */
+	union probe_params typed;    /* the same, as they cross to the helper (probes/typed.h) */
 	struct probe_plan plan;
 	struct launch_req lr;        /* owned: only policy and CPUs are used */
 	int64_t timeout_ms;          /* per pass */
@@ -72,7 +76,7 @@ static int apply_pass(struct probe_args *a, const struct probe_pass *p, struct j
 {
 	for (int i = 0; i < p->nset; i++) {
 		const struct knob *k = knobs_find(a->app->knobs, p->set[i].knob);
-		int rc = k ? knob_write(a->app->knobs, k, p->set[i].value) : -ENOENT;
+		int rc = k ? act_knob_write(a->app->knobs, k, p->set[i].value) : -ENOENT;
 		if (rc < 0) {
 			char msg[256];
 			snprintf(msg, sizeof msg, "setting %s to %s: %s", p->set[i].knob, p->set[i].value, strerror(-rc));
@@ -105,9 +109,10 @@ static void probe_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 
 	for (int i = 0; i < a->plan.npasses && !out->status; i++) {
 		const struct probe_pass *p = &a->plan.pass[i];
-		json_t *params = json_deep_copy(a->params), *result = NULL, *rec;
+		json_t *result = NULL, *rec;
 		struct probe_child_spec cs = {
-			.kind = a->k->name, .params = params, .set_policy = a->lr.mode != NULL, .policy = a->lr.policy,
+			.kind = a->kind, .pass = (unsigned)i, .params = &a->typed, .sysfs_root = a->app->sysfs_root,
+			.mem_pct = a->app->probe_mem_pct, .set_policy = a->lr.mode != NULL, .policy = a->lr.policy,
 			.cpus = a->lr.cpus, .cpus_size = a->lr.cpus_size, .timeout_ms = a->timeout_ms,
 		};
 		enum probe_child_end end;
@@ -118,16 +123,11 @@ static void probe_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		job_progress(ctx, json_pack("{s:I, s:I, s:s?}", "pass", (json_int_t)i + 1, "passes",
 					    (json_int_t)a->plan.npasses, "label", p->label));
 		if (job_cancelled(ctx)) {
-			json_decref(params);
 			fail_out(out, "cancelled", 0, "cancelled before the pass started");
 			break;
 		}
-		if (apply_pass(a, p, out) < 0) {
-			json_decref(params);
+		if (apply_pass(a, p, out) < 0)
 			break;
-		}
-		if (p->label)
-			json_object_set_new(params, "pass", json_string(p->label));
 		mpol_mask_from(&a->lr.nodes, &cs.nodes);
 		p0 = mono_ns();
 		end = probe_child_run(ctx, &cs, &result, &err_no, err, sizeof err);
@@ -140,7 +140,6 @@ static void probe_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		else
 			json_object_set_new(rec, "error", json_string(err));
 		json_array_append_new(passes, rec);
-		json_decref(params);
 		if (end == PCE_CANCELLED)
 			fail_out(out, "cancelled", 0, err);
 		else if (end == PCE_TIMEOUT) {
@@ -300,7 +299,6 @@ json_t *probe_start(const struct app *app, const char *kind, const json_t *body,
 	struct probe_env env = { 0 };
 	json_t *own = NULL, *job = NULL, *v;
 	const char *key;
-	uint64_t allowed;
 	int rc;
 
 	if (!k)
@@ -321,21 +319,12 @@ json_t *probe_start(const struct app *app, const char *kind, const json_t *body,
 	json_object_foreach((json_t *)body, key, v)
 		if (!is_common(key))
 			json_object_set(own, key, v);
-	env.topo = t;
-	for (int i = 0; i < t->n_nodes && env.n_nodes < 64; i++) {
-		env.nodes[env.n_nodes++] = t->nodes[i].id;
-		env.mem_available += t->nodes[i].mem_free_kb * 1024;
-	}
-	if (!(a->params = k->parse(own, &env, &a->plan, e)) || check_plan(app, &a->plan, e) < 0)
+	probe_env_from(t, &env);
+	if (!(a->params = k->parse(own, &env, &a->plan, e)) || check_plan(app, &a->plan, e) < 0 ||
+	    probe_check_share(&a->plan, &env, app->probe_mem_pct, e) < 0 || k->pack(a->params, &env, &a->typed, e) < 0)
 		goto fail;
-	allowed = env.mem_available / 100 * app->probe_mem_pct;
-	if (a->plan.bytes > allowed) {
-		mp_fail(e, MPE_PROBE_TOO_LARGE, 0, "the probe would take %llu MiB, more than %u%% of the %llu MiB free "
-			"(%llu MiB; --probe-memory-share sets the share)", (unsigned long long)(a->plan.bytes >> 20),
-			app->probe_mem_pct, (unsigned long long)(env.mem_available >> 20),
-			(unsigned long long)(allowed >> 20));
-		goto fail;
-	}
+	while (probe_kinds[a->kind] != k)
+		a->kind++;
 	a->request = json_pack("{s:s, s:O, s:I}", "probe", k->name, "params", a->params, "timeout_s",
 			       (json_int_t)(a->timeout_ms / 1000));
 	if (json_object_get(body, "policy"))

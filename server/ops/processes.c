@@ -8,6 +8,7 @@
 #include "common/parse.h"
 #include "server/clock.h"
 #include "server/kernel/proc.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/procs.h"
 #include "server/store/samples.h"
@@ -31,7 +32,7 @@ int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct
 int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p,
 		      mp_err *e)
 {
-	int rc = pl_read_opts(app->procfs_root, pid, expect_start, flags, p);
+	int rc = pl_read_opts(app->procfs_root, act_proc_open, pid, expect_start, flags, p);
 
 	switch (rc) {
 	case 0:

@@ -1,8 +1,8 @@
 /* Pool resizes by the mmtests hpagealloc method: batches of `batch` pages per write, the count read
  * back after every write (the kernel reports success while giving fewer pages), one row per write
  * in the batches table. The clock (CLOCK_MONOTONIC) covers the write and the read-back only; the
- * steps run back to back in runs (kernel/hugetlb.h), and the rows are buffered and written between
- * runs, so recording never inflates a measurement. */
+ * steps run back to back in runs (kernel/hugetlb.h, through priv/act.h), and the rows are
+ * buffered and written between runs, so recording never inflates a measurement. */
 #include "server/ops/resize.h"
 
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include "server/log.h"
 #include "server/ops/pools.h"
 #include "server/ops/resize_plan.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/jobs.h"
 
@@ -89,11 +90,11 @@ static uint64_t record(struct run *r, struct resize_target *t, bool grow, const 
 	return gained;
 }
 
-/* One target to its goal, in runs of steps (kernel/hugetlb.h: back to back where the privilege
+/* One target to its goal, in runs of steps (priv/act.h act_pool_run: back to back where the privilege
  * is) that end after RUN_BUDGET_NS at most, so that cancelling, the deadline and progress are
  * looked at as often as before. Returns 0 to go on with the next target, 1 to stop the job
  * (cancel, deadline, errno: out is filled). */
-static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr, struct job_outcome *out)
+static int run_target(struct run *r, struct resize_target *t, struct act_pool *nr, struct job_outcome *out)
 {
 	struct resize_args *a = r->a;
 	bool grow = t->goal > t->now;
@@ -115,7 +116,7 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 			out->reason = JR_DEADLINE;
 			return 1;
 		}
-		rc = htlb_nr_run(nr, t->now, t->goal, a->batch, max < HTLB_RUN_MAX ? max : HTLB_RUN_MAX, RUN_BUDGET_NS,
+		rc = act_pool_run(nr, t->now, t->goal, a->batch, max < HTLB_RUN_MAX ? max : HTLB_RUN_MAX, RUN_BUDGET_NS,
 				 steps, &n);
 		for (unsigned i = 0; i < n; i++)
 			gained = record(r, t, grow, &steps[i]);
@@ -142,7 +143,7 @@ static int run_target(struct run *r, struct resize_target *t, struct htlb_nr *nr
 				 * the batches so far are recorded first. */
 				r->compacted = true;
 				flush(r);
-				if ((rc = htlb_compact(a->app->procfs_root)) < 0)
+				if ((rc = act_compact(a->app->procfs_root)) < 0)
 					log_warn("job %lld: compacting memory failed: %s", (long long)job_id(r->ctx),
 						 strerror(-rc));
 				continue;
@@ -191,16 +192,16 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	report(r);
 	for (int i = 0; i < a->n; i++) {
-		struct htlb_nr nr;
+		struct act_pool nr;
 		int stop;
-		if ((rc = htlb_nr_open(a->app->sysfs_root, a->size_kb, a->t[i].node, &nr)) < 0) {
+		if ((rc = act_pool_open(a->app->sysfs_root, a->size_kb, a->t[i].node, &nr)) < 0) {
 			out->status = "failed";
 			out->err_no = -rc;
 			snprintf(out->error, sizeof out->error, "opening nr_hugepages: %s", strerror(-rc));
 			break;
 		}
 		stop = run_target(r, &a->t[i], &nr, out);
-		htlb_nr_close(&nr);
+		act_pool_close(&nr);
 		if (stop)
 			break;
 	}

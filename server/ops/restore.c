@@ -11,6 +11,7 @@
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/clock.h"
+#include "server/priv/act.h"
 #include "server/store/db.h"
 #include "server/store/history.h"
 #include "server/store/restores.h"
@@ -71,7 +72,7 @@ static int put_back(const struct app *app, const char *what, const char *target,
 	*have_now = false;
 	if (!strcmp(what, "knob")) {
 		const struct knob *k = knobs_find(app->knobs, target);
-		return k ? knob_write(app->knobs, k, value) : -ENOENT;
+		return k ? act_knob_write(app->knobs, k, value) : -ENOENT;
 	}
 	if (!strcmp(what, "pool")) {
 		char buf[48], *colon;
@@ -87,7 +88,7 @@ static int put_back(const struct app *app, const char *what, const char *target,
 		}
 		if (parse_u64(buf, &kb) < 0 || parse_u64(value, &want) < 0)
 			return -EINVAL;
-		if ((rc = htlb_write_nr(app->sysfs_root, kb, node, want)) < 0)
+		if ((rc = act_pool_write(app->sysfs_root, kb, node, want)) < 0)
 			return rc;
 		if ((rc = htlb_read_nr(app->sysfs_root, kb, node, now)) < 0)
 			return rc;

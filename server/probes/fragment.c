@@ -26,6 +26,7 @@
 #include "server/kernel/mpol.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 #define PAGE 4096ull
 
@@ -382,10 +383,59 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+extern const struct probe_kind probe_fragment_kind;
+
+/* norm is what kind_parse returned: {own members, "during": {"probe": NAME, "params": {...}}}. */
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	static const char *const extra[] = { "during", NULL };
+	const json_t *during = json_object_get(norm, "during");
+	struct fragment_typed *f = &out->fragment;
+	union probe_params inner;
+	size_t k = 0;
+
+	if (fragment_parse(norm, env->topo, extra, &f->own, e) < 0)
+		return -1;
+	f->inner_kind = (uint32_t)probe_nkinds;
+	if (!during)
+		return 0;
+	while (k < probe_nkinds && strcmp(probe_kinds[k]->name, json_string_value(json_object_get(during, "probe")) ?
+					 json_string_value(json_object_get(during, "probe")) : ""))
+		k++;
+	if (k == probe_nkinds || probe_kinds[k] == &probe_fragment_kind)
+		return mp_fail(e, MPE_INTERNAL_ERROR, 0, "fragment: a normalised during it cannot pack");
+	if (probe_kinds[k]->pack(json_object_get(during, "params"), env, &inner, e) < 0)
+		return -1;
+	f->inner_kind = (uint32_t)k;
+	f->inner = inner.leaf;
+	return 0;
+}
+
+/* As kind_parse takes it: the inner kind's members beside "probe" in "during". */
+static json_t *kind_unpack(const union probe_params *p)
+{
+	const struct fragment_typed *f = &p->fragment;
+	union probe_params inner = { .leaf = f->inner };
+	json_t *o = fragment_params_json(&f->own), *during;
+
+	if (!o || f->inner_kind >= probe_nkinds)
+		return o;
+	/* An index of fragment itself unpacks to a name kind_parse refuses. */
+	if (probe_kinds[f->inner_kind] == &probe_fragment_kind || !(during = probe_kinds[f->inner_kind]->unpack(&inner))) {
+		json_object_set_new(o, "during", json_pack("{s:s}", "probe", "fragment"));
+		return o;
+	}
+	json_object_set_new(during, "probe", json_string(probe_kinds[f->inner_kind]->name));
+	json_object_set_new(o, "during", during);
+	return o;
+}
+
 const struct probe_kind probe_fragment_kind = {
 	.name = "fragment",
 	.job = "probe.fragment",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

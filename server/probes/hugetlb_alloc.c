@@ -17,6 +17,7 @@
 #include "server/kernel/hugetlb.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -239,10 +240,22 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	return hugetlb_alloc_parse(norm, env->topo, &out->leaf.hugetlb_alloc, e) < 0 ? -1 : 0;
+}
+
+static json_t *kind_unpack(const union probe_params *p)
+{
+	return hugetlb_alloc_params_json(&p->leaf.hugetlb_alloc);
+}
+
 const struct probe_kind probe_hugetlb_alloc_kind = {
 	.name = "hugetlb-alloc",
 	.job = "probe.hugetlb-alloc",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

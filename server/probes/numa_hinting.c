@@ -25,6 +25,7 @@
 #include "server/kernel/sysfs.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 #define NUMA_BALANCING "sys/kernel/numa_balancing"
 
@@ -250,10 +251,22 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	return numa_hinting_parse(norm, env->topo, &out->leaf.numa_hinting, e) < 0 ? -1 : 0;
+}
+
+static json_t *kind_unpack(const union probe_params *p)
+{
+	return numa_hinting_params_json(&p->leaf.numa_hinting);
+}
+
 const struct probe_kind probe_numa_hinting_kind = {
 	.name = "numa-hinting",
 	.job = "probe.numa-hinting",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

@@ -63,8 +63,10 @@ struct probe_env {
 	const struct topology *topo; /* the live topology (nodes, CPUs, memory, hugetlb sizes) */
 	int n_nodes;
 	unsigned nodes[64];          /* online node ids */
-	uint64_t mem_available;      /* bytes, /proc/meminfo MemAvailable */
+	uint64_t mem_available;      /* bytes: the nodes' MemFree (probe_env_from, typed.h) */
 };
+
+union probe_params;              /* typed.h */
 
 struct probe_kind {
 	const char *name;            /* the URL's {kind}: "thp-fault" */
@@ -74,6 +76,12 @@ struct probe_kind {
 	 * parameters (owned by the caller: what the child gets and history records) and fills plan,
 	 * or NULL with e filled (4xx, nothing changed). */
 	json_t *(*parse)(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e);
+	/* What parse returned, as the kind's fixed struct that crosses the privilege boundary (the
+	 * kind's member of union probe_params, typed.h); 0, or -1 with e filled. */
+	int (*pack)(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e);
+	/* Back: parameters (a new object) that parse takes to the same normalised ones; NULL when out
+	 * of memory. */
+	json_t *(*unpack)(const union probe_params *p);
 	/* Runs in the child (already under the policy and CPU binding), once per pass. params is what
 	 * parse returned, plus "pass": the pass's label when it has one. Returns 0 with *result a
 	 * JSON object (owned by the caller), or -1 with err filled. */

@@ -22,6 +22,7 @@
 #include "server/kernel/mpol.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 #define LINE 64
 
@@ -282,10 +283,23 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	(void)env;
+	return remote_access_parse(norm, &out->leaf.remote_access, e) < 0 ? -1 : 0;
+}
+
+static json_t *kind_unpack(const union probe_params *p)
+{
+	return remote_access_params_json(&p->leaf.remote_access);
+}
+
 const struct probe_kind probe_remote_access_kind = {
 	.name = "remote-access",
 	.job = "probe.remote-access",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

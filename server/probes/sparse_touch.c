@@ -23,6 +23,7 @@
 
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 /* The start line: threads wait until go is set, and leave at once when abort is set too (a later
  * thread could not be started). */
@@ -308,10 +309,28 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	bool compare;
+
+	(void)env;
+	if (sparse_touch_parse(norm, &out->leaf.sparse_touch.p, &compare, e) < 0)
+		return -1;
+	out->leaf.sparse_touch.compare_thp = compare;
+	return 0;
+}
+
+static json_t *kind_unpack(const union probe_params *p)
+{
+	return sparse_touch_params_json(&p->leaf.sparse_touch.p, p->leaf.sparse_touch.compare_thp != 0);
+}
+
 const struct probe_kind probe_sparse_touch_kind = {
 	.name = "sparse-touch",
 	.job = "probe.sparse-touch",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

@@ -25,6 +25,7 @@
 #include "common/mmstats.h"
 #include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 
 #define PM_PRESENT        (1ull << 63)
 #define PM_PFN(e)         ((e) & ((1ull << 55) - 1))
@@ -367,10 +368,23 @@ static json_t *kind_summary(const json_t *r)
 	return s;
 }
 
+static int kind_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	(void)env;
+	return thp_fault_parse(norm, &out->leaf.thp_fault, e) < 0 ? -1 : 0;
+}
+
+static json_t *kind_unpack(const union probe_params *p)
+{
+	return thp_fault_params_json(&p->leaf.thp_fault);
+}
+
 const struct probe_kind probe_thp_fault_kind = {
 	.name = "thp-fault",
 	.job = "probe.thp-fault",
 	.parse = kind_parse,
+	.pack = kind_pack,
+	.unpack = kind_unpack,
 	.workload = kind_workload,
 	.summary = kind_summary,
 };

@@ -4,6 +4,7 @@
  * the child, result over the pipe, history), and "hold_ms" keeps the memory for a while so that
  * cancel and timeout can be seen to kill the child. */
 #include "server/probes/probe.h"
+#include "server/probes/typed.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,10 +24,11 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static const char *const modes[] = { "always", "madvise", "never" };
+
 static json_t *touch_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
 {
 	static const char *const allowed[] = { "size", "hold_ms", "thp", NULL };
-	static const char *const modes[] = { "always", "madvise", "never" };
 	json_t *thp = json_object_get(params, "thp"), *m, *norm;
 	uint64_t size, hold;
 	size_t i;
@@ -126,10 +128,54 @@ static json_t *touch_summary(const json_t *r)
 			 json_object_get(r, "pages_per_node"));
 }
 
+/* norm is what touch_parse returned: its members are whole and checked. */
+static int touch_pack(const json_t *norm, const struct probe_env *env, union probe_params *out, mp_err *e)
+{
+	struct touch_params *t = &out->leaf.touch;
+	const json_t *thp = json_object_get(norm, "thp"), *m;
+	size_t i;
+
+	(void)env;
+	t->size = (uint64_t)json_integer_value(json_object_get(norm, "size"));
+	t->hold_ms = (uint64_t)json_integer_value(json_object_get(norm, "hold_ms"));
+	t->nthp = 0;
+	json_array_foreach(thp, i, m) {
+		uint32_t j = 0;
+		while (j < 3 && strcmp(json_string_value(m) ? json_string_value(m) : "", modes[j]))
+			j++;
+		if (j == 3 || t->nthp == PROBE_MAX_PASSES)
+			return mp_fail(e, MPE_INTERNAL_ERROR, 0, "touch: a normalised thp list it cannot pack");
+		t->thp[t->nthp++] = j;
+	}
+	return 0;
+}
+
+static json_t *touch_unpack(const union probe_params *p)
+{
+	const struct touch_params *t = &p->leaf.touch;
+	json_t *o = json_pack("{s:I, s:I}", "size", (json_int_t)t->size, "hold_ms", (json_int_t)t->hold_ms), *thp;
+
+	if (!o || !t->nthp)
+		return o;
+	if (!(thp = json_array())) {
+		json_decref(o);
+		return NULL;
+	}
+	/* A mode index past the list is sent as a name touch_parse refuses. */
+	for (uint32_t i = 0; i < t->nthp && i < PROBE_MAX_PASSES; i++)
+		json_array_append_new(thp, json_string(t->thp[i] < 3 ? modes[t->thp[i]] : "?"));
+	if (t->nthp > PROBE_MAX_PASSES)
+		json_array_append_new(thp, json_string("?"));
+	json_object_set_new(o, "thp", thp);
+	return o;
+}
+
 const struct probe_kind probe_touch = {
 	.name = "touch",
 	.job = "probe.touch",
 	.parse = touch_parse,
+	.pack = touch_pack,
+	.unpack = touch_unpack,
 	.workload = touch_workload,
 	.summary = touch_summary,
 };

@@ -1,7 +1,6 @@
 """The arrows of docs/DESIGN.md's layer picture, checked on every `#include "..."` of the sources.
 
-Each file belongs to a room (its directory; server/kernel/priv* is the priv room wherever it lives,
-so the rule holds before and after those files move to server/priv/). A room may include only the
+Each file belongs to a room (its directory). A room may include only the
 rooms its line below names: a handler that reaches the kernel, a store that calls up into the
 metrics registry, or a kernel file that includes a use case fails here with the file and line.
 Upward calls exist only as function pointers registered by main() (a job kind's run, the
@@ -42,12 +41,10 @@ TOP = {
 }
 COMMON_OK = {"common"}
 
-# Known arrows against the rule, each with why it is still there. Today the kernel layer routes its
-# writes through the privileged helper's client (server/kernel/priv.h); that facade is being moved
-# above the kernel (server/priv/, called by ops/: ops -> priv -> kernel). When it lands these
-# lines go; until then they are the only exceptions, and nothing else may join them.
-PENDING = {("server/kernel/%s.c" % f, "server/kernel/priv.h")
-           for f in ("cgroup", "hugetlb", "knobs", "madv", "mpol", "proc", "spawn")}
+# Known arrows against the rule, each with why it is still there. None today: the privileged
+# helper's client moved above the kernel (server/priv/, ops -> priv/act.h -> kernel), and nothing
+# may join this set without its reason.
+PENDING = set()
 
 
 # Headers private to their room (DESIGN: "stmts.h and internal.h are private to it").
@@ -56,8 +53,6 @@ PRIVATE = {"server/store/internal.h", "server/store/stmts.h"}
 
 def room_of(rel):
     d = os.path.dirname(rel)
-    if d == "server/kernel" and os.path.basename(rel).startswith("priv"):
-        return "server/priv"
     return d
 
 

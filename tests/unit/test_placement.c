@@ -477,7 +477,7 @@ START_TEST(read_generated_tree)
 	struct placement p;
 
 	make_tree();
-	ck_assert_int_eq(pl_read(root, 4242, 0, &p), 0);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), 0);
 	ck_assert_uint_eq(p.start_time, 987654);
 	ck_assert(p.smaps_read); /* the rollup shows THP */
 	ck_assert_uint_eq(p.n_mappings, 6);
@@ -485,15 +485,15 @@ START_TEST(read_generated_tree)
 	ck_assert_str_eq(p.name, "my prog");
 	pl_free(&p);
 	/* The start time the caller saw must still be the process's. */
-	ck_assert_int_eq(pl_read(root, 4242, 987654, &p), 0);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 987654, &p), 0);
 	pl_free(&p);
-	ck_assert_int_eq(pl_read(root, 4242, 987655, &p), -ESTALE);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 987655, &p), -ESTALE);
 	ck_assert_int_eq(proc_check_identity(root, 4242, 987654), 0);
 	ck_assert_int_eq(proc_check_identity(root, 4242, 1), -ESTALE);
 	ck_assert_int_eq(proc_check_identity(root, 4243, 987654), -ESRCH);
-	ck_assert_int_eq(pl_read(root, 4243, 0, &p), -ESRCH);
-	ck_assert_int_eq(pl_read(root, 0, 0, &p), -ESRCH);
-	ck_assert_int_eq(pl_read(root, PROC_PID_MAX + 1, 0, &p), -ESRCH);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4243, 0, &p), -ESRCH);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 0, 0, &p), -ESRCH);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, PROC_PID_MAX + 1, 0, &p), -ESRCH);
 	/* A zombie has nothing to place. */
 	{
 		char path[PATH_MAX];
@@ -502,7 +502,7 @@ START_TEST(read_generated_tree)
 		f = fopen(path, "w");
 		fputs("Name:\tz\nState:\tZ (zombie)\nUid:\t0\t0\t0\t0\n", f);
 		fclose(f);
-		ck_assert_int_eq(pl_read(root, 4242, 0, &p), -ESRCH);
+		ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), -ESRCH);
 	}
 	/* A line the parser refuses is -EINVAL with its number. */
 	{
@@ -513,7 +513,7 @@ START_TEST(read_generated_tree)
 		f = fopen(path, "a");
 		fputs("7fff00000000 default wat\n", f);
 		fclose(f);
-		ck_assert_int_eq(pl_read(root, 4242, 0, &p), -EINVAL);
+		ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), -EINVAL);
 		ck_assert_int_eq(p.bad_line, 7);
 	}
 	remove_tree();
@@ -535,7 +535,7 @@ START_TEST(ends_from_maps_without_thp)
 	fclose(f);
 	snprintf(path, sizeof path, "%s/4242/smaps", root);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(pl_read(root, 4242, 0, &p), 0);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), 0);
 	ck_assert(!p.smaps_read);
 	ck_assert_uint_eq(p.mappings[0].end, 0x7f2000800000);
 	ck_assert_uint_eq(p.mappings[5].end, 0x7f2080c00000);
@@ -543,8 +543,8 @@ START_TEST(ends_from_maps_without_thp)
 	pl_free(&p);
 	snprintf(path, sizeof path, "%s/4242/maps", root);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(pl_read(root, 4242, 0, &p), -ESRCH);   /* maps wanted, and gone */
-	ck_assert_int_eq(pl_read_opts(root, 4242, 0, PL_NO_ENDS, &p), 0);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), -ESRCH);   /* maps wanted, and gone */
+	ck_assert_int_eq(pl_read_opts(root, proc_open_guarded, 4242, 0, PL_NO_ENDS, &p), 0);
 	ck_assert_uint_eq(p.mappings[0].end, 0);
 	ck_assert_uint_eq(p.n_mappings, 6);
 	pl_free(&p);
@@ -578,7 +578,7 @@ START_TEST(rollup_skipped_when_meminfo_shows_no_thp)
 		} else {
 			unlink(path);
 		}
-		ck_assert_int_eq(pl_read_opts(root, 4242, 0, PL_NO_ENDS, &p), 0);
+		ck_assert_int_eq(pl_read_opts(root, proc_open_guarded, 4242, 0, PL_NO_ENDS, &p), 0);
 		ck_assert_msg(p.smaps_read == cases[i].read, "case %zu", i);
 		ck_assert_uint_eq(p.rollup_thp_kb, cases[i].read ? 8192 : 0);
 		ck_assert_uint_eq(p.n_mappings, 6);
@@ -600,7 +600,7 @@ START_TEST(read_self_on_the_real_kernel)
 	ck_assert_ptr_ne(mem, MAP_FAILED);
 	memset(mem, 1, sz);
 	ck_assert_int_eq(proc_start_time("/proc", getpid(), &st), 0);
-	ck_assert_int_eq(pl_read("/proc", getpid(), st, &p), 0);
+	ck_assert_int_eq(pl_read("/proc", proc_open_guarded, getpid(), st, &p), 0);
 	ck_assert_uint_ge(p.resident_bytes, sz);
 	ck_assert(p.have_mems_allowed);
 	for (size_t i = 0; i < p.n_mappings; i++) {

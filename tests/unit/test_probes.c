@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "server/kernel/topology.h"
+#include "server/probes/probe.h"
 #include "server/probes/pwutil.h"
+#include "server/probes/typed.h"
 #include "server/probes/workloads.h"
 #include "tests/unit/check_main.h"
 
@@ -322,12 +324,60 @@ START_TEST(parsers_refuse_bad_input)
 }
 END_TEST
 
+/* Every kind's typed parameters (probes/typed.h) are its normalised ones: pack what parse returned,
+ * unpack it, parse that again (as the privileged helper does), and the parameters and the plan
+ * are the same. A kind whose pack and unpack disagree would have the helper check, or run, another
+ * probe than the one asked for. */
+START_TEST(typed_parameters_round_trip_every_kind)
+{
+	static const struct { const char *kind, *params; } cases[] = {
+		{ "touch", "{\"size\": \"8M\", \"hold_ms\": 5, \"thp\": [\"always\", \"never\"]}" },
+		{ "thp-fault", "{\"size\": \"64M\", \"duration_s\": 2}" },
+		{ "hugetlb-alloc", "{\"page_size\": \"2M\", \"pages\": 4, \"batch\": 2}" },
+		{ "sparse-touch", "{\"size\": \"64M\", \"threads\": 2, \"compare_thp\": true}" },
+		{ "remote-access", "{\"size\": \"8M\", \"passes\": 2}" },
+		{ "numa-hinting", "{\"size\": \"16M\", \"threads\": 2}" },
+		{ "fragment", "{\"share_pct\": 30, \"during\": {\"probe\": \"touch\", \"size\": \"4M\"}}" },
+	};
+	struct pw_env pw;
+	struct probe_env env;
+
+	real_env(&pw);
+	probe_env_from(topo, &env);
+	ck_assert_uint_eq(sizeof cases / sizeof cases[0], probe_nkinds);   /* every kind */
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct probe_kind *k = probe_find(cases[i].kind);
+		struct probe_plan p1 = { 0 }, p2 = { 0 };
+		union probe_params typed;
+		json_t *in, *n1, *n2, *back;
+		mp_err e = { 0 };
+
+		ck_assert_ptr_nonnull(k);
+		ck_assert_ptr_nonnull(in = json_loads(cases[i].params, 0, NULL));
+		ck_assert_msg((n1 = k->parse(in, &env, &p1, &e)) != NULL, "%s: %s", k->name, e.detail);
+		memset(&typed, 0xa5, sizeof typed);
+		ck_assert_msg(k->pack(n1, &env, &typed, &e) == 0, "%s: %s", k->name, e.detail);
+		ck_assert_ptr_nonnull(back = k->unpack(&typed));
+		ck_assert_msg((n2 = k->parse(back, &env, &p2, &e)) != NULL, "%s: %s", k->name, e.detail);
+		ck_assert_msg(json_equal(n1, n2), "%s: %s became %s", k->name, json_dumps(n1, 0), json_dumps(n2, 0));
+		ck_assert_int_eq(p1.npasses, p2.npasses);
+		ck_assert_uint_eq(p1.bytes, p2.bytes);
+		ck_assert_int_eq(p1.nsaves, p2.nsaves);
+		json_decref(in);
+		json_decref(n1);
+		json_decref(n2);
+		json_decref(back);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probes");
 	TCase *tc = tcase_create("probes");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, parsers_refuse_bad_input);
+	tcase_add_test(tc, typed_parameters_round_trip_every_kind);
 	tcase_add_test(tc, hugetlb_alloc_grows_in_batches_and_restores);
 	tcase_add_test(tc, thp_fault_figures_consistent);
 	tcase_add_test(tc, thp_fault_duration_stops);

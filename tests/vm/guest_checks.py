@@ -534,6 +534,80 @@ def check_migrate_moves_pages_and_matches_numastat(d, nodes):
         kill(c["pid"])
 
 
+# The same child, but 16 of its pages are held by a pipe nobody reads: vmsplice(2) without
+# SPLICE_F_GIFT takes a reference to each page it splices, and migrate_pages(2) cannot move a page
+# with a reference it does not expect (-EAGAIN until it gives up): the kernel reports them as not
+# moved. 16 pages fill the pipe (64 KiB) without blocking.
+PINNED = 16
+PINNER = ("import ctypes,mmap,os,sys,time\n"
+          "n=int(sys.argv[1])<<20\n"
+          "m=mmap.mmap(-1,n,flags=mmap.MAP_PRIVATE|mmap.MAP_ANONYMOUS)\n"
+          "m.madvise(mmap.MADV_DONTFORK)\n"
+          "m.write(b'x'*n)\n"
+          "class Iov(ctypes.Structure):\n"
+          " _fields_=[('base',ctypes.c_void_p),('len',ctypes.c_size_t)]\n"
+          "libc=ctypes.CDLL(None,use_errno=True)\n"
+          "r,w=os.pipe()\n"
+          "v=Iov(ctypes.addressof(ctypes.c_char.from_buffer(m)),%d*4096)\n"
+          "k=libc.vmsplice(w,ctypes.byref(v),1,0)\n"
+          "sys.exit(3) if k!=%d*4096 else time.sleep(120)\n" % (PINNED, PINNED))
+
+
+def pipe_holds(pid, nbytes, timeout=30):
+    """Waits until one of pid's pipes holds nbytes unread (FIONREAD through /proc/PID/fd)."""
+    import fcntl
+    import struct
+    import termios
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            path = "/proc/%d/fd/%s" % (pid, fd)
+            try:
+                if not os.readlink(path).startswith("pipe:"):
+                    continue
+                f = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                n = struct.unpack("i", fcntl.ioctl(f, termios.FIONREAD, b"\0\0\0\0"))[0]
+            finally:
+                os.close(f)
+            if n >= nbytes:
+                return
+        time.sleep(0.1)
+    raise AssertionError("pid %d never spliced its %d bytes into a pipe" % (pid, nbytes))
+
+
+def check_migrate_that_leaves_pages_records_partial(d, nodes):
+    """migrate_pages(2) through the privileged helper with pages the kernel cannot move: the job
+    records the kernel's count of them (pages_not_moved > 0) and status partial, reason not_moved;
+    the rest of the mapping moved. (Before, the helper's count was dropped: 0 and ok.)"""
+    src, dst = 0, len(nodes) - 1
+    r = d.request("POST", "/v1/processes", body={"argv": ["/usr/bin/python3", "-c", PINNER, str(CHILD_MB)],
+                                                 "policy": {"mode": "preferred", "nodes": str(src)},
+                                                 "thp": "disable"})
+    expect(r.status == 201, "launch: %r" % r)
+    c = r.json
+    try:
+        _, counts = child_mapping(c["pid"])
+        eq(set(counts), {src}, "pages before the migration")
+        pipe_holds(c["pid"], PINNED * 4096)
+        r = d.request("POST", "/v1/processes/%d/migrate" % c["pid"],
+                      body={"from": str(src), "to": str(dst), "start_time": c["start_time"]})
+        expect(r.status == 202, "migrate: %r" % r)
+        job = wait_job(d, r.json["id"])
+        res = job.get("result") or {}
+        eq((job["status"], job.get("reason")), ("partial", "not_moved"),
+           "the job with pinned pages (%s, %r)" % (job.get("error"), res.get("pages_not_moved")))
+        expect(res["pages_not_moved"] >= 1, "pages_not_moved %r" % res["pages_not_moved"])
+        _, counts = child_mapping(c["pid"])
+        expect(counts.get(src, 0) >= 1 and counts.get(dst, 0) >= 1,
+               "some pages stayed on %d, the rest moved to %d: %r" % (src, dst, counts))
+        return "%d pages not moved, %r after" % (res["pages_not_moved"], counts)
+    finally:
+        kill(c["pid"])
+
+
 CG = "/sys/fs/cgroup"
 
 

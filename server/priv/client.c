@@ -1,108 +1,63 @@
-/* The daemon's side of privilege separation: start the helper, drop privileges, ask. */
-#include "server/kernel/priv.h"
+/* The serving side's channels to the helper and its requests: each packs its typed message, takes
+ * a free channel, and believes of the answer only what it checks. */
+#include "server/priv/priv.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
+#include <limits.h>
 #include <pthread.h>
-#include <pwd.h>
-#include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/kernel/priv_caps.h"
+#include "server/priv/chans.h"
 #include "server/log.h"
 
 /* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
  * and waits when none is. Several, so that a request that takes long in the kernel (compaction, a
- * large migrate_pages, a resize step of a 1 GiB page) holds up only its own caller. */
-static int chans[PRIV_CHANNELS];   /* owned */
+ * large migrate_pages, a resize step of a 1 GiB page) holds up only its own caller.
+ *
+ * A channel is lost for good on EOF, on a socket error once the request was sent, and on any reply
+ * that is not exactly the answer to the request just sent (size, magic, type, sequence number):
+ * after a reply that does not match, nothing tells which request a later one answers, so the
+ * channel is shut down and never handed out again (fail closed). */
+struct chan {
+	int fd;                    /* owned; shut down, not closed, once dead (priv_stop closes it) */
+	uint32_t seq;              /* of the last request sent on it; 0 is never sent */
+};
+static struct chan chans[PRIV_CHANNELS];
 static int nchans;                 /* 0 without a helper */
-static int free_chans[PRIV_CHANNELS], nfree;
-static int nalive;                 /* channels whose helper thread still answers */
+static int free_chans[PRIV_CHANNELS], nfree;   /* indices into chans */
+static int nalive;                 /* channels not lost */
+static _Atomic bool lost;          /* a channel was lost */
 static pid_t helper_pid = -1;
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t chan_freed = PTHREAD_COND_INITIALIZER;
-
-int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
-{
-	struct passwd *pw;
-
-	errno = 0;
-	if (!(pw = getpwnam(name)))
-		return mp_fail(e, MPE_CONFIG_USER, errno, "no such user '%s' to run as (create it: useradd --system "
-			       "--no-create-home --shell /usr/sbin/nologin --user-group %s; or --user root for one "
-			       "process without privilege separation)", name, name);
-	if (pw->pw_uid == 0)
-		return mp_fail(e, MPE_CONFIG_USER, 0, "user '%s' has uid 0: the daemon would keep every privilege "
-			       "(--user root: one process, no privilege separation)", name);
-	if ((size_t)snprintf(u->name, sizeof u->name, "%s", name) >= sizeof u->name)
-		return mp_fail(e, MPE_CONFIG_USER, 0, "user name '%s' is too long", name);
-	u->uid = pw->pw_uid;
-	u->gid = pw->pw_gid;
-	return 0;
-}
 
 bool priv_active(void)
 {
 	return nchans > 0;
 }
 
-int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, mp_err *e)
+bool priv_lost(void)
 {
-	int sv[PRIV_CHANNELS][2], n, err;
-	pid_t parent = getpid(), pid;
+	return lost;
+}
 
-	for (n = 0; n < PRIV_CHANNELS; n++)
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv[n]) < 0)
-			goto fail;
-	if ((pid = fork()) < 0)
-		goto fail;
-	if (pid == 0) {
-		int fds[PRIV_CHANNELS];
-		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
-		 * 3 + PRIV_CHANNELS - 1) and stdio (the log). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(0);
-		for (int i = 0; i < PRIV_CHANNELS; i++)
-			close(sv[i][0]);
-		for (int i = 0; i < PRIV_CHANNELS; i++) {
-			/* Above every fd in use, then down to 3 + i: no dup2 overwrites a channel not yet moved. */
-			int hi = fcntl(sv[i][1], F_DUPFD, 64 + i);
-			if (hi < 0)
-				_exit(1);
-			sv[i][1] = hi;
-		}
-		for (int i = 0; i < PRIV_CHANNELS; i++)
-			if ((fds[i] = dup2(sv[i][1], 3 + i)) < 0)
-				_exit(1);
-		syscall(SYS_close_range, 3U + PRIV_CHANNELS, ~0U, 0U);
-		if (priv_helper_caps() < 0)
-			_exit(1);
-		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root);
-		_exit(0);
+pid_t priv_helper_pid(void)
+{
+	return helper_pid;
+}
+
+void priv_chans_adopt(const int *fds, int n, pid_t helper)
+{
+	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
+		chans[i] = (struct chan){ .fd = fds[i] };
+		free_chans[i] = i;
 	}
-	for (int i = 0; i < PRIV_CHANNELS; i++) {
-		close(sv[i][1]);
-		chans[i] = free_chans[i] = sv[i][0];
-	}
-	nchans = nfree = nalive = PRIV_CHANNELS;
-	helper_pid = pid;
-	return 0;
-fail:
-	err = errno;
-	while (n-- > 0) {
-		close(sv[n][0]);
-		close(sv[n][1]);
-	}
-	return mp_fail(e, MPE_PRIV_START, err, "starting the privileged helper: %s", strerror(err));
+	nchans = nfree = nalive = n < PRIV_CHANNELS ? n : PRIV_CHANNELS;
+	lost = false;
+	helper_pid = helper;
 }
 
 void priv_stop(void)
@@ -112,43 +67,12 @@ void priv_stop(void)
 	if (!nchans)
 		return;
 	for (int i = 0; i < nchans; i++)
-		close(chans[i]);
+		close(chans[i].fd);
 	nchans = nfree = nalive = 0;
 	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
 		;
 	helper_pid = -1;
-}
-
-int priv_drop(const struct priv_user *u, mp_err *e)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
-	int last = priv_cap_last();
-
-	/* The bounding set first: emptying it needs CAP_SETPCAP, which setresuid takes away. */
-	for (int c = 0; c <= last; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return mp_fail(e, MPE_PRIV_START, errno, "dropping capability %d from the bounding set: %s", c,
-				       strerror(errno));
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return mp_fail(e, MPE_PRIV_START, errno, "clearing the ambient capabilities: %s", strerror(errno));
-	if (setgroups(0, NULL) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
-		return mp_fail(e, MPE_PRIV_START, errno, "becoming user %s (uid %d): %s", u->name, (int)u->uid,
-			       strerror(errno));
-	/* setresuid away from 0 empties permitted and effective (no SECBIT_KEEP_CAPS); inheritable
-	 * is emptied here, and every set is then checked as the kernel sees it. */
-	memset(data, 0, sizeof data);
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return mp_fail(e, MPE_PRIV_START, errno, "clearing the capability sets: %s", strerror(errno));
-	if (syscall(SYS_capget, &hdr, data) < 0 || data[0].effective || data[0].permitted || data[0].inheritable ||
-	    data[1].effective || data[1].permitted || data[1].inheritable)
-		return mp_fail(e, MPE_PRIV_START, 0, "capabilities remain after dropping to %s", u->name);
-	if (setuid(0) == 0 || geteuid() == 0)
-		return mp_fail(e, MPE_PRIV_START, 0, "the process could become root again after dropping to %s", u->name);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return mp_fail(e, MPE_PRIV_START, errno, "no_new_privs: %s", strerror(errno));
-	return 0;
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -180,7 +104,11 @@ ssize_t priv_send(int sock, const void *buf, size_t len, int pass_fd)
 	return n;
 }
 
-static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
+/* One request and its answer on c. The request's header, when it has one, gets the channel's next
+ * sequence number, and the answer must carry it and the request's type (a message too short for a
+ * header is answered with both 0). 0, or -errno; *dead when the channel cannot be used again. */
+static int exchange_on(struct chan *c, void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd,
+		       bool *dead)
 {
 	union {
 		struct cmsghdr h;
@@ -188,44 +116,67 @@ static int exchange_on(int chan, const void *msg, size_t len, int send_fd, struc
 	} ctl;
 	struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
-	struct cmsghdr *c;
+	uint32_t want_type = 0, want_seq = 0;
+	struct cmsghdr *cm;
+	int got = -1;
 	ssize_t n;
 
-	if (fd)
-		*fd = -1;
-	n = priv_send(chan, msg, len, send_fd);
-	if (n < 0)
-		return errno == ECONNRESET ? -EPIPE : -errno;
+	*dead = false;
+	if (len >= sizeof(struct priv_hdr)) {
+		struct priv_hdr *h = msg;
+		if (++c->seq == 0)
+			c->seq = 1;
+		h->seq = want_seq = c->seq;
+		want_type = h->type;
+	}
+	n = priv_send(c->fd, msg, len, send_fd);
+	if (n < 0) {
+		/* Nothing was sent unless the peer is gone: only then is the channel lost. */
+		*dead = errno == EPIPE || errno == ECONNRESET;
+		return *dead ? -EPIPE : -errno;
+	}
+	*dead = true;   /* from here on, anything but the matching answer ends the channel */
 	do
-		n = recvmsg(chan, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			int got;
-			memcpy(&got, CMSG_DATA(c), sizeof got);
-			if (fd)
-				*fd = got;
-			else
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (got >= 0)
 				close(got);
+			memcpy(&got, CMSG_DATA(cm), sizeof got);
 		}
-	if (n == 0)
+	if (n == 0) {
+		if (got >= 0)
+			close(got);
 		return -EPIPE;
-	if ((size_t)n != sizeof *rep || rep->h.magic != PRIV_MAGIC || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		if (fd && *fd >= 0) {
-			close(*fd);
-			*fd = -1;
-		}
+	}
+	if ((size_t)n != sizeof *rep || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || rep->h.magic != PRIV_MAGIC ||
+	    rep->h.len != sizeof *rep || rep->h.type != want_type || rep->h.seq != want_seq) {
+		if (got >= 0)
+			close(got);
+		log_error("privileged helper: an answer that is not the request's (%zd bytes, type %u seq %u for "
+			  "type %u seq %u): the channel is closed", n, (size_t)n >= sizeof rep->h ? rep->h.type : 0,
+			  (size_t)n >= sizeof rep->h ? rep->h.seq : 0, want_type, want_seq);
 		return -EPROTO;
 	}
+	*dead = false;
+	if (fd)
+		*fd = got;
+	else if (got >= 0)
+		close(got);
 	return 0;
 }
 
-int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
+int priv_exchange(void *msg, size_t len, int send_fd, struct priv_reply *rep, int *fd)
 {
-	int rc, chan;
+	struct chan *c;
+	bool dead;
+	int rc, i;
 
+	if (fd)
+		*fd = -1;
 	if (!nchans)
 		return -ENOTCONN;
 	pthread_mutex_lock(&chan_lock);
@@ -235,19 +186,22 @@ int priv_exchange(const void *msg, size_t len, int send_fd, struct priv_reply *r
 		pthread_mutex_unlock(&chan_lock);
 		return -EPIPE;
 	}
-	chan = free_chans[--nfree];
+	i = free_chans[--nfree];
 	pthread_mutex_unlock(&chan_lock);
-	rc = exchange_on(chan, msg, len, send_fd, rep, fd);
+	c = &chans[i];
+	rc = exchange_on(c, msg, len, send_fd, rep, fd, &dead);
 	pthread_mutex_lock(&chan_lock);
-	if (rc == -EPIPE) {
-		/* The helper closed this channel (it died, or its thread ended): never hand it out
-		 * again, so that no caller waits on it; priv_stop() closes it. When none is left, every
+	if (dead) {
+		/* Never handed out again, so that no caller waits on it or takes a late answer for its
+		 * own; shut down, so that the helper's thread for it ends. When none is left, every
 		 * privileged request fails with EPIPE at once. */
+		shutdown(c->fd, SHUT_RDWR);
+		lost = true;
 		if (--nalive == 0)
 			log_error("the privileged helper is gone: kernel writes fail with EPIPE until a restart");
 		pthread_cond_broadcast(&chan_freed);
 	} else {
-		free_chans[nfree++] = chan;
+		free_chans[nfree++] = i;
 		pthread_cond_signal(&chan_freed);
 	}
 	pthread_mutex_unlock(&chan_lock);
@@ -329,11 +283,11 @@ int priv_compact(void)
 	return (int)ask(&m, sizeof m, PRIV_COMPACT, &rep, NULL);
 }
 
-int priv_proc_open(pid_t pid, enum priv_proc_file f)
+int priv_proc_open(pid_t pid, enum proc_file f)
 {
 	struct priv_proc_open m = { .pid = pid, .file = (uint32_t)f };
 	struct priv_reply rep;
-	int fd;
+	int fd = -1;   /* priv_exchange sets it, also when no channel is left */
 	long rc = ask(&m, sizeof m, PRIV_PROC_OPEN, &rep, &fd);
 
 	if (rc < 0 || fd < 0) {
@@ -348,12 +302,17 @@ long priv_migrate(pid_t pid, uint64_t start_time, const struct mpol_mask *from, 
 {
 	struct priv_migrate m = { .pid = pid, .start_time = start_time };
 	struct priv_reply rep;
+	long rc;
 
 	m.maxnode = from->maxnode > to->maxnode ? from->maxnode : to->maxnode;
 	_Static_assert(sizeof m.from == sizeof from->bits, "the masks travel word for word");
 	memcpy(m.from, from->bits, sizeof m.from);
 	memcpy(m.to, to->bits, sizeof m.to);
-	return ask(&m, sizeof m, PRIV_MIGRATE, &rep, NULL);
+	rc = ask(&m, sizeof m, PRIV_MIGRATE, &rep, NULL);
+	/* The count is in value (proto.h): what migrate_pages(2) returned in the helper. */
+	if (rc < 0)
+		return rc;
+	return rep.value > LONG_MAX ? -EPROTO : (long)rep.value;
 }
 
 long priv_collapse(int pidfd, uint64_t start, uint64_t len)

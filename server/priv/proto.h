@@ -1,19 +1,25 @@
 /* The privileged helper's wire format: what the unprivileged daemon may ask the helper to do.
+ * The closed set of request types is one table, priv_requests[] (helper.c): each type's name,
+ * exact size, the descriptors it may carry, what the helper checks and what it does; docs/DESIGN.md
+ * lists it (a unit test holds the two together).
  *
  * The set is closed and every request is typed: the helper builds every path itself from numbers
  * and enums (a knob is its index in the catalogue both processes built before the fork, a pool is
  * a page size and a node), so no message carries a path or a command. Each message is one
  * SOCK_SEQPACKET datagram of exactly the size of its struct, header included; the helper refuses
  * anything else (other size, unknown type, a field out of range) with -EBADMSG or -EINVAL and goes
- * on serving. Both ends are the same binary, so the structs are not versioned; the header's
- * magic catches a stray writer. */
-#ifndef MPD_KERNEL_PRIV_PROTO_H
-#define MPD_KERNEL_PRIV_PROTO_H
+ * on serving. The client, in turn, closes a channel for good on an answer that is not the one to
+ * its request (server/priv/client.c). Both ends are the same binary, so the structs are not
+ * versioned; the header's magic catches a stray writer. */
+#ifndef MPD_PRIV_PROTO_H
+#define MPD_PRIV_PROTO_H
 
 #include <stdint.h>
 
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
+#include "server/kernel/proc.h"
+#include "server/probes/typed.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
 /* Larger than any message: a datagram that fills it is oversized, never silently truncated. The
@@ -36,11 +42,13 @@ enum priv_type {
 	PRIV_TYPE_END,
 };
 
+/* A reply's header is its request's: the same type and seq (0 and 0 when the request was too
+ * short to have a header), which the client checks before it believes anything in it. */
 struct priv_hdr {
 	uint32_t magic;
 	uint32_t type;         /* enum priv_type */
 	uint32_t len;          /* the whole message, header included */
-	uint32_t pad;          /* 0 */
+	uint32_t seq;          /* the client's count of requests on this channel, from 1 */
 };
 
 #define PRIV_KNOB_VALUE 64
@@ -77,12 +85,10 @@ struct priv_compact {
 	struct priv_hdr h;
 };
 
-enum priv_proc_file { PRIV_PROC_MAPS, PRIV_PROC_SMAPS, PRIV_PROC_SMAPS_ROLLUP, PRIV_PROC_NUMA_MAPS, PRIV_PROC_END };
-
 struct priv_proc_open {
 	struct priv_hdr h;
 	int32_t pid;           /* 1 .. PROC_PID_MAX */
-	uint32_t file;         /* enum priv_proc_file */
+	uint32_t file;         /* enum proc_file (kernel/proc.h): the guarded files only */
 };
 
 struct priv_migrate {
@@ -147,16 +153,18 @@ struct priv_reap {
 };
 
 /* PRIV_PROBE_START carries the write end of the pipe the probe child answers on (SCM_RIGHTS).
- * The helper builds the command itself: its own binary, --probe-child, the name of probe table
- * entry `kind`, the parameters. The parameters are the kind's JSON object (NUL-terminated, at
- * most PRIV_PROBE_PARAMS), which the helper does not read: the child, the daemon's own code, parses
- * them with the kind's strict parser before it runs anything. The child runs as the helper (uid 0,
- * its capabilities), because a probe's workload writes knobs and pools itself. */
-#define PRIV_PROBE_PARAMS (16 * 1024)
+ * The parameters are typed: the kind's fixed struct (server/probes/typed.h). The helper unpacks
+ * them into its own JSON and runs the kind's own parser on it against the topology and free memory
+ * it reads itself, with the share of free memory it was given at start (probe_recheck: the limits
+ * the serving side used, not a copy); a refusal starts nothing. It then builds the command itself:
+ * its own binary, --probe-child, the name of probe table entry `kind`, its own normalised JSON
+ * with the label of pass `pass` of the plan it computed. The child runs as the helper (uid 0, its
+ * capabilities), because a probe's workload writes knobs and pools itself; it parses no text the
+ * serving side wrote. */
 struct priv_probe_start {
 	struct priv_hdr h;
 	uint32_t kind;         /* index in probe_kinds */
-	uint32_t params_len;   /* strlen(params) + 1, 2 .. PRIV_PROBE_PARAMS */
+	uint32_t pass;         /* 0 .. PROBE_MAX_PASSES - 1, and a pass of the kind's plan */
 	uint32_t set_policy;   /* 0 or 1 */
 	int32_t policy;
 	uint64_t maxnode;      /* 0 .. IDSET_MAX + 1 */
@@ -164,7 +172,7 @@ struct priv_probe_start {
 	uint32_t has_cpus;     /* 0 or 1 */
 	uint32_t pad;
 	uint64_t cpus[IDSET_MAX / 64];
-	char params[PRIV_PROBE_PARAMS];
+	union probe_params params;
 };
 
 /* SIGKILL to a child the helper started and has not collected yet (so the pid cannot have been
@@ -175,13 +183,15 @@ struct priv_kill {
 	uint32_t pad;
 };
 
-/* Every answer. PRIV_SPAWN: rc the pid (not collected until a PRIV_REAP, so the pid keeps naming
- * it and the daemon reads its start time itself), or rc -errno and value the enum spawn_step that
- * failed. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
+/* Every answer. rc is 0 or -errno, except PRIV_SPAWN and PRIV_PROBE_START: rc the pid (not
+ * collected until a PRIV_REAP, so the pid keeps naming it and the daemon reads its start time
+ * itself), or rc -errno and value the enum spawn_step that failed. A count is never in rc, always
+ * in value. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
-	struct priv_hdr h;     /* type: the request's (0 when its header was unreadable) */
-	int64_t rc;            /* 0, a count (migrate: pages not moved; collapse: bytes), or -errno */
-	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step; reap: the wait status */
+	struct priv_hdr h;     /* type and seq: the request's (both 0 when it had no header) */
+	int64_t rc;            /* 0, a pid (spawn, probe), or -errno */
+	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step;
+	                        * reap: the wait status */
 	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
 	uint32_t pad;
 	struct htlb_step steps[HTLB_RUN_MAX];   /* PRIV_POOL_RUN */

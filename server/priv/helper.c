@@ -1,5 +1,7 @@
 /* The privileged helper: one request at a time from the daemon's end of the socketpair, each
- * checked again in full here, since the sender may be a compromised daemon. The helper parses no
+ * checked again in full here, since the sender may be a compromised daemon. Dispatch is by the
+ * table priv_requests[] below: the loop checks what every message shares (header, exact size,
+ * descriptors), then the type's check, and only then its act. The helper parses no
  * text from the daemon (the one string, a knob value, is compared with the kernel's own list or
  * parsed as a bounded number), builds every path from its own tables, and answers a refusal
  * without acting on it. */
@@ -23,79 +25,88 @@
 #include "server/kernel/knobs.h"
 #include "server/kernel/madv.h"
 #include "server/kernel/mpol.h"
-#include "server/kernel/priv.h"
-#include "server/kernel/priv_spawn.h"
 #include "server/kernel/proc.h"
 #include "server/kernel/sysfs.h"
 #include "server/log.h"
+#include "server/priv/helper.h"
+#include "server/priv/priv.h"
 
-struct helper {
-	int fd;                                   /* borrowed: the helper's end */
-	const struct knob_catalogue *knobs;       /* borrowed */
-	const char *sysfs_root, *procfs_root;     /* borrowed */
-	/* The pool file of the last run, kept open: a resize is runs of steps on one file, and the
-	 * measurement should cover the kernel's work, not a path lookup per step. */
-	struct kfs_file nr;
-	uint64_t nr_size_kb;
-	int nr_node;
-	int in_fd;                                /* the fd that came with this request, or -1 */
-};
+/* ---- knob.write ---- */
 
-static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+static int check_knob_write(const struct helper *h, const void *msg)
 {
 	const struct priv_knob_write *m = msg;
 	const struct knob *k = knobs_at(h->knobs, m->index);
 	struct knob_state st;
 
-	(void)rep;
-	(void)fd_out;
 	if (!k || !memchr(m->value, '\0', sizeof m->value))
 		return -EINVAL;
 	/* The value again against the kernel's list or the knob's range, read now. */
 	knob_read(h->knobs, k, &st);
 	if (st.read_err)
 		return st.read_err;
-	if (knob_check_value(k, &st, m->value) != KNOB_OK)
-		return -EINVAL;
-	return knob_write(h->knobs, k, m->value);
+	return knob_check_value(k, &st, m->value) == KNOB_OK ? 0 : -EINVAL;
 }
 
-/* A pool the kernel has: a size with a directory, the global pool or a node with one. */
-static int pool_ok(const struct helper *h, const struct priv_pool *m)
+static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
-	if (m->pad || m->count > INT64_MAX || !htlb_size_exists(h->sysfs_root, m->size_kb))
+	const struct priv_knob_write *m = msg;
+
+	(void)rep;
+	(void)fd_out;
+	return knob_write(h->knobs, knobs_at(h->knobs, m->index), m->value);
+}
+
+/* ---- pool.write, pool.run ---- */
+
+/* A pool the kernel has: a size with a directory, the global pool or a node with one. */
+static int pool_ok(const struct helper *h, uint64_t size_kb, int32_t node)
+{
+	if (!htlb_size_exists(h->sysfs_root, size_kb))
 		return -EINVAL;
-	if (m->node < -1 || m->node >= TOPO_MAX_NODES)
+	if (node < -1 || node >= TOPO_MAX_NODES)
 		return -EINVAL;
-	if (m->node >= 0 && !htlb_node_exists(h->sysfs_root, m->size_kb, (unsigned)m->node))
+	if (node >= 0 && !htlb_node_exists(h->sysfs_root, size_kb, (unsigned)node))
 		return -EINVAL;
 	return 0;
+}
+
+static int check_pool_write(const struct helper *h, const void *msg)
+{
+	const struct priv_pool *m = msg;
+
+	if (m->pad || m->count > INT64_MAX)
+		return -EINVAL;
+	return pool_ok(h, m->size_kb, m->node);
 }
 
 static int do_pool_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_pool *m = msg;
-	int rc = pool_ok(h, m);
 
 	(void)rep;
 	(void)fd_out;
-	return rc < 0 ? rc : htlb_write_nr(h->sysfs_root, m->size_kb, m->node, m->count);
+	return htlb_write_nr(h->sysfs_root, m->size_kb, m->node, m->count);
+}
+
+static int check_pool_run(const struct helper *h, const void *msg)
+{
+	const struct priv_pool_run *m = msg;
+
+	if (m->max_steps < 1 || m->max_steps > HTLB_RUN_MAX || m->from == m->goal || m->from > INT64_MAX ||
+	    m->goal > INT64_MAX || m->batch < 1 || m->batch > INT64_MAX || m->budget_ns < 0 ||
+	    m->budget_ns > PRIV_RUN_BUDGET_MAX)
+		return -EINVAL;
+	return pool_ok(h, m->size_kb, m->node);
 }
 
 static int do_pool_run(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_pool_run *m = msg;
-	struct priv_pool p = { .size_kb = m->size_kb, .node = m->node };
 	unsigned n = 0;
-	int rc = pool_ok(h, &p);
+	int rc;
 
 	(void)fd_out;
-	if (rc < 0)
-		return rc;
-	if (m->max_steps < 1 || m->max_steps > HTLB_RUN_MAX || m->from == m->goal || m->from > INT64_MAX ||
-	    m->goal > INT64_MAX || m->batch < 1 || m->batch > INT64_MAX || m->budget_ns < 0 ||
-	    m->budget_ns > PRIV_RUN_BUDGET_MAX)
-		return -EINVAL;
 	if (h->nr.fd < 0 || h->nr_size_kb != m->size_kb || h->nr_node != m->node) {
 		kfs_close(&h->nr);
 		if ((rc = htlb_open_nr(h->sysfs_root, m->size_kb, m->node, &h->nr)) < 0)
@@ -108,6 +119,8 @@ static int do_pool_run(struct helper *h, const void *msg, struct priv_reply *rep
 	return rc;
 }
 
+/* ---- compact ---- */
+
 static int do_compact(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	(void)msg;
@@ -116,25 +129,44 @@ static int do_compact(struct helper *h, const void *msg, struct priv_reply *rep,
 	return htlb_compact(h->procfs_root);
 }
 
+/* ---- proc.open ---- */
+
+static int check_proc_open(const struct helper *h, const void *msg)
+{
+	const struct priv_proc_open *m = msg;
+
+	(void)h;
+	return m->pid <= 0 || m->pid > PROC_PID_MAX || m->file >= PROC_FILE_END ? -EINVAL : 0;
+}
+
 static int do_proc_open(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
-	static const char *const names[PRIV_PROC_END] = {
-		[PRIV_PROC_MAPS] = "maps", [PRIV_PROC_SMAPS] = "smaps", [PRIV_PROC_SMAPS_ROLLUP] = "smaps_rollup",
-		[PRIV_PROC_NUMA_MAPS] = "numa_maps",
-	};
 	const struct priv_proc_open *m = msg;
-	char path[4096];
-	int n;
+	int fd;
 
 	(void)rep;
-	if (m->pid <= 0 || m->pid > PROC_PID_MAX || m->file >= PRIV_PROC_END)
+	/* The kernel checks ptrace access at open, against the helper: the daemon reads the fd. As
+	 * ever ENOENT for a missing file (the serving side's reader makes it ESRCH). */
+	if ((fd = proc_open_guarded(h->procfs_root, m->pid, (enum proc_file)m->file)) < 0)
+		return fd == -ESRCH ? -ENOENT : fd;
+	*fd_out = fd;
+	return 0;
+}
+
+/* ---- migrate ---- */
+
+static int check_migrate(const struct helper *h, const void *msg)
+{
+	const struct priv_migrate *m = msg;
+
+	(void)h;
+	if (m->pid <= 0 || m->pid > PROC_PID_MAX || m->pad || !m->start_time || m->maxnode < 1 ||
+	    m->maxnode > IDSET_MAX + 1)
 		return -EINVAL;
-	n = snprintf(path, sizeof path, "%s/%d/%s", h->procfs_root, (int)m->pid, names[m->file]);
-	if (n < 0 || (size_t)n >= sizeof path)
-		return -ENAMETOOLONG;
-	/* The kernel checks ptrace access at open, against the helper: the daemon reads the fd. */
-	if ((*fd_out = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
+	/* No node at or past maxnode - 1: the kernel would not read it, so a set one is a malformed mask. */
+	for (uint64_t b = m->maxnode - 1; b < IDSET_MAX; b++)
+		if ((m->from[b / 64] | m->to[b / 64]) >> (b % 64) & 1)
+			return -EINVAL;
 	return 0;
 }
 
@@ -145,33 +177,23 @@ static int do_migrate(struct helper *h, const void *msg, struct priv_reply *rep,
 	long rc;
 
 	(void)fd_out;
-	if (m->pid <= 0 || m->pid > PROC_PID_MAX || m->pad || !m->start_time || m->maxnode < 1 ||
-	    m->maxnode > IDSET_MAX + 1)
-		return -EINVAL;
-	/* No node at or past maxnode - 1: the kernel would not read it, so a set one is a malformed mask. */
-	for (uint64_t b = m->maxnode - 1; b < IDSET_MAX; b++)
-		if ((m->from[b / 64] | m->to[b / 64]) >> (b % 64) & 1)
-			return -EINVAL;
 	memcpy(from.bits, m->from, sizeof from.bits);
 	memcpy(to.bits, m->to, sizeof to.bits);
-	/* As late as possible: the pid still names the process the daemon checked. */
-	if ((rc = proc_check_identity(h->procfs_root, m->pid, m->start_time)) < 0)
-		return (int)rc;
-	rc = mpol_migrate_pages(m->pid, &from, &to);
+	/* The identity as late as possible: the pid still names the process the daemon checked. */
+	rc = mpol_migrate_checked(h->procfs_root, m->pid, m->start_time, &from, &to);
 	rep->value = rc >= 0 ? (uint64_t)rc : 0;
 	return rc < 0 ? (int)rc : 0;
 }
 
+/* ---- collapse ---- */
+
 /* The address space a user process can have (57-bit with 5-level paging). */
 #define USER_ADDR_END (1ULL << 57)
 
-static int do_collapse(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+static int check_collapse(const struct helper *h, const void *msg)
 {
 	const struct priv_collapse *m = msg;
-	struct iovec iov = { .iov_base = (void *)(uintptr_t)m->start, .iov_len = (size_t)m->len };
-	long rc;
 
-	(void)fd_out;
 	if (h->in_fd < 0 || !m->len || m->start % 4096 || m->len % 4096 || m->start >= USER_ADDR_END ||
 	    m->len > USER_ADDR_END - m->start)
 		return -EINVAL;
@@ -179,12 +201,22 @@ static int do_collapse(struct helper *h, const void *msg, struct priv_reply *rep
 	 * helper has no CAP_KILL); anything but a pidfd is EBADF or EINVAL. */
 	if (syscall(SYS_pidfd_send_signal, h->in_fd, 0, NULL, 0) < 0 && errno != EPERM)
 		return errno == ESRCH ? -ESRCH : -EINVAL;
-	rc = syscall(SYS_process_madvise, h->in_fd, &iov, 1UL, MADV_COLLAPSE, 0U);
-	if (rc < 0)
-		return -errno;
+	return 0;
+}
+
+static int do_collapse(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_collapse *m = msg;
+	long rc;
+
+	(void)fd_out;
+	if ((rc = madv_collapse(h->in_fd, m->start, m->len)) < 0)
+		return (int)rc;
 	rep->value = (uint64_t)rc;
 	return 0;
 }
+
+/* ---- cgroup.mems ---- */
 
 /* The directory is a cgroup's: on a cgroup file system, or, when the helper was given another
  * sysfs root (a generated tree), inside that root's fs/cgroup. */
@@ -210,6 +242,12 @@ static bool cgroup_dir(const struct helper *h, int dirfd)
 	return !strncmp(real, want, (size_t)w) && (real[w] == '/' || real[w] == '\0');
 }
 
+static int check_cg_mems(const struct helper *h, const void *msg)
+{
+	(void)msg;
+	return h->in_fd < 0 || !cgroup_dir(h, h->in_fd) ? -EINVAL : 0;
+}
+
 static int do_cg_mems(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_cg_mems *m = msg;
@@ -218,59 +256,73 @@ static int do_cg_mems(struct helper *h, const void *msg, struct priv_reply *rep,
 
 	(void)rep;
 	(void)fd_out;
-	if (h->in_fd < 0 || !cgroup_dir(h, h->in_fd))
-		return -EINVAL;
+	/* The list is the helper's own text, formatted from the mask. */
 	memcpy(nodes.bits, m->nodes, sizeof nodes.bits);
 	if (idset_format(&nodes, text, sizeof text) < 0)
 		return -EINVAL;
-	return cg_write_mems_direct(h->in_fd, text);
+	return cg_write_mems(h->in_fd, text);
 }
 
-static int do_spawn(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
-{
-	(void)fd_out;
-	return priv_do_spawn(h->in_fd, msg, &rep->value);
-}
+/* ---- the closed set ---- */
 
-static int do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+static int check_nothing(const struct helper *h, const void *msg)
 {
 	(void)h;
-	(void)fd_out;
-	return priv_do_reap(msg, &rep->value);
+	(void)msg;
+	return 0;
 }
 
-static int do_probe_start(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
-{
-	(void)fd_out;
-	return priv_do_probe_start(h->in_fd, msg, &rep->value);
-}
-
-static int do_kill(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
-{
-	(void)h;
-	(void)rep;
-	(void)fd_out;
-	return priv_do_kill(msg);
-}
-
-/* The closed set: type -> exact size and handler. */
-static const struct {
-	size_t size;
-	int (*fn)(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out);
-} requests[PRIV_TYPE_END] = {
-	[PRIV_KNOB_WRITE] = { sizeof(struct priv_knob_write), do_knob_write },
-	[PRIV_POOL_WRITE] = { sizeof(struct priv_pool), do_pool_write },
-	[PRIV_POOL_RUN]   = { sizeof(struct priv_pool_run), do_pool_run },
-	[PRIV_COMPACT]    = { sizeof(struct priv_compact), do_compact },
-	[PRIV_PROC_OPEN]  = { sizeof(struct priv_proc_open), do_proc_open },
-	[PRIV_MIGRATE]    = { sizeof(struct priv_migrate), do_migrate },
-	[PRIV_COLLAPSE]   = { sizeof(struct priv_collapse), do_collapse },
-	[PRIV_CG_MEMS]    = { sizeof(struct priv_cg_mems), do_cg_mems },
-	[PRIV_SPAWN]      = { sizeof(struct priv_spawn), do_spawn },
-	[PRIV_REAP]       = { sizeof(struct priv_reap), do_reap },
-	[PRIV_PROBE_START] = { sizeof(struct priv_probe_start), do_probe_start },
-	[PRIV_KILL]       = { sizeof(struct priv_kill), do_kill },
+const struct priv_request priv_requests[PRIV_TYPE_END] = {
+	[PRIV_KNOB_WRITE]  = { "knob_write", sizeof(struct priv_knob_write), 0, check_knob_write, do_knob_write },
+	[PRIV_POOL_WRITE]  = { "pool_write", sizeof(struct priv_pool), 0, check_pool_write, do_pool_write },
+	[PRIV_POOL_RUN]    = { "pool_run", sizeof(struct priv_pool_run), 0, check_pool_run, do_pool_run },
+	[PRIV_COMPACT]     = { "compact", sizeof(struct priv_compact), 0, check_nothing, do_compact },
+	[PRIV_PROC_OPEN]   = { "proc_open", sizeof(struct priv_proc_open), 0, check_proc_open, do_proc_open },
+	[PRIV_MIGRATE]     = { "migrate", sizeof(struct priv_migrate), 0, check_migrate, do_migrate },
+	[PRIV_COLLAPSE]    = { "collapse", sizeof(struct priv_collapse), 1, check_collapse, do_collapse },
+	[PRIV_CG_MEMS]     = { "cg_mems", sizeof(struct priv_cg_mems), 1, check_cg_mems, do_cg_mems },
+	[PRIV_SPAWN]       = { "spawn", sizeof(struct priv_spawn), 1, priv_check_spawn, priv_do_spawn },
+	[PRIV_REAP]        = { "reap", sizeof(struct priv_reap), 0, priv_check_child, priv_do_reap },
+	[PRIV_PROBE_START] = { "probe_start", sizeof(struct priv_probe_start), 1, priv_check_probe_start,
+			       priv_do_probe_start },
+	[PRIV_KILL]        = { "kill", sizeof(struct priv_kill), 0, priv_check_child, priv_do_kill },
 };
+
+/* One message of n bytes (in buf, which holds PRIV_MSG_MAX + 1) with nfds descriptors: what every
+ * message shares, then the type's check, then its act. The answer's rc; rep's type and seq are
+ * the request's once it had a header. */
+static long dispatch(struct helper *h, const unsigned char *buf, ssize_t n, int nfds, bool ctrunc,
+		     struct priv_reply *rep, int *pass)
+{
+	const struct priv_hdr *hd = (const void *)buf;
+	const struct priv_request *r;
+	int rc;
+
+	if ((size_t)n >= sizeof *hd) {
+		rep->h.type = hd->type;
+		rep->h.seq = hd->seq;
+	}
+	if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->len != (size_t)n) {
+		log_warn("privileged helper: refused a malformed message (%zd bytes)", n);
+		return -EBADMSG;
+	}
+	if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
+		log_warn("privileged helper: refused a message of unknown type %u", hd->type);
+		return -EBADMSG;
+	}
+	r = &priv_requests[hd->type];
+	if (ctrunc || nfds > (int)r->fds) {
+		log_warn("privileged helper: refused a %s message carrying %d fds", r->name, nfds);
+		return -EBADMSG;
+	}
+	if (hd->len != r->size) {
+		log_warn("privileged helper: refused a %s message of %u bytes (it has %zu)", r->name, hd->len, r->size);
+		return -EBADMSG;
+	}
+	if ((rc = r->check(h, buf)) < 0)
+		return rc;
+	return r->act(h, buf, rep, pass);
+}
 
 static void *serve(void *arg)
 {
@@ -281,7 +333,6 @@ static void *serve(void *arg)
 
 	for (;;) {
 		struct priv_reply rep = { .h = { .magic = PRIV_MAGIC, .len = sizeof rep } };
-		const struct priv_hdr *hd = (const void *)buf;
 		int pass = -1, nfds = 0, fds[4];
 		union {
 			struct cmsghdr c;
@@ -301,27 +352,7 @@ static void *serve(void *arg)
 				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; i++)
 					memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 		h.in_fd = nfds == 1 ? fds[0] : -1;
-		if ((size_t)n < sizeof *hd || (size_t)n > PRIV_MSG_MAX || hd->magic != PRIV_MAGIC || hd->pad ||
-		    hd->len != (size_t)n) {
-			log_warn("privileged helper: refused a malformed message (%zd bytes)", n);
-			rep.rc = -EBADMSG;
-		} else if (hd->type == 0 || hd->type >= PRIV_TYPE_END) {
-			log_warn("privileged helper: refused a message of unknown type %u", hd->type);
-			rep.rc = -EBADMSG;
-		} else if ((mh.msg_flags & MSG_CTRUNC) || nfds > (hd->type == PRIV_COLLAPSE || hd->type == PRIV_CG_MEMS || hd->type == PRIV_SPAWN ||
-								hd->type == PRIV_PROBE_START)) {
-			log_warn("privileged helper: refused a type %u message carrying %d fds", hd->type, nfds);
-			rep.h.type = hd->type;
-			rep.rc = -EBADMSG;
-		} else if (hd->len != requests[hd->type].size) {
-			log_warn("privileged helper: refused a type %u message of %u bytes (it has %zu)", hd->type, hd->len,
-				 requests[hd->type].size);
-			rep.h.type = hd->type;
-			rep.rc = -EBADMSG;
-		} else {
-			rep.h.type = hd->type;
-			rep.rc = requests[hd->type].fn(&h, buf, &rep, &pass);
-		}
+		rep.rc = dispatch(&h, buf, n, nfds, (mh.msg_flags & MSG_CTRUNC) != 0, &rep, &pass);
 		/* A spawn's rc is a pid: it passes no fd. */
 		(void)priv_send(fd, &rep, sizeof rep, rep.rc == 0 ? pass : -1);
 		if (pass >= 0)
@@ -337,7 +368,7 @@ static void *serve(void *arg)
 }
 
 void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
-		     const char *procfs_root)
+		     const char *procfs_root, unsigned probe_mem_pct)
 {
 	struct helper hs[PRIV_CHANNELS];
 	pthread_t th;
@@ -346,7 +377,7 @@ void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, 
 	 * catalogue and roots are read-only; each thread has its own pool file and buffer. */
 	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
 		hs[i] = (struct helper){ .fd = fds[i], .knobs = knobs, .sysfs_root = sysfs_root,
-					 .procfs_root = procfs_root, .nr = { .fd = -1 } };
+					 .procfs_root = procfs_root, .nr = { .fd = -1 }, .probe_mem_pct = probe_mem_pct };
 		if (i == 0)
 			continue;
 		if (pthread_create(&th, NULL, serve, &hs[i]) != 0) {

@@ -1,4 +1,4 @@
-#include "server/kernel/priv_caps.h"
+#include "server/priv/caps.h"
 
 #include <errno.h>
 #include <linux/capability.h>

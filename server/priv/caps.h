@@ -1,13 +1,13 @@
-/* Capability sets of the two sides of privilege separation (server/kernel/priv.h). */
-#ifndef MPD_KERNEL_PRIV_CAPS_H
-#define MPD_KERNEL_PRIV_CAPS_H
+/* Capability sets of the two sides of privilege separation (server/priv/priv.h). */
+#ifndef MPD_PRIV_CAPS_H
+#define MPD_PRIV_CAPS_H
 
 #include <stdint.h>
 
 /* The highest capability this kernel knows (/proc/sys/kernel/cap_last_cap; 40 when unreadable). */
 int priv_cap_last(void);
 
-/* What the helper keeps, and why (each bit is one kind of request in priv_proto.h):
+/* What the helper keeps, and why (each bit is one kind of request in proto.h):
  *  CAP_DAC_OVERRIDE  knob and pool files are root's: the helper stays uid 0, and this keeps the
  *                    answer for a read-only file (or a tree under a 0700 directory) what it was
  *                    when the whole daemon ran as root;

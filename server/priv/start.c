@@ -1,0 +1,121 @@
+/* Start and drop: the user looked up, the helper forked with its channels, the serving side
+ * dropped to that user with no capabilities. */
+#include "server/priv/priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "server/priv/caps.h"
+#include "server/priv/chans.h"
+#include "server/priv/helper.h"
+
+int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	if (!(pw = getpwnam(name)))
+		return mp_fail(e, MPE_CONFIG_USER, errno, "no such user '%s' to run as (create it: useradd --system "
+			       "--no-create-home --shell /usr/sbin/nologin --user-group %s; or --user root for one "
+			       "process without privilege separation)", name, name);
+	if (pw->pw_uid == 0)
+		return mp_fail(e, MPE_CONFIG_USER, 0, "user '%s' has uid 0: the daemon would keep every privilege "
+			       "(--user root: one process, no privilege separation)", name);
+	if ((size_t)snprintf(u->name, sizeof u->name, "%s", name) >= sizeof u->name)
+		return mp_fail(e, MPE_CONFIG_USER, 0, "user name '%s' is too long", name);
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
+	return 0;
+}
+
+int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
+	       mp_err *e)
+{
+	int sv[PRIV_CHANNELS][2], ours[PRIV_CHANNELS], n, err;
+	pid_t parent = getpid(), pid;
+
+	for (n = 0; n < PRIV_CHANNELS; n++)
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv[n]) < 0)
+			goto fail;
+	if ((pid = fork()) < 0)
+		goto fail;
+	if (pid == 0) {
+		int fds[PRIV_CHANNELS];
+		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
+		 * 3 + PRIV_CHANNELS - 1) and stdio (the log). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		for (int i = 0; i < PRIV_CHANNELS; i++)
+			close(sv[i][0]);
+		for (int i = 0; i < PRIV_CHANNELS; i++) {
+			/* Above every fd in use, then down to 3 + i: no dup2 overwrites a channel not yet moved. */
+			int hi = fcntl(sv[i][1], F_DUPFD, 64 + i);
+			if (hi < 0)
+				_exit(1);
+			sv[i][1] = hi;
+		}
+		for (int i = 0; i < PRIV_CHANNELS; i++)
+			if ((fds[i] = dup2(sv[i][1], 3 + i)) < 0)
+				_exit(1);
+		syscall(SYS_close_range, 3U + PRIV_CHANNELS, ~0U, 0U);
+		if (priv_helper_caps() < 0)
+			_exit(1);
+		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root, probe_mem_pct);
+		_exit(0);
+	}
+	for (int i = 0; i < PRIV_CHANNELS; i++) {
+		close(sv[i][1]);
+		ours[i] = sv[i][0];
+	}
+	priv_chans_adopt(ours, PRIV_CHANNELS, pid);
+	return 0;
+fail:
+	err = errno;
+	while (n-- > 0) {
+		close(sv[n][0]);
+		close(sv[n][1]);
+	}
+	return mp_fail(e, MPE_PRIV_START, err, "starting the privileged helper: %s", strerror(err));
+}
+
+int priv_drop(const struct priv_user *u, mp_err *e)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	int last = priv_cap_last();
+
+	/* The bounding set first: emptying it needs CAP_SETPCAP, which setresuid takes away. */
+	for (int c = 0; c <= last; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return mp_fail(e, MPE_PRIV_START, errno, "dropping capability %d from the bounding set: %s", c,
+				       strerror(errno));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return mp_fail(e, MPE_PRIV_START, errno, "clearing the ambient capabilities: %s", strerror(errno));
+	if (setgroups(0, NULL) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+		return mp_fail(e, MPE_PRIV_START, errno, "becoming user %s (uid %d): %s", u->name, (int)u->uid,
+			       strerror(errno));
+	/* setresuid away from 0 empties permitted and effective (no SECBIT_KEEP_CAPS); inheritable
+	 * is emptied here, and every set is then checked as the kernel sees it. */
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return mp_fail(e, MPE_PRIV_START, errno, "clearing the capability sets: %s", strerror(errno));
+	if (syscall(SYS_capget, &hdr, data) < 0 || data[0].effective || data[0].permitted || data[0].inheritable ||
+	    data[1].effective || data[1].permitted || data[1].inheritable)
+		return mp_fail(e, MPE_PRIV_START, 0, "capabilities remain after dropping to %s", u->name);
+	if (setuid(0) == 0 || geteuid() == 0)
+		return mp_fail(e, MPE_PRIV_START, 0, "the process could become root again after dropping to %s", u->name);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return mp_fail(e, MPE_PRIV_START, errno, "no_new_privs: %s", strerror(errno));
+	return 0;
+}
