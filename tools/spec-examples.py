@@ -376,6 +376,7 @@ def main():
     from lib import Daemon
 
     tmp = tempfile.mkdtemp(prefix="mpd-examples-")
+    os.chmod(tmp, 0o755)   # the daemon reads the tree as its own user (--user), as in the tests
     tree = FakeTree(tmp, nodes=4)
     from lib import free_port
     port = free_port()
