@@ -271,11 +271,9 @@ class RedoclyLint(unittest.TestCase):
         self.assertIn("security-defined", {pr["ruleId"] for pr in out["problems"] if pr["severity"] == "error"})
 
 
-class GeneratedClientAgainstALiveDaemon(DaemonTest):
-    """The generated types compiled into a client (tsc, then node) that calls a daemon's TCP
-    listener: it reads every instant of a job, an operation, a schedule and two lists exactly,
-    which the test checks against the answers' own digits (Python's integers are exact)."""
-    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
+class TcpDaemonAndTools(DaemonTest):
+    """The pinned tools, and a daemon on a generated tree with a TCP listener for them. No tests."""
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
 
     @classmethod
     def setUpClass(cls):
@@ -283,6 +281,12 @@ class GeneratedClientAgainstALiveDaemon(DaemonTest):
         cls.port = free_port()
         cls.daemon_args = ("--listen-tcp", "127.0.0.1:%d" % cls.port)
         super().setUpClass()
+
+
+class GeneratedClientAgainstALiveDaemon(TcpDaemonAndTools):
+    """The generated types compiled into a client (tsc, then node) that calls a daemon's TCP
+    listener: it reads every instant of a job, an operation, a schedule and two lists exactly,
+    which the test checks against the answers' own digits (Python's integers are exact)."""
 
     def test_instants_are_read_exactly_and_a_typed_probe_call_is_sent(self):
         job = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 2}}).json
@@ -326,14 +330,9 @@ class GeneratedClientAgainstALiveDaemon(DaemonTest):
         self.assertGreaterEqual(checked, 10)
 
 
-class PrismProxyValidatesLiveAnswers(DaemonTest):
-    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
-
+class PrismProxyValidatesLiveAnswers(TcpDaemonAndTools):
     @classmethod
     def setUpClass(cls):
-        cls.npm = tools()
-        cls.port = free_port()
-        cls.daemon_args = ("--listen-tcp", "127.0.0.1:%d" % cls.port)
         super().setUpClass()
         cls.prism_port = free_port()
         cls.prism_log = open(os.path.join(cls.tmp, "prism.log"), "w")
