@@ -573,8 +573,13 @@ class SpecMatchesRouteTable(unittest.TestCase):
 
     def test_every_instant_has_its_text_beside_it(self):
         # The time rule in the description: X_at is declared exactly beside an X_ns, as a date-time,
-        # nullable exactly when X_ns is, and required exactly when X_ns is.
+        # nullable exactly when X_ns is, and required exactly when X_ns is; and every member the
+        # daemon treats as an instant (server/api/instants.c) has its X_at, and says to read it.
         pairs = 0
+        with open(os.path.join(ROOT, "server", "api", "instants.c")) as f:
+            listed = re.search(r"instants\[\]\s*=\s*\{(.*?)\};", f.read(), re.S).group(1)
+        instants = set(re.findall(r'"(\w+_ns)"', listed))
+        self.assertIn("expires_ns", instants)
 
         def walk(node, where):
             nonlocal pairs
@@ -583,6 +588,9 @@ class SpecMatchesRouteTable(unittest.TestCase):
                 if isinstance(props, dict):
                     req = set(node.get("required", []))
                     for k, v in props.items():
+                        if k in instants:
+                            self.assertIn(k[:-3] + "_at", props, "%s.%s: an instant without its _at" % (where, k))
+                            self.assertIn(k[:-3] + "_at", v.get("description", ""), "%s.%s: says to read" % (where, k))
                         if not k.endswith("_at"):
                             continue
                         ns = props.get(k[:-3] + "_ns")
