@@ -845,6 +845,16 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         self.assertEqual(items["spec"]["revoked_at"], instant_text(items["spec"]["revoked_ns"]))
         self.assertIsNone(items["spec-forever"]["revoked_at"])
 
+    def test_a_probe_start_and_its_refusals(self):
+        # Each kind's own path in the description; the daemon's one route answers them all.
+        job = self.call("POST", "/v1/probes/touch", {"size": "4M", "timeout_s": 30}, status=202).json
+        done = self.wait_job(job["id"])
+        self.assertEqual(done["status"], "ok", done)
+        self.call("GET", "/v1/history/%d" % done["operation_id"])
+        self.call("POST", "/v1/probes/thp-fault", {"size_mb": 64}, status=400)          # unknown member
+        self.call("POST", "/v1/probes/thp-fault", {"size": "3M"}, status=422)           # not whole 2 MiB
+        self.call("POST", "/v1/probes/hugetlb-alloc", {"page_size": "2M"}, status=400)  # pages is required
+
     def test_a_kernel_refusal_carries_the_operation(self):
         rel = KHP + "pages_to_scan"
         self.tree.einval(rel)
