@@ -8,6 +8,7 @@
 #define MPD_APP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "server/kernel/caps.h"
@@ -33,6 +34,7 @@ struct app {
 	int64_t max_schedules;           /* the schedules collection's cap (max-schedules) */
 	struct retention retain;         /* what the maintenance pass keeps (retain-*) */
 	unsigned probe_mem_pct;          /* a probe may take this share (%) of free memory */
+	int64_t started_ns;              /* when main() started: /metrics' process_start_time_seconds */
 };
 
 #endif

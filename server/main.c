@@ -156,6 +156,7 @@ int main(int argc, char **argv)
 			 cfg.test_clock, (long long)clk_wall_ns());
 	}
 #endif
+	app.started_ns = clk_wall_ns();   /* after the test clock: the same clock as every _ns */
 
 	/* Signals are taken by sigwait() in this thread only; every thread started below inherits
 	 * the blocked mask. */

@@ -231,6 +231,14 @@ HAND = [
     (("component", "CgroupRefusal"), problem("cgroup.unavailable", 409, "Conflict",
                                             "the parent of batch does not enable the cpuset controller",
                                             "/v1/cgroups/batch")),
+    (("component", "Unauthenticated"), problem("auth.unauthenticated", 401, "Unauthorized",
+                                              "this listener needs 'Authorization: Bearer TOKEN'", "/v1/health")),
+    (("component", "RateLimited"), problem("auth.rate_limited", 429, "Too Many Requests",
+                                          "10 failed authentications from 192.0.2.7 in 60 s; try again in 37 s",
+                                          "/v1/health")),
+    (("component", "ClientCertificateForbidden"),
+     problem("auth.client_certificate", 403, "Forbidden", "this listener needs a client certificate signed by "
+             "its client CA, and the client sent none", "/v1/health")),
     (("component", "StoreFull"), problem("store.full", 507, "Insufficient Storage",
                                         "the database's disk is full; nothing was changed", "/v1/hugepages/2M",
                                         errno=28, errno_name="ENOSPC")),
@@ -251,7 +259,7 @@ HAND = [
     (("path", "/v1/processes/{pid}/collapse", "post", "409"),
      problem("job.conflict", 409, "Conflict", "a job on process 4242 is queued or running (job 9)",
              "/v1/processes/4242/collapse", job_id=9, job="/v1/jobs/9")),
-    (("path", "/v1/probes/{kind}", "post", "409"),
+    (("component", "ProbeConflict"),
      problem("job.conflict", 409, "Conflict", "a probe job is queued or running (job 11)",
              "/v1/probes/touch", job_id=11, job="/v1/jobs/11")),
 ]
@@ -283,8 +291,8 @@ REAL = [
      queued_job(12, "process.migrate", {"pid": 4242, "start_time": 81220, "from": "0", "to": "1"})),
     (("path", "/v1/processes/{pid}/collapse", "post", "202"),
      queued_job(13, "process.collapse", {"pid": 4242, "start_time": 81220, "range": "anonymous"})),
-    (("path", "/v1/probes/{kind}", "post", "202"),
-     queued_job(14, "probe.touch", {"probe": "touch", "params": {"size": "64M", "node": 0}, "timeout_s": 60})),
+    (("component", "ProbeQueued"),
+     queued_job(14, "probe.touch", {"probe": "touch", "params": {"size": 67108864, "hold_ms": 0}, "timeout_s": 60})),
     (("path", "/v1/processes/{pid}/samples", "get", "200"),
      {"pid": 4242, "start_time": 81220, "samples": [
          {"operation_id": 17, "time_ns": 1796033342103143044, "time_at": "2026-11-30T15:29:02.103143044Z",
@@ -296,6 +304,14 @@ REAL = [
     (("path", "/v1/cgroups/{path}", "get", "200"),
      {"path": "mpdtest", "version": 1, "mount": "fs/cgroup/cpuset", "root": False, "cpuset": True,
       "mems": "0", "mems_effective": "0", "memory_migrate": False, "procs": 0, "children": ["sub"]}),
+    (("path", "/v1/cgroups", "get", "200"),
+     {"path": "", "version": 2, "mount": "fs/cgroup", "root": True, "cpuset": True, "mems": None,
+      "mems_effective": "0-1", "memory_migrate": None, "procs": 41, "children": ["batch", "system.slice"]}),
+    (("path", "/v1/cgroups/{path}", "put", "200"),
+     {"path": "batch", "version": 2, "mount": "fs/cgroup", "root": False, "cpuset": True, "mems": "1",
+      "mems_effective": "1", "memory_migrate": None, "procs": 2, "children": [], "operation_id": 57,
+      "status": "ok", "result": {"version": 2, "mems_before": "", "mems_after": "1", "effective_before": "0-1",
+                                 "effective_after": "1", "memory_migrate": None}}),
 ]
 
 
@@ -360,6 +376,7 @@ def main():
     from lib import Daemon
 
     tmp = tempfile.mkdtemp(prefix="mpd-examples-")
+    os.chmod(tmp, 0o755)   # the daemon reads the tree as its own user (--user), as in the tests
     tree = FakeTree(tmp, nodes=4)
     from lib import free_port
     port = free_port()

@@ -64,6 +64,8 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 #define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
 #define R_SLOW  0x4   /* scans: runs off the HTTP workers at idle priority (api/slow.c) */
 #define R_TAIL  0x8   /* the pattern's last {} matches the rest of the path, '/' included */
+#define R_CALLER 0x10 /* runs as the caller (launch, migrate, collapse): needs a uid from SO_PEERCRED, so a
+                       * caller without one (TCP, a token) is 403 before the body is read, as R_ADMIN is */
 
 struct route {
 	const char *method;

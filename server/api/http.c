@@ -172,6 +172,14 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 				"changes are only accepted on the Unix socket, where the caller is known");
 		goto unroute;
 	}
+	/* The handler would refuse it too (ops/launch_req.c, pmigrate.c), but only after the body:
+	 * an empty or malformed one would answer 400 where every other refusal of the caller is 403. */
+	if ((s->route->flags & R_CALLER) && !s->rq.who.known) {
+		mp_fail(&s->early, MPE_AUTH_FORBIDDEN, 0, "%s", s->rq.who.token
+			? "a token has no uid: what runs as the caller needs a caller known from the Unix socket"
+			: "what runs as the caller is only accepted on the Unix socket, where the caller is known");
+		goto unroute;
+	}
 	if (s->route->flags & R_BODY) {
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 		if (!is_json_type(ct)) {

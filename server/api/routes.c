@@ -1,7 +1,7 @@
 /* The static route table and the router beside it; the first matching line wins. The request
  * pipeline (api/http.c) asks route_find and answers 404 (no pattern matches), 405 (the pattern
  * matches but not the method, with Allow), 413, 414, 415 and 403 (R_ADMIN) before any handler
- * runs. */
+ * runs; 403 also for R_CALLER (what runs as the caller) when the caller has no uid. */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,13 +38,13 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/schedules/{}",               api_schedule_get,      0 },
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
 	/* processes: a launch runs as the caller, so any local user may (ops/launch.c decides) */
-	{ "POST",   "/v1/processes",                  api_processes_launch,  R_BODY },
+	{ "POST",   "/v1/processes",                  api_processes_launch,  R_CALLER | R_BODY },
 	/* processes */
 	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
 	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
 	/* the process's own user may migrate it (ops/pmigrate.c decides); collapse needs CAP_SYS_NICE */
-	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_BODY },
-	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_BODY },
+	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_CALLER | R_BODY },
+	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_CALLER | R_BODY },
 	/* cgroups: the path is the rest of the URL (R_TAIL) */
 	{ "GET",    "/v1/cgroups",                    api_cgroup_root_get,   0 },
 	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY },

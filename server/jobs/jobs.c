@@ -533,6 +533,26 @@ bool jobs_active(struct jobs *j, int64_t id)
 	return v;
 }
 
+int jobs_count_active(struct jobs *j, struct jobs_count *out, int max)
+{
+	int n;
+
+	pthread_mutex_lock(&j->lock);
+	for (n = 0; n < j->nkinds && n < max; n++)
+		out[n] = (struct jobs_count){ .kind = j->kinds[n]->name };
+	for (const struct job_ctx *c = j->active; c; c = c->next)
+		for (int i = 0; i < n; i++)
+			if (out[i].kind == c->kind->name) {
+				if (c->running)
+					out[i].running++;
+				else
+					out[i].queued++;
+				break;
+			}
+	pthread_mutex_unlock(&j->lock);
+	return n;
+}
+
 bool job_cancelled(struct job_ctx *ctx)
 {
 	bool v;

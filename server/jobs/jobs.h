@@ -63,5 +63,13 @@ bool jobs_active(struct jobs *j, int64_t id);
  * call in that window without timing. NULL removes it. */
 void jobs_test_on_recorded(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls);
 #endif
+/* How many jobs of one registered kind are queued and running now (memory only): GET /metrics. */
+struct jobs_count {
+	const char *kind;            /* borrowed: the registered kind's name */
+	unsigned queued, running;
+};
+/* Every registered kind, in registration order, kinds with no job included (a gauge that drops
+ * to 0 is a sample, a series that vanishes is not); at most max. Returns how many were filled. */
+int jobs_count_active(struct jobs *j, struct jobs_count *out, int max);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "common/parse.h"
 #include "server/app.h"
+#include "server/jobs/jobs.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 
@@ -56,8 +57,40 @@ static void pools(FILE *f, const struct app *app)
 			}
 		}
 	}
+	/* resv_hugepages exists only for the whole pool (the kernel keeps no reservation per node). */
+	fputs("# HELP mempolicyd_hugepages_resv_pages HugeTLB pages reserved by mappings but not yet faulted in "
+	      "(resv_hugepages), by page size; of the whole pool, the kernel counts no node's.\n"
+	      "# TYPE mempolicyd_hugepages_resv_pages gauge\n", f);
+	for (int i = 0; p && ok && i < app->caps.n_hugetlb_sizes; i++)
+		if (ok[i]) {
+			format_size_kb(p[i].size_kb, size, sizeof size);
+			fprintf(f, "mempolicyd_hugepages_resv_pages{size=\"%s\"} %llu\n", size, (unsigned long long)p[i].resv);
+		}
+	/* PromQL cannot read a number out of the label "2M": this is what turns pages into bytes,
+	 * mempolicyd_hugepages_nr_pages * on(size) group_left mempolicyd_hugepages_page_size_bytes. */
+	fputs("# HELP mempolicyd_hugepages_page_size_bytes The page size of each size label, in bytes.\n"
+	      "# TYPE mempolicyd_hugepages_page_size_bytes gauge\n", f);
+	for (int i = 0; i < app->caps.n_hugetlb_sizes; i++) {
+		format_size_kb(app->caps.hugetlb_sizes_kb[i], size, sizeof size);
+		fprintf(f, "mempolicyd_hugepages_page_size_bytes{size=\"%s\"} %llu\n", size,
+			(unsigned long long)app->caps.hugetlb_sizes_kb[i] * 1024);
+	}
 	free(p);
 	free(ok);
+}
+
+/* Jobs queued and running now, by kind: the counters say what ended, this what is still to. */
+static void jobs_now(FILE *f, const struct app *app)
+{
+	struct jobs_count c[64];
+	int n = app->jobs ? jobs_count_active(app->jobs, c, 64) : 0;
+
+	fputs("# HELP mempolicyd_jobs_active Jobs queued or running now, by kind.\n"
+	      "# TYPE mempolicyd_jobs_active gauge\n", f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "mempolicyd_jobs_active{kind=\"%s\",status=\"queued\"} %u\n"
+			   "mempolicyd_jobs_active{kind=\"%s\",status=\"running\"} %u\n",
+			c[i].kind, c[i].queued, c[i].kind, c[i].running);
 }
 
 static void knobs(FILE *f, bool om, const struct app *app)
@@ -83,6 +116,11 @@ void gauges_write(const struct app *app, FILE *f, bool om)
 	fprintf(f, "mempolicyd_build_info{kernel_release=\"");
 	label(f, app->caps.kernel_release);
 	fprintf(f, "\",version=\"%s\"} 1\n", MPD_VERSION);
+	/* The name the Prometheus client libraries give it, so dashboards' uptime panels just work. */
+	fprintf(f, "# HELP process_start_time_seconds Start time of the process since the Unix epoch in seconds.\n"
+		   "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld.%09lld\n",
+		(long long)(app->started_ns / 1000000000), (long long)(app->started_ns % 1000000000));
 	pools(f, app);
+	jobs_now(f, app);
 	knobs(f, om, app);
 }

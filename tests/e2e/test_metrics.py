@@ -1,5 +1,6 @@
 """GET /metrics: the Prometheus text format that promtool accepts, OpenMetrics by Accept, the pool
-gauges and resize-latency histogram after a resize on a generated tree, counters that survive a
+gauges (reservations and each size's bytes too) and resize-latency histogram after a resize on a
+generated tree, the jobs queued and running now, the daemon's start time, counters that survive a
 restart (seeded from the database), the same answer on the TCP listener, and a real Prometheus
 (Debian's package) scraping the daemon and answering queries about it."""
 import os
@@ -56,6 +57,7 @@ class Metrics(unittest.TestCase):
         os.chmod(self.tmp, 0o755)
         self.tree = FakeTree(self.tmp, nodes=2)
         self.port = free_port()
+        self.started = time.time()
         self.d = Daemon(self.tree, ["--listen-tcp", "127.0.0.1:%d" % self.port]).start()
 
     def tearDown(self):
@@ -121,6 +123,43 @@ class Metrics(unittest.TestCase):
         self.assertTrue(text.endswith("# EOF\n"))
         self.assertIn("# TYPE mempolicyd_jobs counter\n", text)
         self.assertIn("# TYPE mempolicyd_knob info\n", text)
+
+    def test_reservations_page_sizes_jobs_now_and_the_start_time(self):
+        self.tree.write("sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "5")
+        s = samples(self.scrape().raw)
+        self.assertEqual(value(s, "mempolicyd_hugepages_resv_pages", size="2M"), 5)
+        self.assertEqual(value(s, "mempolicyd_hugepages_resv_pages", size="1G"), 0)
+        # the number PromQL needs to turn a size label's pages into bytes
+        self.assertEqual(value(s, "mempolicyd_hugepages_page_size_bytes", size="2M"), 2 << 20)
+        self.assertEqual(value(s, "mempolicyd_hugepages_page_size_bytes", size="1G"), 1 << 30)
+        # every registered kind has both samples, zero included
+        for status in ("queued", "running"):
+            self.assertEqual(value(s, "mempolicyd_jobs_active", kind="hugepages.resize", status=status), 0)
+            self.assertEqual(value(s, "mempolicyd_jobs_active", kind="probe.touch", status=status), 0)
+        start = value(s, "process_start_time_seconds")
+        self.assertLessEqual(self.started - 1, start)
+        self.assertLessEqual(start, time.time())
+        # a probe that holds its memory is a running job until it is cancelled
+        r = self.d.request("POST", "/v1/probes/touch", body={"size": "4M", "hold_ms": 60000})
+        self.assertEqual(r.status, 202, r.raw)
+        job = r.json["id"]
+        deadline = time.monotonic() + 20
+        while self.d.get("/v1/jobs/%d" % job).json["status"] == "queued":
+            self.assertLess(time.monotonic(), deadline, "the probe never started")
+            time.sleep(0.02)
+        s = samples(self.scrape().raw)
+        self.assertEqual(value(s, "mempolicyd_jobs_active", kind="probe.touch", status="running"), 1)
+        self.assertEqual(value(s, "mempolicyd_jobs_active", kind="probe.touch", status="queued"), 0)
+        self.assertIn(self.d.request("DELETE", "/v1/jobs/%d" % job).status, (200, 202))
+        r = self.d.get("/v1/jobs/%d?wait=10" % job)
+        self.assertEqual(r.json["status"], "cancelled", r.raw)
+        # The runner records the end, then leaves its active list: the gauge follows within moments.
+        deadline = time.monotonic() + 10
+        while value(samples(self.scrape().raw), "mempolicyd_jobs_active", kind="probe.touch", status="running"):
+            self.assertLess(time.monotonic(), deadline, "the cancelled probe is still counted as running")
+            time.sleep(0.02)
+        s = samples(self.scrape().raw)
+        self.assertEqual(value(s, "mempolicyd_jobs_total", kind="probe.touch", status="cancelled"), 1)
 
     def test_tcp_listener_serves_it_and_bad_query_is_400(self):
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=10) as r:
@@ -201,6 +240,27 @@ class RealPrometheus(unittest.TestCase):
         self.assertEqual(counts[(("direction", "grow"), ("node", "1"), ("size", "2M"))], 1)
         jobs = self.query('mempolicyd_jobs_total{kind="hugepages.resize"}')
         self.assertEqual(jobs, {(("kind", "hugepages.resize"), ("status", "ok")): 1.0})
+
+    def test_promql_turns_pages_into_bytes_and_sees_jobs_and_uptime(self):
+        self.wait_query('up{job="mempolicyd"}', lambda r: list(r.values()) == [1.0])
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 12, "1": 3}})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(wait_job(self.d, r.json["id"])["status"], "ok")
+        self.tree.write("sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "2")
+        # a dashboard's "bytes in hugetlb pools, per node": the size label joined with its bytes
+        q = "sum by (node) (mempolicyd_hugepages_nr_pages * on(size) group_left mempolicyd_hugepages_page_size_bytes)"
+        got = self.wait_query(q, lambda r: r.get((("node", "0"),)) == 12 * 2 ** 21)
+        self.assertEqual(got[(("node", "1"),)], 3 * 2 ** 21)
+        self.wait_query("mempolicyd_hugepages_resv_pages * on(size) group_left mempolicyd_hugepages_page_size_bytes",
+                        lambda r: r.get((("size", "2M"),)) == 2 * 2 ** 21)
+        up = self.query("time() - process_start_time_seconds")
+        self.assertEqual(len(up), 1, up)
+        self.assertTrue(0 <= list(up.values())[0] < 600, up)
+        r = self.d.request("POST", "/v1/probes/touch", body={"size": "4M", "hold_ms": 60000})
+        self.assertEqual(r.status, 202, r.raw)
+        self.wait_query('sum(mempolicyd_jobs_active{status="running"})', lambda r: list(r.values()) == [1.0])
+        self.assertIn(self.d.request("DELETE", "/v1/jobs/%d" % r.json["id"]).status, (200, 202))
+        self.wait_query('sum(mempolicyd_jobs_active{status=~"queued|running"})', lambda r: list(r.values()) == [0.0])
 
 
 if __name__ == "__main__":

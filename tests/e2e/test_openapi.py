@@ -4,10 +4,16 @@
   a route flagged R_ADMIN is marked x-requires-admin and may answer 403 (as may a route whose
   handler checks the caller itself, marked x-caller-checked), a route flagged R_BODY has
   a request body (and may answer 413/415), every path parameter is declared, every $ref resolves;
+  R_CALLER is x-requires-caller; every operation declares who may call it (`security`: {} for the
+  Unix socket's SO_PEERCRED caller, bearer for the TLS listener) and the TLS listener's 401/429;
+  the probe route is a path per kind of server/probes' table, each body the members its parser
+  takes; operations have descriptions, examples no placeholders, docs/reference/openapi.md the
+  counts;
 * live answers of a daemon on a generated tree (GETs of every resource, the change answers, and a
   few problems) are checked against the schema declared for their method, path and status: the
   content type, every member declared, every required member present, JSON types and enums, at
-  every level where the schema lists properties; Location exactly where the spec declares it.
+  every level where the schema lists properties; Location exactly where the spec declares it;
+  tokens' answers too, and over TCP what runs as the caller is 403 before its body is read.
 
 The spec is read by a small reader of the YAML subset it is written in (block mappings and
 sequences, flow sequences of scalars, quoted and plain scalars, | and > blocks), so the test needs
@@ -259,6 +265,42 @@ def normalise(path):
     return re.sub(r"\{[^}/]*\}", "{}", path)
 
 
+PROBES = os.path.join(ROOT, "server", "probes")
+PROBE_ROUTE = "/v1/probes/{}"
+
+
+def load_probe_kinds():
+    """{kind: set of the parser's own member names} from server/probes/*.c: each kind's
+    `.name = "..."` and the names its parser allows (`names[]`/`allowed[]`, with fragment's
+    `extra[]`, the members it handles itself)."""
+    kinds = {}
+    for f in sorted(os.listdir(PROBES)):
+        if not f.endswith(".c"):
+            continue
+        with open(os.path.join(PROBES, f)) as fh:
+            text = re.sub(r"/\*.*?\*/", "", fh.read(), flags=re.S)
+        m = re.search(r'\.name\s*=\s*"([^"]+)"', text)
+        if not m:
+            continue
+        names = set()
+        for body in re.findall(r"\b(?:names|allowed|extra)\[\d*\]\s*=\s*\{([^}]*)\}", text):
+            names |= set(re.findall(r'"([^"]+)"', body))
+        kinds[m.group(1)] = names
+    return kinds
+
+
+def route_of(path, patterns):
+    """The route pattern a spec path stands for: its own with {} segments, or for a path the spec
+    spells out per value (POST /v1/probes/touch, a body per kind) the pattern it is a value of."""
+    n = normalise(path)
+    if n in patterns:
+        return n
+    for pat in patterns:
+        if "{}" in pat and re.match("^" + re.escape(pat).replace(r"\{\}", "[^/{}]+") + "$", n):
+            return pat
+    return n
+
+
 # ---- a subset validator over the parsed spec -----------------------------------------------------
 
 JSON_TYPES = {
@@ -437,34 +479,75 @@ class SpecMatchesRouteTable(unittest.TestCase):
 
     def test_paths_and_methods_are_the_route_table(self):
         code = {(m, p) for m, p, _, _ in self.routes}
-        spec = {(m, normalise(p)) for p, m, _, _ in self.operations()}
+        patterns = {p for _, p, _, _ in self.routes}
+        spec = {(m, route_of(p, patterns)) for p, m, _, _ in self.operations()}
         self.assertEqual(sorted(code - spec), [], "routes in routes.c missing from openapi.yaml")
         self.assertEqual(sorted(spec - code), [], "operations in openapi.yaml that routes.c does not have")
         self.assertEqual(len(code), len(self.routes), "routes.c lists a method + pattern twice")
 
+    def test_probe_paths_are_the_probe_table_and_their_bodies_its_parsers(self):
+        # POST /v1/probes/{kind} is one path per kind, so that a generated client types each body:
+        # the kinds are server/probes' table, and each body declares exactly what the kind's
+        # parser takes beside the framework's common members.
+        kinds = load_probe_kinds()
+        self.assertGreaterEqual(len(kinds), 7, kinds)
+        probe_paths = {p[len("/v1/probes/"):]: item for p, item in self.spec["paths"].items()
+                       if p.startswith("/v1/probes/")}
+        self.assertEqual(sorted(probe_paths), sorted(kinds))
+        common = set(self.v.flatten({"$ref": "#/components/schemas/ProbeCommon"})["props"])
+        self.assertEqual(common, {"policy", "cpus", "cpunodes", "timeout_s"})
+        for kind, item in probe_paths.items():
+            body = item["post"]["requestBody"]["content"]["application/json"]
+            schema = self.v.resolve(body["schema"])
+            self.assertIs(schema.get("unevaluatedProperties"), False, kind + ": the body is closed")
+            props = set(self.v.flatten(schema)["props"])
+            # (a common member a parser also names, hugetlb-alloc's timeout_s, never reaches it:
+            # the framework takes it first)
+            self.assertEqual(props - common, kinds[kind] - common, kind + ": the parser's members")
+            self.v.check(body["example"], schema, kind + " example")
+            with self.assertRaises(SchemaMismatch):
+                self.v.check(dict(body["example"], size_mb=64), schema, kind)
+
     def test_admin_and_body_flags(self):
-        ops = {(m, normalise(p)): op for p, m, _, op in self.operations()}
+        patterns = {p for _, p, _, _ in self.routes}
+        ops = {}
+        for p, m, _, op in self.operations():
+            ops.setdefault((m, route_of(p, patterns)), []).append(op)
         for method, pattern, fn, flags in self.routes:
-            op = ops.get((method, pattern))
-            if op is None:
-                continue   # test_paths_and_methods_are_the_route_table names it
-            where = "%s %s (%s)" % (method, pattern, fn)
-            admin = "R_ADMIN" in flags
-            self.assertEqual(bool(op.get("x-requires-admin")), admin, where + ": x-requires-admin vs R_ADMIN")
-            # A route open to every caller may still refuse some (a launch naming another user):
-            # its handler decides, and the spec says so with x-caller-checked.
-            self.assertEqual("403" in op["responses"], admin or bool(op.get("x-caller-checked")),
-                             where + ": 403 iff R_ADMIN or x-caller-checked")
-            body = "R_BODY" in flags
-            self.assertEqual("requestBody" in op, body, where + ": requestBody vs R_BODY")
-            self.assertEqual("415" in op["responses"], body, where + ": 415 iff R_BODY")
-            # What the router answers on any route is declared on every operation, not only in an
-            # x- extension that generated clients ignore: 405 (another method of the path), 413 (a
-            # Content-Length over 64 KiB), 414 (a URL over 1 KiB).
-            for st, ref in (("405", "MethodNotAllowed"), ("413", "ContentTooLarge"), ("414", "UriTooLong")):
-                self.assertEqual(op["responses"].get(st), {"$ref": "#/components/responses/" + ref}, where + ": " + st)
-            if body:
-                self.assertIn("application/json", op["requestBody"]["content"], where)
+            for op in ops.get((method, pattern), []):   # none: test_paths_and_methods_are_the_route_table names it
+                self.check_flags(method, pattern, fn, flags, op)
+
+    def check_flags(self, method, pattern, fn, flags, op):
+        where = "%s %s (%s)" % (method, pattern, fn)
+        admin = "R_ADMIN" in flags
+        self.assertEqual(bool(op.get("x-requires-admin")), admin, where + ": x-requires-admin vs R_ADMIN")
+        caller = "R_CALLER" in flags
+        self.assertEqual(bool(op.get("x-requires-caller")), caller, where + ": x-requires-caller vs R_CALLER")
+        # Who may call it, as a generated client reads it: {} is the Unix socket (SO_PEERCRED),
+        # bearer the TLS listener; what runs as the caller and the tokens' own routes are the
+        # socket's only.
+        socket_only = caller or pattern.startswith("/v1/tokens")
+        want = [{}] if socket_only else [{}, {"bearer": []}, {"bearer": [], "clientCertificate": []}]
+        self.assertEqual(op.get("security"), want, where + ": security")
+        # The TLS listener answers these on any path, before routing.
+        for st, ref in (("401", "Unauthenticated"), ("429", "RateLimited")):
+            self.assertEqual(op["responses"].get(st), {"$ref": "#/components/responses/" + ref}, where + ": " + st)
+        # A route open to every caller may still refuse some (a launch naming another user):
+        # its handler decides, and the spec says so with x-caller-checked. Any other read's
+        # 403 is the TLS listener's client certificate alone.
+        refuses = admin or caller or bool(op.get("x-caller-checked"))
+        self.assertEqual(op["responses"].get("403") != {"$ref": "#/components/responses/ClientCertificateForbidden"},
+                         refuses, where + ": 403 beyond auth.client_certificate iff R_ADMIN, R_CALLER or x-caller-checked")
+        body = "R_BODY" in flags
+        self.assertEqual("requestBody" in op, body, where + ": requestBody vs R_BODY")
+        self.assertEqual("415" in op["responses"], body, where + ": 415 iff R_BODY")
+        # What the router answers on any route is declared on every operation, not only in an
+        # x- extension that generated clients ignore: 405 (another method of the path), 413 (a
+        # Content-Length over 64 KiB), 414 (a URL over 1 KiB).
+        for st, ref in (("405", "MethodNotAllowed"), ("413", "ContentTooLarge"), ("414", "UriTooLong")):
+            self.assertEqual(op["responses"].get(st), {"$ref": "#/components/responses/" + ref}, where + ": " + st)
+        if body:
+            self.assertIn("application/json", op["requestBody"]["content"], where)
 
     def test_path_parameters_are_declared(self):
         for path, m, item, op in self.operations():
@@ -490,8 +573,13 @@ class SpecMatchesRouteTable(unittest.TestCase):
 
     def test_every_instant_has_its_text_beside_it(self):
         # The time rule in the description: X_at is declared exactly beside an X_ns, as a date-time,
-        # nullable exactly when X_ns is, and required exactly when X_ns is.
+        # nullable exactly when X_ns is, and required exactly when X_ns is; and every member the
+        # daemon treats as an instant (server/api/instants.c) has its X_at, and says to read it.
         pairs = 0
+        with open(os.path.join(ROOT, "server", "api", "instants.c")) as f:
+            listed = re.search(r"instants\[\]\s*=\s*\{(.*?)\};", f.read(), re.S).group(1)
+        instants = set(re.findall(r'"(\w+_ns)"', listed))
+        self.assertIn("expires_ns", instants)
 
         def walk(node, where):
             nonlocal pairs
@@ -500,6 +588,9 @@ class SpecMatchesRouteTable(unittest.TestCase):
                 if isinstance(props, dict):
                     req = set(node.get("required", []))
                     for k, v in props.items():
+                        if k in instants:
+                            self.assertIn(k[:-3] + "_at", props, "%s.%s: an instant without its _at" % (where, k))
+                            self.assertIn(k[:-3] + "_at", v.get("description", ""), "%s.%s: says to read" % (where, k))
                         if not k.endswith("_at"):
                             continue
                         ns = props.get(k[:-3] + "_ns")
@@ -543,6 +634,37 @@ class SpecMatchesRouteTable(unittest.TestCase):
                 if prm["in"] == "path" or prm.get("required"):
                     self.assertIn("example", prm, "%s %s: parameter %s" % (m, path, prm["name"]))
         self.assertGreater(len(seen), 40)
+
+    def test_every_operation_says_what_it_does_and_examples_are_no_placeholders(self):
+        # A generated client's documentation is these descriptions; an example a tool filled in
+        # from the schema alone ("path": "path") shows a client nothing it could get.
+        placeholders = []
+
+        def walk(v, where):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if isinstance(x, str) and x == k:
+                        placeholders.append("%s.%s" % (where, k))
+                    walk(x, "%s.%s" % (where, k))
+            elif isinstance(v, list):
+                for i, x in enumerate(v):
+                    if isinstance(x, str) and where.endswith("." + x):
+                        placeholders.append("%s[%d]" % (where, i))
+                    walk(x, "%s[%d]" % (where, i))
+        for path, m, _, op in self.operations():
+            self.assertTrue(op.get("description", "").strip(), "%s %s has no description" % (m, path))
+            for status, resp in op["responses"].items():
+                for ctype, media in self.v.resolve(resp).get("content", {}).items():
+                    walk(media.get("example"), "%s %s %s" % (m, path, status))
+        self.assertEqual(placeholders, [])
+
+    def test_the_reference_page_counts_what_is_here(self):
+        # docs/reference/openapi.md says how many routes, operations and paths this file has.
+        with open(os.path.join(ROOT, "docs", "reference", "openapi.md")) as f:
+            m = re.search(r"all (\d+) routes of its table as (\d+) operations on (\d+) paths", f.read())
+        self.assertIsNotNone(m, "docs/reference/openapi.md no longer counts the routes")
+        ops = sum(1 for _ in self.operations())
+        self.assertEqual(tuple(map(int, m.groups())), (len(self.routes), ops, len(self.spec["paths"])))
 
     def test_validator_refuses_what_it_should(self):
         # The live checks below are only as good as this.
@@ -706,6 +828,33 @@ class LiveAnswersMatchSpec(SpecDaemonTest):
         # call() checked the time rule on every answer above; it must have had instants to check
         self.assertGreater(self.instants, 10)
 
+    def test_token_answers_and_their_instants(self):
+        # root on the Unix socket: what the TLS listener's tokens look like, made, listed, used
+        # (never here: last_used stays null) and revoked; each answer against Token's schema,
+        # whose _at members are required beside their _ns, null beside null.
+        made = self.call("POST", "/v1/tokens", {"name": "spec", "scope": "read", "expires_in_s": 3600},
+                         status=201).json
+        self.addCleanup(self.d.request, "DELETE", "/v1/tokens/spec")
+        self.assertEqual(made["expires_at"], instant_text(made["expires_ns"]))
+        self.assertIsNone(made["last_used_at"])
+        forever = self.call("POST", "/v1/tokens", {"name": "spec-forever", "scope": "admin"}, status=201).json
+        self.addCleanup(self.d.request, "DELETE", "/v1/tokens/spec-forever")
+        self.assertEqual((forever["expires_ns"], forever["expires_at"]), (None, None))
+        self.call("DELETE", "/v1/tokens/spec")
+        items = {t["name"]: t for t in self.call("GET", "/v1/tokens").json["items"]}
+        self.assertEqual(items["spec"]["revoked_at"], instant_text(items["spec"]["revoked_ns"]))
+        self.assertIsNone(items["spec-forever"]["revoked_at"])
+
+    def test_a_probe_start_and_its_refusals(self):
+        # Each kind's own path in the description; the daemon's one route answers them all.
+        job = self.call("POST", "/v1/probes/touch", {"size": "4M", "timeout_s": 30}, status=202).json
+        done = self.wait_job(job["id"])
+        self.assertEqual(done["status"], "ok", done)
+        self.call("GET", "/v1/history/%d" % done["operation_id"])
+        self.call("POST", "/v1/probes/thp-fault", {"size_mb": 64}, status=400)          # unknown member
+        self.call("POST", "/v1/probes/thp-fault", {"size": "3M"}, status=422)           # not whole 2 MiB
+        self.call("POST", "/v1/probes/hugetlb-alloc", {"page_size": "2M"}, status=400)  # pages is required
+
     def test_a_kernel_refusal_carries_the_operation(self):
         rel = KHP + "pages_to_scan"
         self.tree.einval(rel)
@@ -769,6 +918,25 @@ class TcpListenerIsReadOnly(SpecDaemonTest):
             self.assertIn("Unix socket", r.json["detail"])
             self.v.check(r.json, self.schema(self.operation(method, url)[1], 403, "application/problem+json"), url)
         self.assertEqual(self.tcp("GET", knob).json["value"], value)
+        self.assertEqual(self.d.db_snapshot(), before)
+
+    def test_what_runs_as_the_caller_is_403_before_its_body_is_read(self):
+        # Over TCP the caller has no uid: a launch, a migration and a collapse are refused like
+        # every other change, 403 before the body is parsed, whatever the body (none, empty,
+        # not JSON), not 400 for the body first.
+        before = self.d.db_snapshot()
+        for url in ("/v1/processes", "/v1/processes/1/migrate", "/v1/processes/1/collapse"):
+            for raw in (b"", b"{", b"[]"):
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                try:
+                    c.request("POST", url, body=raw, headers={"Content-Type": "application/json"})
+                    r = c.getresponse()
+                    r = Response(r.status, dict(r.getheaders()), r.read().decode("utf-8", "replace"))
+                finally:
+                    c.close()
+                with self.subTest(url=url, body=raw):
+                    self.assertProblem(r, 403, "auth.forbidden")
+                    self.v.check(r.json, self.schema(self.operation("POST", url)[1], 403, "application/problem+json"))
         self.assertEqual(self.d.db_snapshot(), before)
 
 

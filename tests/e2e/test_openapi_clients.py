@@ -2,10 +2,15 @@
 registry into a cache directory on first use; skipped, with the reason, only when npm or the
 registry cannot be reached):
 
+* redocly lint with its recommended rules reports no error (and does report one where a rule is
+  broken);
 * openapi-typescript generates a TypeScript client's types from it, and tsc --strict compiles a
   small client against them: the names a client relies on exist with the types it needs (instants
-  as RFC 3339 strings beside the ns, operation_id, the cursor and not before=, summary, 405/413/414
-  declared on operations), and what the description forbids fails to compile;
+  as RFC 3339 strings beside the ns, operation_id, the cursor and not before=, summary,
+  401/405/413/414/429 declared on operations, each probe kind's body), and what the description
+  forbids fails to compile ({size_mb: 64} for thp-fault among it);
+* the generated types compiled into a client that node runs against a live daemon read every
+  instant of its answers exactly (BigInt ns from the _at text, checked against the _ns digits);
 * Prism, as a proxy in front of a daemon's TCP listener, checks live answers against the
   description: every GET operation, called with its parameters' examples, answers with a status
   the operation declares and a body Prism finds valid (no sl-violations header), both directly
@@ -13,6 +18,7 @@ registry cannot be reached):
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -104,7 +110,101 @@ const p405: Problem = {} as Json<"/v1/health", "get", 405>;
 const p413: Problem = {} as Json<"/v1/knobs/{name}", "put", 413>;
 const p414: Problem = {} as Json<"/v1/history", "get", 414>;
 
-export const used = [ns, bad_at, op_id, old_op_id, page, q, q_old, jobs, p405, p413, p414];
+// the TLS listener's answers, before routing, on every operation
+const p401: Problem = {} as Json<"/v1/health", "get", 401>;
+const p429: Problem = {} as Json<"/v1/probes/thp-fault", "post", 429>;
+type Sec = paths["/v1/jobs"]["get"] extends { security?: infer S } ? S : never;
+
+// a probe's body is typed per kind: its own members, the common ones, nothing else
+type Body<P extends keyof paths> =
+  paths[P] extends { post: { requestBody: { content: { "application/json": infer B } } } } ? B : never;
+const thp: Body<"/v1/probes/thp-fault"> = { size: "64M" };
+const thp_full: Body<"/v1/probes/thp-fault"> = { size: 67108864, loops: 3, policy: { mode: "preferred", nodes: "1" },
+                                                 cpus: "0", timeout_s: 30 };
+// @ts-expect-error size_mb is no member of thp-fault's body
+const thp_bad: Body<"/v1/probes/thp-fault"> = { size_mb: 64 };
+// @ts-expect-error loops is a number
+const thp_loops: Body<"/v1/probes/thp-fault"> = { loops: "3" };
+const alloc: Body<"/v1/probes/hugetlb-alloc"> = { page_size: "2M", pages: 512, batch: 16 };
+// @ts-expect-error pages is required
+const alloc_bad: Body<"/v1/probes/hugetlb-alloc"> = { page_size: "2M" };
+// @ts-expect-error thp is the touch probe's list of modes, not a string
+const touch_bad: Body<"/v1/probes/touch"> = { thp: "always" };
+const sparse: Body<"/v1/probes/sparse-touch"> = { size: "1G", threads: 8, compare_thp: true };
+const frag: Body<"/v1/probes/fragment"> = { node: 0, during: { probe: "thp-fault", size: "64M" } };
+// @ts-expect-error during names a kind the table does not have
+const frag_bad: Body<"/v1/probes/fragment"> = { during: { probe: "thp-faults", size: "64M" } };
+const queued: Job = {} as Json<"/v1/probes/thp-fault", "post", 202>;
+
+export const used = [ns, bad_at, op_id, old_op_id, page, q, q_old, jobs, p405, p413, p414, p401, p429,
+                     {} as Sec, thp, thp_full, thp_bad, thp_loops, alloc, alloc_bad, touch_bad, sparse, frag,
+                     frag_bad, queued];
+"""
+
+# Refused at compile time, by its own tsc run (not only by @ts-expect-error): the error names it.
+WRONG_PROBE_TS = r"""
+import type { paths } from "./api";
+type Body = paths["/v1/probes/thp-fault"]["post"]["requestBody"]["content"]["application/json"];
+export const b: Body = { size_mb: 64 };
+"""
+
+# A client against a live daemon's TCP listener (reads; a change there is 403). It reads each
+# instant the way a JavaScript client must, from its RFC 3339 text, into an exact BigInt of ns,
+# and prints what it read; the test compares that with the answer's own digits. It sends a
+# typed probe request too, and reads the typed refusal.
+LIVE_TS = r"""
+import type { paths, components } from "./api";
+declare const process: { argv: string[]; exitCode?: number };
+
+type Job = components["schemas"]["Job"];
+type Problem = components["schemas"]["Problem"];
+type Body<P extends keyof paths> =
+  paths[P] extends { post: { requestBody: { content: { "application/json": infer B } } } } ? B : never;
+
+// "2026-11-30T12:46:07.123456789Z" -> 1796042767123456789n, exactly: whole seconds through
+// Date (exact in ms), the nine fraction digits as they are.
+export function nsOf(at: string): bigint {
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.(\d{9})Z$/.exec(at);
+  if (!m) throw new Error("not an instant: " + at);
+  return BigInt(Date.parse(m[1] + "Z") / 1000) * 1000000000n + BigInt(m[2]);
+}
+
+// Every "<stem>_at" of an answer, at any depth: [path of its _ns, exact ns as decimal text].
+function instants(v: unknown, path: string, out: [string, string | null][]): void {
+  if (Array.isArray(v)) { v.forEach((x, i) => instants(x, `${path}[${i}]`, out)); return; }
+  if (v === null || typeof v !== "object") return;
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (k.endsWith("_at") && (typeof x === "string" || x === null))
+      out.push([`${path}.${k.slice(0, -3)}_ns`, x === null ? null : nsOf(x).toString()]);
+    instants(x, `${path}.${k}`, out);
+  }
+}
+
+async function main(): Promise<void> {
+  const [base, jobId, opId, schedId] = process.argv.slice(2);
+  const read: Record<string, [string, string | null][]> = {};
+  const jr = await fetch(`${base}/v1/jobs/${jobId}`);
+  const job: Job = await jr.json();
+  // the typed members first: what a client would write
+  const typed: [string, string | null][] = [
+    ["$.created_ns", nsOf(job.created_at).toString()],
+    ["$.started_ns", job.started_at === null ? null : nsOf(job.started_at).toString()],
+    ["$.finished_ns", job.finished_at === null ? null : nsOf(job.finished_at).toString()],
+  ];
+  read["/v1/jobs/" + jobId] = typed;
+  for (const url of [`/v1/history/${opId}`, `/v1/schedules/${schedId}`, "/v1/jobs?limit=5", "/v1/history?limit=5"]) {
+    const out: [string, string | null][] = [];
+    instants(await (await fetch(base + url)).json(), "$", out);
+    read[url] = out;
+  }
+  // a typed probe call: over TCP every change is refused, with a typed problem
+  const body: Body<"/v1/probes/thp-fault"> = { size: "64M", loops: 1 };
+  const pr = await fetch(`${base}/v1/probes/thp-fault`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const problem: Problem = await pr.json();
+  console.log(JSON.stringify({ read, probe: { status: pr.status, code: problem.code } }));
+}
+main().catch((e) => { console.error(String(e)); process.exitCode = 1; });
 """
 
 
@@ -129,9 +229,50 @@ class GeneratedTypeScriptClient(unittest.TestCase):
         p = subprocess.run(tsc + [os.path.join(work, "wrong.ts")], capture_output=True, text=True, timeout=300)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("created_when", p.stdout)
+        # ...and a thp-fault body with a member of another spelling is refused, naming it.
+        with open(os.path.join(work, "wrong_probe.ts"), "w") as f:
+            f.write(WRONG_PROBE_TS)
+        p = subprocess.run(tsc + [os.path.join(work, "wrong_probe.ts")], capture_output=True, text=True, timeout=300)
+        self.assertNotEqual(p.returncode, 0, "a thp-fault body with size_mb compiled")
+        self.assertIn("size_mb", p.stdout)
 
 
-class PrismProxyValidatesLiveAnswers(DaemonTest):
+class RedoclyLint(unittest.TestCase):
+    def lint(self, d, spec):
+        # From an empty directory (no redocly.yaml of anyone's applies), without telemetry.
+        cwd = tempfile.mkdtemp(prefix="mpd-redocly-")
+        self.addCleanup(shutil.rmtree, cwd, True)
+        env = dict(os.environ, REDOCLY_TELEMETRY="off", REDOCLY_SUPPRESS_UPDATE_NOTICE="true")
+        p = subprocess.run([tool(d, "redocly"), "lint", "--extends", "recommended", "--format", "json", spec],
+                           capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+        try:
+            out = json.loads(p.stdout[p.stdout.index("{"):])
+        except ValueError:
+            raise AssertionError("redocly lint said no JSON (exit %d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
+        return p.returncode, out
+
+    def test_recommended_rules_report_no_error(self):
+        d = tools()
+        rc, out = self.lint(d, SPEC)
+        errors = [pr for pr in out["problems"] if pr["severity"] == "error"]
+        self.assertEqual(errors, [], json.dumps(errors[:5], indent=1))
+        self.assertEqual((rc, out["totals"]["errors"]), (0, 0))
+        # ...and the rules are on: an operation without security is an error.
+        text = open(SPEC).read()
+        broken = text.replace("      security:\n        - {}\n        - bearer: []\n        - bearer: []\n"
+                              "          clientCertificate: []\n", "", 1)
+        self.assertNotEqual(broken, text)
+        path = os.path.join(tempfile.mkdtemp(prefix="mpd-redocly-"), "broken.yaml")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        with open(path, "w") as f:
+            f.write(broken)
+        rc, out = self.lint(d, path)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("security-defined", {pr["ruleId"] for pr in out["problems"] if pr["severity"] == "error"})
+
+
+class TcpDaemonAndTools(DaemonTest):
+    """The pinned tools, and a daemon on a generated tree with a TCP listener for them. No tests."""
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
 
     @classmethod
@@ -139,6 +280,59 @@ class PrismProxyValidatesLiveAnswers(DaemonTest):
         cls.npm = tools()
         cls.port = free_port()
         cls.daemon_args = ("--listen-tcp", "127.0.0.1:%d" % cls.port)
+        super().setUpClass()
+
+
+class GeneratedClientAgainstALiveDaemon(TcpDaemonAndTools):
+    """The generated types compiled into a client (tsc, then node) that calls a daemon's TCP
+    listener: it reads every instant of a job, an operation, a schedule and two lists exactly,
+    which the test checks against the answers' own digits (Python's integers are exact)."""
+
+    def test_instants_are_read_exactly_and_a_typed_probe_call_is_sent(self):
+        job = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 2}}).json
+        self.addCleanup(self.d.request, "PUT", "/v1/hugepages/2M", body={"nodes": {"0": 0}})
+        deadline = time.monotonic() + 20
+        while self.d.get("/v1/jobs/%d" % job["id"]).json["status"] in ("queued", "running"):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.02)
+        job = self.d.get("/v1/jobs/%d" % job["id"]).json
+        sched = self.d.request("POST", "/v1/schedules", body={"cron": "0 2 * * *",
+                                                               "action": {"hugepages": {"size": "2M", "total": 1}}})
+        self.assertEqual(sched.status, 201, sched.raw)
+        self.addCleanup(self.d.request, "DELETE", "/v1/schedules/%d" % sched.json["id"])
+        work = tempfile.mkdtemp(prefix="mpd-ts-live-")
+        self.addCleanup(shutil.rmtree, work, True)
+        p = subprocess.run([tool(self.npm, "openapi-typescript"), SPEC, "-o", os.path.join(work, "api.d.ts")],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(work, "live.ts"), "w") as f:
+            f.write(LIVE_TS)
+        p = subprocess.run([tool(self.npm, "tsc"), "--strict", "--target", "es2022", "--module", "commonjs",
+                            "--lib", "es2022,dom", "--outDir", os.path.join(work, "out"), os.path.join(work, "live.ts")],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = subprocess.run(["node", os.path.join(work, "out", "live.js"), "http://127.0.0.1:%d" % self.port,
+                            str(job["id"]), str(job["operation_id"]), str(sched.json["id"])],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        got = json.loads(p.stdout)
+        self.assertEqual(got["probe"], {"status": 403, "code": "auth.forbidden"})
+        checked = 0
+        for url, pairs in got["read"].items():
+            answer = self.d.get(url).json   # exact integers
+            self.assertTrue(pairs, url + ": no instants read")
+            for path, ns in pairs:
+                node = answer
+                for part in re.findall(r"\.(\w+)|\[(\d+)\]", path):
+                    node = node[part[0]] if part[0] else node[int(part[1])]
+                self.assertEqual(ns, None if node is None else str(node), "%s %s" % (url, path))
+                checked += ns is not None
+        self.assertGreaterEqual(checked, 10)
+
+
+class PrismProxyValidatesLiveAnswers(TcpDaemonAndTools):
+    @classmethod
+    def setUpClass(cls):
         super().setUpClass()
         cls.prism_port = free_port()
         cls.prism_log = open(os.path.join(cls.tmp, "prism.log"), "w")

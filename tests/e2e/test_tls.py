@@ -17,6 +17,9 @@ import time
 import unittest
 
 from lib import CTL, E2E_USER, Daemon, bracketed, free_port, real_file, real_write, wait_accepted
+from test_openapi import Validator, load_spec
+
+SPEC = load_spec()
 
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 
@@ -120,13 +123,22 @@ class TLSBase(unittest.TestCase):
     def failures(self):
         return self.d.sql("SELECT peer, reason, token_name FROM auth_failures ORDER BY id")
 
-    def assertRefused(self, answer, status, code):
+    def assertRefused(self, answer, status, code, op=None):
         st, headers, body = answer
         self.assertEqual(st, status, body)
         self.assertEqual(headers.get("Content-Type"), "application/problem+json")
         self.assertEqual(body["code"], code, body)
         if status == 401:
             self.assertTrue(headers.get("WWW-Authenticate", "").startswith("Bearer "), headers)
+        if op:
+            # what schema/openapi.yaml declares for the operation (METHOD, path template) and this
+            # status: the problem's schema, the code in its description, and its headers
+            v = Validator(SPEC)
+            resp = v.resolve(SPEC["paths"][op[1]][op[0].lower()]["responses"][str(status)])
+            v.check(body, resp["content"]["application/problem+json"]["schema"])
+            self.assertIn(code, resp["description"])
+            for h in resp.get("headers", {}):
+                self.assertIn(h.lower(), {k.lower() for k in headers}, "%s %s %d" % (op + (status,)))
 
 
 class TLSTokens(TLSBase):
@@ -175,7 +187,8 @@ class TLSTokens(TLSBase):
         ]
         for tok, status, code, name in cases:
             with self.subTest(token=tok):
-                self.assertRefused(self.tls("PUT", "/v1/knobs/thp.defrag", tok, {"value": "never"}), status, code)
+                self.assertRefused(self.tls("PUT", "/v1/knobs/thp.defrag", tok, {"value": "never"}), status, code,
+                                   ("PUT", "/v1/knobs/{name}"))
         # A read token on a change: 403 by scope, not a failed authentication.
         self.assertRefused(self.tls("PUT", "/v1/knobs/thp.defrag", reader, {"value": "never"}), 403, "auth.scope")
         # Launching needs a uid, which a token does not have.
@@ -275,9 +288,9 @@ class TLSRateLimit(TLSBase):
         good = self.make_token("good", "read")
         bad = "mpt_%s_%s" % ("1" * 16, "2" * 64)
         for _ in range(3):
-            self.assertRefused(self.tls("GET", "/v1/health", bad), 401, "auth.unauthenticated")
+            self.assertRefused(self.tls("GET", "/v1/health", bad), 401, "auth.unauthenticated", ("GET", "/v1/health"))
         st, headers, body = self.tls("GET", "/v1/health", good)   # even a good token, from that peer
-        self.assertRefused((st, headers, body), 429, "auth.rate_limited")
+        self.assertRefused((st, headers, body), 429, "auth.rate_limited", ("GET", "/v1/health"))
         self.assertTrue(1 <= int(headers["Retry-After"]) <= 60, headers)
         reasons = [r[1] for r in self.failures()]
         self.assertEqual(reasons, ["auth.unauthenticated"] * 3 + ["auth.rate_limited"])
@@ -323,7 +336,7 @@ class MutualTLS(TLSBase):
         tok = self.make_token("mtls", "read")
         st, _, _ = self.tls("GET", "/v1/health", tok, ctx=self.context(cert="client"))
         self.assertEqual(st, 200)
-        self.assertRefused(self.tls("GET", "/v1/health", tok), 403, "auth.client_certificate")
+        self.assertRefused(self.tls("GET", "/v1/health", tok), 403, "auth.client_certificate", ("GET", "/v1/health"))
         try:
             answer = self.tls("GET", "/v1/health", tok, ctx=self.context(cert="rogue"))
         except (ssl.SSLError, ConnectionResetError):
