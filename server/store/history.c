@@ -26,7 +26,7 @@ int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 	if (op->err_no)
 		sqlite3_bind_int(s, 8, op->err_no);
 	bind_text_or_null(s, 9, op->error);
-	if (bind_json(s, 10, op->request) != SQLITE_OK || bind_json(s, 11, op->result) != SQLITE_OK)
+	if (bind_json(s, 10, op->request) != SQLITE_OK || bind_result(s, 11, op->result) != SQLITE_OK)
 		return mp_nomem(e);
 	bind_text_or_null(s, 12, op->kernel_release);
 	sqlite3_bind_int64(s, 13, st->instance);
@@ -43,7 +43,7 @@ int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp
 	if (out->err_no)
 		sqlite3_bind_int(s, 4, out->err_no);
 	bind_text_or_null(s, 5, out->error);
-	if (bind_json(s, 6, out->result) != SQLITE_OK)
+	if (bind_result(s, 6, out->result) != SQLITE_OK)
 		return mp_nomem(e);
 	/* An operation that is not there is our bug (or a hand-edited database), not the client's. */
 	return run_write_one(st, s, MPE_STORE_ERROR, "operation", id, e, "finish operation");
@@ -212,7 +212,7 @@ static json_t *op_full(sqlite3_stmt *s)
 
 	if (op) {
 		json_object_set_new(op, "request", col_json(s, 10));
-		json_object_set_new(op, "result", col_json(s, 11));
+		json_object_set_new(op, "result", col_result(s, 11));
 		json_object_set_new(op, "kernel_release", col_text(s, 12));
 		if (add_summary(op, s, 13) < 0) {
 			json_decref(op);

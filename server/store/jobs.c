@@ -76,7 +76,7 @@ static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
 	if (x->err_no)
 		sqlite3_bind_int(s, 4, x->err_no);
 	bind_text_or_null(s, 5, x->error && *x->error ? x->error : NULL);
-	if (bind_json(s, 6, x->progress) != SQLITE_OK || bind_json(s, 7, x->result) != SQLITE_OK)
+	if (bind_json(s, 6, x->progress) != SQLITE_OK || bind_result(s, 7, x->result) != SQLITE_OK)
 		return mp_nomem(e);
 	sqlite3_bind_int64(s, 8, x->job_id);
 	return run_write_one(st, s, MPE_JOB_NOT_FOUND, "job", x->job_id, e, "finish job");
@@ -124,7 +124,7 @@ static json_t *row_json(sqlite3_stmt *s)
 			 "finished_ns", col_int(s, 10),
 			 "request", col_json(s, 11),
 			 "progress", col_json(s, 12),
-			 "result", col_json(s, 13),
+			 "result", col_result(s, 13),
 			 "reason", col_text(s, 14),
 			 "errno", col_int(s, 15),
 			 "error", col_text(s, 16));
