@@ -112,6 +112,9 @@
 	X(RET_OP_YOUNG,     R, "SELECT id FROM operations WHERE started_ns >= ?1 ORDER BY started_ns, id LIMIT 1") \
 	X(RET_OP_END,       R, "SELECT coalesce(max(id), 0) + 1 FROM operations") \
 	X(RET_OP_NTH,       R, "SELECT id FROM operations ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_SIZE,         R, "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM " \
+	                       "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size()), " \
+	                       "(SELECT count(*) FROM operations), (SELECT count(*) FROM jobs)") \
 	X(RET_BATCH_NTH,    R, "SELECT op_id FROM batches ORDER BY op_id DESC, seq DESC LIMIT 1 OFFSET ?1") \
 	X(RET_JOB_YOUNG,    R, "SELECT min(id) FROM jobs WHERE coalesce(finished_ns, created_ns) >= ?1") \
 	X(RET_JOB_END,      R, "SELECT coalesce(max(id), 0) + 1 FROM jobs") \

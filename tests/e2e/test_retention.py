@@ -224,7 +224,49 @@ class Retention(unittest.TestCase):
         self.pass_now(d)
         self.assertEqual([r[0] for r in d.sql("SELECT id FROM operations ORDER BY id")], ids[1:])
 
+    def test_prunes_by_size_newest_kept(self):
+        """retain-bytes (issue 21: a cap by count alone let 1,000,000 operations take several GB): over
+        the cap, the oldest operations and finished jobs go until the pages in use fit, and the
+        newest stay; a database within the cap loses nothing."""
+        d = self.daemon("--retain-bytes", "1M", "--retain-operations", "0", "--retain-days", "0")
+        now = time.time_ns()
+        ids = insert_ops(d.db, [(now - (2000 - i) * NS, "ok", 1, 0, "knobs.set") for i in range(1500)])
+        jobs = [insert_job(d.db, op, "ok", now - NS) for op in ids[-300:]]
+        con = sqlite3.connect(d.db, timeout=10)
+        con.execute("UPDATE operations SET result = json_object('pad', hex(randomblob(1000)))")
+        con.commit()
+        con.close()
+
+        def in_use():
+            return d.sql("SELECT (SELECT page_count FROM pragma_page_count()) - "
+                         "(SELECT freelist_count FROM pragma_freelist_count())")[0][0] * \
+                d.sql("PRAGMA page_size")[0][0]
+
+        self.assertGreater(in_use(), 3 << 20)
+        self.pass_now(d)
+        self.assertLessEqual(in_use(), 1 << 20)
+        kept = [r[0] for r in d.sql("SELECT id FROM operations ORDER BY id")]
+        self.assertGreater(len(kept), 100)
+        self.assertEqual(kept, ids[-len(kept):], "not the newest that were kept")
+        self.assertEqual(d.sql("SELECT count(*) FROM knob_changes")[0][0], len(kept))
+        kept_jobs = [r[0] for r in d.sql("SELECT id FROM jobs ORDER BY id")]
+        self.assertLess(len(kept_jobs), len(jobs))
+        self.assertEqual(kept_jobs, jobs[-len(kept_jobs):])
+        self.assertRegex(d.log_text(), r"retention: \d+ bytes in use, over retain-bytes 1048576")
+        # Within the cap now: a second pass removes nothing.
+        before = d.db_snapshot()
+        self.pass_now(d)
+        self.assertEqual(d.db_snapshot(), before)
+
     def test_bad_retention_options_refuse_the_start(self):
+        for args in (("--retain-bytes", "1000"), ("--retain-bytes", "512k"), ("--retain-bytes", "2T"),
+                     ("--retain-bytes", "1X"), ("--retain-bytes", "-1")):
+            with self.subTest(args=args):
+                d = Daemon(self.tree, args)
+                self.addCleanup(d.cleanup)
+                with self.assertRaises(RuntimeError) as cm:
+                    d.start()
+                self.assertIn("retain-bytes wants 0 or a size", str(cm.exception))
         for args in (("--max-schedules", "0"), ("--retain-days", "-1"), ("--retain-days", " 5"),
                      ("--retain-operations", "1000000001")):
             with self.subTest(args=args):
