@@ -140,6 +140,41 @@ class Paging(DaemonTest):
         self.assertEqual([int(l.split()[0]) for l in p.stdout.splitlines()[1:]], sorted(jobs[:2], reverse=True))
 
 
+class JobListSummaries(DaemonTest):
+    """GET /v1/jobs?limit=1000 answered 4.3 MB to any local user (issue 21): each item was the whole
+    job, its request and its result (a resize's conditions, a probe's passes). A list carries the
+    summary line instead; the whole job is at /v1/jobs/{id}."""
+    tree_factory = staticmethod(tree4)
+
+    def test_a_list_item_is_a_summary_and_the_job_is_whole_at_its_id(self):
+        ids = []
+        for n in (3, 1):
+            r = self.d.request("PUT", "/v1/hugepages/2M", {"nodes": {"0": n}})
+            self.assertEqual(r.status, 202, r.raw)
+            self.assertEqual(self.d.get("/v1/jobs/%d?wait=10" % r.json["id"]).json["status"], "ok")
+            ids.append(r.json["id"])
+        self.addCleanup(self.d.request, "PUT", "/v1/hugepages/2M", {"nodes": {"0": 0}})
+        items = {j["id"]: j for j in self.d.get("/v1/jobs").json["jobs"]}
+        for i in ids:
+            whole = self.d.get("/v1/jobs/%d" % i).json
+            self.assertIn("conditions", whole["result"])
+            self.assertIn("request", whole)
+            item = items[i]
+            self.assertNotIn("request", item)
+            self.assertNotIn("result", item)
+            # everything else is the job's own, and the summary is the history's for its operation
+            self.assertEqual({k: v for k, v in whole.items() if k not in ("request", "result")},
+                             {k: v for k, v in item.items() if k != "summary"})
+            op = self.d.get("/v1/history/%d" % whole["operation_id"]).json
+            self.assertEqual(item["summary"], op["summary"])
+        self.assertEqual(items[ids[0]]["summary"], "2M node0 +3 ok")
+        self.assertEqual(items[ids[1]]["summary"], "2M node0 -2 ok")
+        # The CLI's table reads what a list item still has.
+        p = self.d.ctl("job", "list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^%d\s+hugepages\.resize\s+ok\s" % ids[1])
+
+
 class Retention(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="mpd-retain-")
