@@ -16,7 +16,7 @@
 	X(REQUEST_METHOD_NOT_ALLOWED,   "request.method_not_allowed",   METHOD,        "the path exists but not with this method (Allow lists the methods)") \
 	X(REQUEST_TOO_LARGE,            "request.too_large",            TOO_LARGE,     "the body is larger than 64 KiB") \
 	X(REQUEST_URI_TOO_LONG,         "request.uri_too_long",         URI_TOO_LONG,  "the URL is longer than 1 KiB") \
-	X(REQUEST_UNSUPPORTED_MEDIA_TYPE, "request.unsupported_media_type", MEDIA_TYPE, "a body that is not application/json") \
+	X(REQUEST_UNSUPPORTED_MEDIA_TYPE, "request.unsupported_media_type", MEDIA_TYPE, "a body that is not application/json in UTF-8 (no Content-Type, another type, or a charset other than utf-8)") \
 	X(REQUEST_EMPTY_BODY,           "request.empty_body",           INVALID,       "the route needs a JSON body and none was sent") \
 	X(REQUEST_MALFORMED_JSON,       "request.malformed_json",       INVALID,       "the body is not valid JSON") \
 	X(REQUEST_DUPLICATE_KEY,        "request.duplicate_key",        INVALID,       "a JSON object names the same key twice") \

@@ -17,6 +17,7 @@
 #ifndef MPD_EXTFRAG_H
 #define MPD_EXTFRAG_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 struct frag_info {
@@ -26,5 +27,12 @@ struct frag_info {
 void frag_fill(const uint64_t *nr_free, int norders, unsigned order, struct frag_info *fi);
 int frag_unusable_index(unsigned order, const struct frag_info *fi);
 int frag_fragmentation_index(unsigned order, const struct frag_info *fi);
+
+/* One node's free blocks as JSON, everything derived from nr_free (its zones' counts summed per
+ * order): {"zones", "free_blocks": [per order], "free_pages", "unusable_index": [per order,
+ * 0..1], "fragmentation_index": [per order, -1 or 0..1]}. zones (an array of names) is stolen.
+ * NULL when out of memory. The one builder of this shape: the conditions of an operation when
+ * measured (ops/conditions.c) and when read back from their stored form (store/conditions.c). */
+json_t *frag_node_json(json_t *zones, const uint64_t *nr_free, int norders);
 
 #endif

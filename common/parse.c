@@ -36,6 +36,15 @@ int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_u64_canonical(const char *s, uint64_t *out)
+{
+	if ((s[0] == '0' && s[1]) || strchr(s, '\n')) {
+		errno = EINVAL;
+		return -1;
+	}
+	return parse_u64(s, out);
+}
+
 int parse_i64(const char *s, int64_t *out)
 {
 	uint64_t mag;

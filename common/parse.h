@@ -12,6 +12,11 @@
 int parse_u64(const char *s, uint64_t *out);
 /* Same for a signed decimal integer. */
 int parse_i64(const char *s, int64_t *out);
+/* A number a client wrote, in its one canonical spelling: decimal digits, no leading zero ("0"
+ * itself excepted), no sign, space or newline. So "01", "+1", "1\n" and "00012" are EINVAL: a
+ * path id or a knob value has one spelling, and a URL that names a resource names it once.
+ * Too large is ERANGE, as for parse_u64. 0 or -1. */
+int parse_u64_canonical(const char *s, uint64_t *out);
 
 /* A set of small non-negative ids (NUMA nodes, CPUs). */
 #define IDSET_MAX 4096

@@ -25,17 +25,21 @@ static const char *const limit_names[7] = {
 };
 
 /* The collections' caps and retention (store/retain.h): option OPT_KEEP + i is keep[i]. A value
- * of 0 switches a retain-* bound off (keep regardless); max-schedules is at least 1. */
+ * of 0 switches a retain-* bound off (keep regardless); max-schedules is at least 1. A size is
+ * written as parse_size_kb takes it ("512M", "2G", plain bytes in whole kB) and kept in bytes. */
 #define OPT_KEEP 320
+#define NKEEP 6
 static const struct {
 	const char *name;
 	uint64_t def, min, max;
-} keep_opts[5] = {
-	{ "max-schedules",     1000,                      1, 100000 },
-	{ "retain-days",       RETAIN_DEFAULT_DAYS,       0, 36500 },
-	{ "retain-operations", RETAIN_DEFAULT_OPERATIONS, 0, 1000000000 },
-	{ "retain-batches",    RETAIN_DEFAULT_BATCHES,    0, 1000000000 },
-	{ "retain-jobs",       RETAIN_DEFAULT_JOBS,       0, 1000000000 },
+	bool size;
+} keep_opts[NKEEP] = {
+	{ "max-schedules",     1000,                      1, 100000,     false },
+	{ "retain-days",       RETAIN_DEFAULT_DAYS,       0, 36500,      false },
+	{ "retain-operations", RETAIN_DEFAULT_OPERATIONS, 0, 1000000000, false },
+	{ "retain-batches",    RETAIN_DEFAULT_BATCHES,    0, 1000000000, false },
+	{ "retain-jobs",       RETAIN_DEFAULT_JOBS,       0, 1000000000, false },
+	{ "retain-bytes",      RETAIN_DEFAULT_BYTES,      RETAIN_MIN_BYTES, 1ULL << 40, true },
 };
 
 /* --man and --man-conf: values no short option or other table uses. */
@@ -72,6 +76,7 @@ static const struct option long_opts[] = {
 	{ "retain-operations",       required_argument, NULL, OPT_KEEP + 2 },
 	{ "retain-batches",          required_argument, NULL, OPT_KEEP + 3 },
 	{ "retain-jobs",             required_argument, NULL, OPT_KEEP + 4 },
+	{ "retain-bytes",            required_argument, NULL, OPT_KEEP + 5 },
 	{ "probe-memory-share", required_argument, NULL, 'M' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
@@ -135,6 +140,9 @@ static const struct opt_doc {
 	  RETAIN_DEFAULT_OPERATIONS, true },
 	{ "retain-batches", "N", "resize batch rows kept at most (0: no cap)", RETAIN_DEFAULT_BATCHES, true },
 	{ "retain-jobs", "N", "finished jobs kept at most (0: no cap)", RETAIN_DEFAULT_JOBS, true },
+	{ "retain-bytes", "SIZE", "the database's pages in use kept under SIZE (bytes, or with k, M or G; 1M at "
+	  "least; default 1G): beyond it the oldest operations and finished jobs go, as many as the excess "
+	  "takes and a tenth more (0: no cap)", -1, true },
 	{ "probe-memory-share", "PCT", "a probe may take at most this share of free memory", PROBE_DEFAULT_MEM_PCT,
 	  true },
 	{ "help", NULL, "this help", -1, false },
@@ -227,6 +235,7 @@ static char **config_slot(struct config *c, int opt)
 	case OPT_LIMIT + 5: case OPT_LIMIT + 6:
 		return &c->limit[opt - OPT_LIMIT];
 	case OPT_KEEP + 0: case OPT_KEEP + 1: case OPT_KEEP + 2: case OPT_KEEP + 3: case OPT_KEEP + 4:
+	case OPT_KEEP + 5:
 		return &c->keep[opt - OPT_KEEP];
 	default:  return NULL;
 	}
@@ -333,13 +342,36 @@ int config_limits(const struct config *c, struct conn_limits *l)
 	return 0;
 }
 
+/* A size option's value in bytes: "0" (off), or what parse_size_kb takes. 0 or -1. */
+static int keep_size(const char *text, uint64_t *bytes)
+{
+	uint64_t kb;
+
+	if (!strcmp(text, "0")) {
+		*bytes = 0;
+		return 0;
+	}
+	if (parse_size_kb(text, &kb) < 0 || kb > UINT64_MAX / 1024)
+		return -1;
+	*bytes = kb * 1024;
+	return 0;
+}
+
 int config_keep(const struct config *c, struct app *app)
 {
-	uint64_t v[5];
+	uint64_t v[NKEEP];
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < NKEEP; i++) {
 		v[i] = keep_opts[i].def;
-		if (c->keep[i] && (parse_u64(c->keep[i], &v[i]) < 0 || v[i] < keep_opts[i].min || v[i] > keep_opts[i].max)) {
+		if (!c->keep[i])
+			continue;
+		if (keep_opts[i].size) {
+			if (keep_size(c->keep[i], &v[i]) < 0 || (v[i] && (v[i] < keep_opts[i].min || v[i] > keep_opts[i].max))) {
+				fprintf(stderr, "mempolicyd: %s wants 0 or a size from 1M to 1024G (bytes, or with k, M "
+					"or G), not '%s'\n", keep_opts[i].name, c->keep[i]);
+				return -1;
+			}
+		} else if (parse_u64(c->keep[i], &v[i]) < 0 || v[i] < keep_opts[i].min || v[i] > keep_opts[i].max) {
 			fprintf(stderr, "mempolicyd: %s wants a number from %llu to %llu, not '%s'\n", keep_opts[i].name,
 				(unsigned long long)keep_opts[i].min, (unsigned long long)keep_opts[i].max, c->keep[i]);
 			return -1;
@@ -351,6 +383,7 @@ int config_keep(const struct config *c, struct app *app)
 		.max_operations = (int64_t)v[2],
 		.max_batches = (int64_t)v[3],
 		.max_jobs = (int64_t)v[4],
+		.max_bytes = (int64_t)v[5],
 	};
 	return 0;
 }

@@ -28,7 +28,7 @@ struct config {
 	char *log_level;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *limit[7];       /* max-connections ... max-connections-per-address, as written; NULL: default */
-	char *keep[5];        /* max-schedules, retain-*: as written; NULL: default */
+	char *keep[6];        /* max-schedules, retain-*: as written; NULL: default */
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 };
 

@@ -108,6 +108,10 @@ int req_query_only(struct req *rq, const char *const *allowed, mp_err *e);
 /* Typed query arguments; absent leaves *out untouched and returns 0; malformed is a 400. */
 int req_query_bool(struct req *rq, const char *key, bool *out, mp_err *e);
 int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, uint64_t *out, mp_err *e);
+/* The id in a path (/v1/jobs/{id}, /v1/schedules/{id}, /v1/history/{id}): 1 to INT64_MAX in its
+ * one spelling (parse_u64_canonical: "01", "+1", " 1" name nothing). Anything else fails with
+ * not_found, "no <what> '<text>'", as an id that does not exist would. */
+int req_path_id(const struct req *rq, enum mp_code not_found, const char *what, int64_t *id, mp_err *e);
 
 /* Paging (api/cursor.c): one keyset cursor for every list, bound to the list's scope (its name and
  * filters, as text hashed by cursor_scope). req_cursor reads ?cursor (absent: *key 0; malformed:

@@ -254,3 +254,38 @@ bool edge_json_has_negative_zero(const char *body, size_t len)
 	}
 	return false;
 }
+
+bool edge_charset_utf8(const char *p)
+{
+	while (*p == ';') {
+		const char *name, *val;
+		size_t nlen, vlen;
+
+		p++;
+		p += strspn(p, " \t");
+		if (*p == ';' || !*p)
+			continue;   /* an empty parameter is allowed */
+		name = p;
+		nlen = strcspn(p, "=; \t\"");
+		p += nlen;
+		if (!nlen || *p != '=')
+			return false;
+		if (*++p == '"') {
+			val = ++p;
+			vlen = strcspn(p, "\"");
+			if (p[vlen] != '"')
+				return false;
+			p += vlen + 1;
+		} else {
+			val = p;
+			vlen = strcspn(p, "; \t\"");
+			if (!vlen)
+				return false;
+			p += vlen;
+		}
+		p += strspn(p, " \t");
+		if (nlen == 7 && !strncasecmp(name, "charset", 7) && !(vlen == 5 && !strncasecmp(val, "utf-8", 5)))
+			return false;
+	}
+	return *p == '\0';
+}

@@ -39,4 +39,9 @@ int edge_decode_query(struct MHD_Connection *conn, struct req *rq, mp_err *e);
  * it as 0, so it would pass as a valid count. */
 bool edge_json_has_negative_zero(const char *body, size_t len);
 
+/* A Content-Type's parameters after the media type, from the first ';' (RFC 9110: `*( OWS ";"
+ * OWS [ name=value ] )`, a value a token or a quoted string): true when they are well-formed and
+ * any charset among them is UTF-8 (any case). The body is read as UTF-8 and nothing else. */
+bool edge_charset_utf8(const char *params);
+
 #endif

@@ -109,10 +109,8 @@ int api_history_get(struct req *rq, mp_err *e)
 	int64_t id;
 	json_t *op;
 
-	if (req_query_only(rq, no_query, e) < 0)
+	if (req_query_only(rq, no_query, e) < 0 || req_path_id(rq, MPE_HISTORY_NOT_FOUND, "operation", &id, e) < 0)
 		return -1;
-	if (parse_i64(rq->param[0], &id) < 0 || id <= 0)
-		return mp_fail(e, MPE_HISTORY_NOT_FOUND, 0, "no operation '%.32s'", rq->param[0]);
 	if (!(op = history_get(rq->app->store, id, e)))
 		return -1;
 	return req_reply(rq, 200, op);

@@ -100,7 +100,9 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, const mp_err *e
 }
 
 /* "application/json", any case, optionally followed by parameters ("; charset=utf-8"): nothing
- * before it and nothing else after it. */
+ * before it and nothing else after it. JSON is UTF-8 (RFC 8259) and the body is read as UTF-8, so
+ * a charset parameter naming anything else (utf-16, latin1) is refused: read as UTF-8 it would be
+ * another text than the client meant (edge_charset_utf8). */
 static bool is_json_type(const char *ct)
 {
 	size_t n = strlen("application/json");
@@ -109,7 +111,7 @@ static bool is_json_type(const char *ct)
 		return false;
 	ct += n;
 	ct += strspn(ct, " \t");
-	return *ct == '\0' || *ct == ';';
+	return *ct == '\0' || (*ct == ';' && edge_charset_utf8(ct));
 }
 
 /* Runs on the first call for a request: everything that can be decided from the headers. */
@@ -184,7 +186,7 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 		if (!is_json_type(ct)) {
 			mp_fail(&s->early, MPE_REQUEST_UNSUPPORTED_MEDIA_TYPE, 0,
-				"the body must be application/json (got %.64s)", ct ? ct : "none");
+				"the body must be application/json in UTF-8 (got %.64s)", ct ? ct : "none");
 			goto unroute;
 		}
 	}

@@ -7,16 +7,6 @@
 #include "server/api/api.h"
 #include "server/jobs/jobs.h"
 
-static int job_id_param(struct req *rq, int64_t *id, mp_err *e)
-{
-	uint64_t v;
-
-	if (parse_u64(rq->param[0], &v) < 0 || v < 1 || v > INT64_MAX)
-		return mp_fail(e, MPE_JOB_NOT_FOUND, 0, "no job '%.32s'", rq->param[0]);
-	*id = (int64_t)v;
-	return 0;
-}
-
 /* The jobs list's cursor scope (api/cursor.c): its filters as given; not limit. */
 static uint32_t jobs_scope(const struct job_filter *f)
 {
@@ -68,7 +58,7 @@ int api_job_get(struct req *rq, mp_err *e)
 	const char *status;
 
 	if (req_query_only(rq, allowed, e) < 0 || req_query_u64(rq, "wait", 1, 30, &wait, e) < 0 ||
-	    job_id_param(rq, &id, e) < 0 || !(job = jobs_get(rq->app->jobs, id, e)))
+	    req_path_id(rq, MPE_JOB_NOT_FOUND, "job", &id, e) < 0 || !(job = jobs_get(rq->app->jobs, id, e)))
 		return -1;
 	status = json_string_value(json_object_get(job, "status"));
 	if (wait && !rq->held && status && (!strcmp(status, "queued") || !strcmp(status, "running"))) {
@@ -86,7 +76,7 @@ int api_job_cancel(struct req *rq, mp_err *e)
 	int64_t id;
 	json_t *job;
 
-	if (req_query_only(rq, none, e) < 0 || job_id_param(rq, &id, e) < 0 ||
+	if (req_query_only(rq, none, e) < 0 || req_path_id(rq, MPE_JOB_NOT_FOUND, "job", &id, e) < 0 ||
 	    !(job = jobs_cancel(rq->app->jobs, id, e)))
 		return -1;
 	/* 202: a running job stops at its next batch boundary, not now. */

@@ -76,6 +76,17 @@ int req_query_u64(struct req *rq, const char *key, uint64_t min, uint64_t max, u
 	return 0;
 }
 
+int req_path_id(const struct req *rq, enum mp_code not_found, const char *what, int64_t *id, mp_err *e)
+{
+	uint64_t v;
+
+	if (parse_u64_canonical(rq->param[0], &v) < 0 || v < 1 || v > INT64_MAX)
+		return mp_fail(e, not_found, 0, "no %s '%.32s' (an id is a decimal from 1, without leading zeros)",
+			       what, rq->param[0]);
+	*id = (int64_t)v;
+	return 0;
+}
+
 int req_job_reply(struct req *rq, json_t *job, int64_t conflict_id, mp_err *e)
 {
 	json_t *p;

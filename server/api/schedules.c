@@ -7,16 +7,6 @@
 #include "server/ops/schedules.h"
 #include "server/store/schedules.h"
 
-static int schedule_id(struct req *rq, int64_t *id, mp_err *e)
-{
-	uint64_t v;
-
-	if (parse_u64(rq->param[0], &v) < 0 || v == 0 || v > INT64_MAX)
-		return mp_fail(e, MPE_SCHEDULE_NOT_FOUND, 0, "no schedule '%.64s'", rq->param[0]);
-	*id = (int64_t)v;
-	return 0;
-}
-
 int api_schedules_list(struct req *rq, mp_err *e)
 {
 	static const char *const allowed[] = { "limit", "cursor", NULL };
@@ -59,7 +49,7 @@ int api_schedule_get(struct req *rq, mp_err *e)
 	json_t *s;
 	int64_t id;
 
-	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
+	if (req_query_only(rq, none, e) < 0 || req_path_id(rq, MPE_SCHEDULE_NOT_FOUND, "schedule", &id, e) < 0 ||
 	    !(s = sched_store_get(rq->app->store, id, e)))
 		return -1;
 	return req_reply(rq, 200, s);
@@ -72,7 +62,7 @@ int api_schedule_delete(struct req *rq, mp_err *e)
 	json_t *s;
 	int64_t id;
 
-	if (req_query_only(rq, none, e) < 0 || schedule_id(rq, &id, e) < 0 ||
+	if (req_query_only(rq, none, e) < 0 || req_path_id(rq, MPE_SCHEDULE_NOT_FOUND, "schedule", &id, e) < 0 ||
 	    !(s = schedule_delete(rq->app, id, e)))
 		return -1;
 	return req_reply(rq, 200, s);

@@ -61,8 +61,10 @@ static int value(const struct field_spec *f, const char **pp, int *out)
 	int v = 0, n = 0;
 
 	if (isdigit((unsigned char)*p)) {
+		/* Two digits at most: every field's values do (59, 31), and crontab's "05" stays
+		 * readable, but "000" or "007" is no one's way of writing a minute. */
 		while (isdigit((unsigned char)*p)) {
-			if (++n > 3)
+			if (++n > 2)
 				return -1;
 			v = v * 10 + (*p++ - '0');
 		}
@@ -129,7 +131,7 @@ static int element(int fi, const char *elem, uint64_t *set, int *bad_field, mp_e
 		if (!range)
 			return bad(e, bad_field, fi, "a step needs '*' or a range before '/'%s", "", elem);
 		step = 0;
-		while (isdigit((unsigned char)*p) && n++ < 3)
+		while (isdigit((unsigned char)*p) && n++ < 2)   /* at most 60: two digits, as for values */
 			step = step * 10 + (*p++ - '0');
 		if (p == s || *p)
 			return bad(e, bad_field, fi, "'%s' is not a valid step", s, elem);
@@ -181,6 +183,10 @@ int cron_parse(const char *text, struct cron *out, int *bad_field, mp_err *e)
 		*bad_field = -1;
 	if (strlen(text) > CRON_MAX_TEXT)
 		return bad(e, bad_field, -1, "longer than %s characters", "256", text);
+	/* Blanks separate fields (spaces or tabs, as in crontab(5)); the expression is a value, not a
+	 * crontab line, and does not start or end with one. */
+	if (*text && (strchr(" \t", text[0]) || strchr(" \t", text[strlen(text) - 1])))
+		return bad(e, bad_field, -1, "%sstarts or ends with a space or tab", "", text);
 	if (text[0] == '@') {
 		size_t i;
 		for (i = 0; i < sizeof macros / sizeof macros[0]; i++)

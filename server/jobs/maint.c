@@ -55,16 +55,47 @@ static bool pause_step(struct maint *m)
 	return stop;
 }
 
+/* A count cap of at most n (0: none) tightened to n. */
+static void cap_to(int64_t *cap, int64_t n)
+{
+	if (n >= 0 && (*cap == 0 || n < *cap))
+		*cap = n;
+}
+
+/* The pass's rule: the options' bounds and, when the database is over retain-bytes, the counts
+ * that would bring it under (store_size_caps), measured once per pass and not per step: each step
+ * then removes by count as the other bounds do, and the next pass measures again what it freed. */
+static struct retention pass_rule(struct maint *m)
+{
+	struct retention r = m->rule;
+	int64_t ops, jobs, used = 0;
+	mp_err e = { 0 };
+
+	if (r.max_bytes <= 0)
+		return r;
+	if (store_size_caps(m->st, r.max_bytes, &ops, &jobs, &used, &e) < 0) {
+		log_warn("retention: %s", e.detail);
+		return r;
+	}
+	if (ops >= 0 || jobs >= 0) {
+		log_info("retention: %lld bytes in use, over retain-bytes %lld: keeping the newest %lld operation(s) and "
+			 "%lld job(s)", (long long)used, (long long)r.max_bytes, (long long)ops, (long long)jobs);
+		cap_to(&r.max_operations, ops);
+		cap_to(&r.max_jobs, jobs);
+	}
+	return r;
+}
+
 static bool pass(struct maint *m)
 {
 	struct retain_counts n = { 0 };
 	mp_err e = { 0 };
 	int rc;
-
 	int64_t now = clk_wall_ns();
+	struct retention rule = pass_rule(m);
 
 	do {
-		rc = store_prune(m->st, &m->rule, now, STEP_TX, &n, &e);
+		rc = store_prune(m->st, &rule, now, STEP_TX, &n, &e);
 		if (rc < 0) {
 			/* A full disk or a busy database: the next pass tries again. */
 			log_warn("retention: %s", e.detail);

@@ -2,11 +2,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -233,6 +236,22 @@ void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, 
 	snprintf(buf, len, "%s/%s", root_of(c, k), k->rel);
 }
 
+/* Whether the file's inode flags forbid a write whatever its mode says: immutable (chattr +i), or
+ * append-only, which refuses the open(O_WRONLY) without O_APPEND that knob_write makes. Even root
+ * (the privileged helper) gets EPERM for both. sysfs and procfs keep no such flags (the ioctl is
+ * ENOTTY there): false. */
+static bool write_forbidden_by_flags(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), flags = 0;
+	bool forbidden;
+
+	if (fd < 0)
+		return false;
+	forbidden = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
+	close(fd);
+	return forbidden;
+}
+
 int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
 {
 	char path[PATH_MAX];
@@ -243,6 +262,8 @@ int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_
 	knob_path(c, k, path, sizeof path);
 	/* When the writer is another, privileged process, this one's access() says nothing. */
 	st->writable = stat(path, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
+	if (st->writable && write_forbidden_by_flags(path))
+		st->writable = false;
 	rc = kfs_read(root_of(c, k), k->rel, st->optbuf, sizeof st->optbuf);
 	if (rc < 0) {
 		st->read_err = rc;

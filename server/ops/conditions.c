@@ -63,11 +63,6 @@ static const struct mm_node *node_in(const struct mm_snapshot *m, unsigned id)
 	return NULL;
 }
 
-static double thousandths(int v)
-{
-	return v / 1000.0;
-}
-
 json_t *cond_buddy_json(const struct mm_snapshot *m)
 {
 	json_t *out = json_object();
@@ -75,32 +70,19 @@ json_t *cond_buddy_json(const struct mm_snapshot *m)
 	for (int i = 0; i < m->nnodes; i++) {
 		const struct mm_node *nd = &m->nodes[i];
 		uint64_t sum[MMC_MAX_ORDERS] = { 0 };
-		json_t *zones = json_array(), *blocks = json_array(), *unusable = json_array(), *frag = json_array();
-		struct frag_info fi = { 0 };
+		json_t *zones;
 		char key[16];
 
-		if (!nd->nzones) {
-			json_decref(zones);
-			json_decref(blocks);
-			json_decref(unusable);
-			json_decref(frag);
+		if (!nd->nzones)
 			continue;
-		}
+		zones = json_array();
 		for (int z = 0; z < nd->nzones; z++) {
 			json_array_append_new(zones, json_string(nd->zone[z].name));
 			for (int o = 0; o < m->norders; o++)
 				sum[o] += nd->zone[z].nr_free[o];
 		}
-		for (int o = 0; o < m->norders; o++) {
-			frag_fill(sum, m->norders, (unsigned)o, &fi);
-			json_array_append_new(blocks, json_integer((json_int_t)sum[o]));
-			json_array_append_new(unusable, json_real(thousandths(frag_unusable_index((unsigned)o, &fi))));
-			json_array_append_new(frag, json_real(thousandths(frag_fragmentation_index((unsigned)o, &fi))));
-		}
 		snprintf(key, sizeof key, "%u", nd->id);
-		json_object_set_new(out, key, json_pack("{s:o, s:o, s:I, s:o, s:o}", "zones", zones, "free_blocks", blocks,
-							"free_pages", (json_int_t)fi.free_pages, "unusable_index", unusable,
-							"fragmentation_index", frag));
+		json_object_set_new(out, key, frag_node_json(zones, sum, m->norders));
 	}
 	return out;
 }

@@ -78,18 +78,19 @@ int knob_value_text(const struct knob *k, json_t *v, char *buf, size_t len, mp_e
 		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
 		return 0;
 	}
-	/* Decimal strings too, so that a CLI can send NAME=VALUE text without knowing the type. */
-	if (json_is_string(v) && !nul && !strchr(json_string_value(v), '\n')) {
+	/* Decimal strings too, so that a CLI can send NAME=VALUE text without knowing the type; in
+	 * their canonical spelling only, as a JSON integer would be ("00012" is not 12). */
+	if (json_is_string(v) && !nul) {
 		errno = 0;
-		if (parse_u64(json_string_value(v), &u) == 0) {
+		if (parse_u64_canonical(json_string_value(v), &u) == 0) {
 			snprintf(buf, len, "%llu", (unsigned long long)u);
 			return 0;
 		}
 		if (errno == ERANGE)
 			return out_of_range(k, e);
 	}
-	return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "%s takes an integer%s", k->name,
-		       k->type == KNOB_BOOLEAN ? " (0 or 1) or a boolean" : "");
+	return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "%s takes an integer%s (as a string: decimal digits without "
+		       "leading zeros)", k->name, k->type == KNOB_BOOLEAN ? " (0 or 1) or a boolean" : "");
 }
 
 /* Everything is checked before anything is touched. */

@@ -17,9 +17,10 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 {
 	uint64_t v;
 
-	/* No '\n' either: parse_u64 forgives one for kernel text, a URL segment gets none. */
-	if (strchr(s, '\n') || parse_u64(s, &v) < 0 || v < 1 || v > PROC_PID_MAX)
-		return mp_fail(e, MPE_PROCESS_BAD_PID, 0, "a pid is a decimal number from 1 to %d", PROC_PID_MAX);
+	/* One spelling, as for every id in a path (api/request.c's req_path_id): "01" is no pid. */
+	if (parse_u64_canonical(s, &v) < 0 || v < 1 || v > PROC_PID_MAX)
+		return mp_fail(e, MPE_PROCESS_BAD_PID, 0, "a pid is a decimal number from 1 to %d, without leading zeros",
+			       PROC_PID_MAX);
 	*pid = (pid_t)v;
 	return 0;
 }

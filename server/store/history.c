@@ -27,7 +27,7 @@ int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 		sqlite3_bind_int(s, 8, op->err_no);
 	BIND(brc, bind_text_or_null(s, 9, op->error));
 	BIND(brc, bind_json(s, 10, op->request));
-	BIND(brc, bind_json(s, 11, op->result));
+	BIND(brc, bind_result(s, 11, op->result));
 	BIND(brc, bind_text_or_null(s, 12, op->kernel_release));
 	sqlite3_bind_int64(s, 13, st->instance);
 	if (brc != SQLITE_OK)
@@ -46,7 +46,7 @@ int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp
 	if (out->err_no)
 		sqlite3_bind_int(s, 4, out->err_no);
 	BIND(brc, bind_text_or_null(s, 5, out->error));
-	BIND(brc, bind_json(s, 6, out->result));
+	BIND(brc, bind_result(s, 6, out->result));
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "finish operation");
 	/* An operation that is not there is our bug (or a hand-edited database), not the client's. */
@@ -224,7 +224,7 @@ static json_t *op_full(sqlite3_stmt *s)
 
 	if (op) {
 		json_object_set_new(op, "request", col_json(s, OP_NCOLS));
-		json_object_set_new(op, "result", col_json(s, OP_NCOLS + 1));
+		json_object_set_new(op, "result", col_result(s, OP_NCOLS + 1));
 		json_object_set_new(op, "kernel_release", col_text(s, OP_NCOLS + 2));
 		if (add_summary(op, s, OP_NCOLS + 3) < 0) {
 			json_decref(op);

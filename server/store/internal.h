@@ -111,6 +111,11 @@ int bind_json(sqlite3_stmt *s, int i, const json_t *v);
 json_t *col_int(sqlite3_stmt *s, int col);
 json_t *col_text(sqlite3_stmt *s, int col);
 json_t *col_json(sqlite3_stmt *s, int col);
+/* The same for a result column (operations.result, jobs.result), through store/conditions.h's
+ * stored form: bind_result binds the shorter form of result (borrowed), col_result reads either
+ * form back as the answer's. */
+int bind_result(sqlite3_stmt *s, int i, json_t *result);
+json_t *col_result(sqlite3_stmt *s, int col);
 
 /* How many latency samples a statistics query keeps in memory (2^20: 8 MiB) before it switches to
  * counting first and walking without a buffer. A variable only so that a test can make it small. */

@@ -1,11 +1,13 @@
 #include "server/store/jobs.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/store/db.h"
 #include "server/store/history.h"
 #include "server/store/internal.h"
+#include "server/store/summary.h"
 
 static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t op_id, mp_err *e)
 {
@@ -80,7 +82,7 @@ static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
 		sqlite3_bind_int(s, 4, x->err_no);
 	BIND(brc, bind_text_or_null(s, 5, x->error && *x->error ? x->error : NULL));
 	BIND(brc, bind_json(s, 6, x->progress));
-	BIND(brc, bind_json(s, 7, x->result));
+	BIND(brc, bind_result(s, 7, x->result));
 	sqlite3_bind_int64(s, 8, x->job_id);
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "finish job");
@@ -110,29 +112,58 @@ out:
 	return rc;
 }
 
-static json_t *row_json(sqlite3_stmt *s)
+/* A job row; full: the whole job (JOB_COLS), else a list item (JOB_LIST_COLS, the same columns up
+ * to request). A list item has no request and result, which can be kilobytes each (a probe's
+ * passes, a resize's conditions), and has instead the one-line summary the history list carries
+ * (store/summary.c); the whole job is at /v1/jobs/{id}. */
+static json_t *row_build(sqlite3_stmt *s, bool full)
 {
-	json_t *actor = json_null();
+	json_t *actor = json_null(), *job, *request = col_json(s, 11), *text = NULL, *targets;
 
 	if (sqlite3_column_type(s, 5) != SQLITE_NULL || sqlite3_column_type(s, 6) != SQLITE_NULL)
 		actor = json_pack("{s:o, s:o}", "uid", col_int(s, 5), "name", col_text(s, 6));
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-			 "id", (json_int_t)sqlite3_column_int64(s, 0),
-			 "kind", (const char *)sqlite3_column_text(s, 1),
-			 "status", (const char *)sqlite3_column_text(s, 2),
-			 "source", (const char *)sqlite3_column_text(s, 3),
-			 "schedule_id", col_int(s, 4),
-			 "actor", actor,
-			 "operation_id", col_int(s, 7),
-			 "created_ns", (json_int_t)sqlite3_column_int64(s, 8),
-			 "started_ns", col_int(s, 9),
-			 "finished_ns", col_int(s, 10),
-			 "request", col_json(s, 11),
-			 "progress", col_json(s, 12),
-			 "result", col_json(s, 13),
-			 "reason", col_text(s, 14),
-			 "errno", col_int(s, 15),
-			 "error", col_text(s, 16));
+	if (!full) {
+		targets = col_json(s, 13);
+		text = op_summary_text((const char *)sqlite3_column_text(s, 1), (const char *)sqlite3_column_text(s, 2),
+				       request, targets, NULL);
+		json_decref(targets);
+		json_decref(request);
+		request = NULL;
+		if (!text) {
+			json_decref(actor);
+			return NULL;
+		}
+	}
+	/* o*: a NULL value leaves its key out. */
+	job = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o*, s:o, s:o*, s:o*, s:o, s:o, s:o}",
+			"id", (json_int_t)sqlite3_column_int64(s, 0),
+			"kind", (const char *)sqlite3_column_text(s, 1),
+			"status", (const char *)sqlite3_column_text(s, 2),
+			"source", (const char *)sqlite3_column_text(s, 3),
+			"schedule_id", col_int(s, 4),
+			"actor", actor,
+			"operation_id", col_int(s, 7),
+			"created_ns", (json_int_t)sqlite3_column_int64(s, 8),
+			"started_ns", col_int(s, 9),
+			"finished_ns", col_int(s, 10),
+			"request", request,
+			"progress", col_json(s, 12),
+			"result", full ? col_result(s, 13) : NULL,
+			"summary", text,
+			"reason", col_text(s, 14),
+			"errno", col_int(s, 15),
+			"error", col_text(s, 16));
+	return job;
+}
+
+static json_t *row_json(sqlite3_stmt *s)
+{
+	return row_build(s, true);
+}
+
+static json_t *row_list_item(sqlite3_stmt *s)
+{
+	return row_build(s, false);
 }
 
 json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e)
@@ -169,7 +200,7 @@ json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int
 		bind_fail(brc, e, "list jobs");
 		return NULL;
 	}
-	arr = read_many(st, R, s, row_json, e, "list jobs");
+	arr = read_many(st, R, s, row_list_item, e, "list jobs");
 	store_conn_unlock(st, R);
 	return arr;
 }

@@ -76,6 +76,46 @@ static int delete_chunk(struct store *st, enum stmt_id id, int64_t bound, int64_
 	return sqlite3_changes(st->c[W].db);
 }
 
+/* n rows scaled by the share want/used of the pages, at least 1 when there are rows (a count of 0
+ * would switch the cap off). */
+static int64_t share(int64_t n, int64_t want, int64_t used)
+{
+	int64_t k = (int64_t)((double)n * (double)want / (double)used);
+
+	return n > 0 && k < 1 ? 1 : k;
+}
+
+int store_size_caps(struct store *st, int64_t max_bytes, int64_t *ops, int64_t *jobs, int64_t *used, mp_err *e)
+{
+	sqlite3_stmt *s;
+	int64_t pages = 0, page_size = 0, nops = 0, njobs = 0;
+	int rc;
+
+	*ops = *jobs = -1;
+	store_conn_lock(st, R);
+	s = stmt(st, ST_RET_SIZE);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		pages = sqlite3_column_int64(s, 0);
+		page_size = sqlite3_column_int64(s, 1);
+		nops = sqlite3_column_int64(s, 2);
+		njobs = sqlite3_column_int64(s, 3);
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW) {
+		store_fail(st, R, e, "database size");
+		store_conn_unlock(st, R);
+		return -1;
+	}
+	store_conn_unlock(st, R);
+	*used = pages * page_size;
+	if (max_bytes <= 0 || *used <= max_bytes)
+		return 0;
+	*ops = share(nops, max_bytes - max_bytes / 10, *used);
+	*jobs = share(njobs, max_bytes - max_bytes / 10, *used);
+	return 0;
+}
+
 int store_prune(struct store *st, const struct retention *r, int64_t now_ns, int max_tx, struct retain_counts *n,
 		mp_err *e)
 {

@@ -5,7 +5,7 @@
 static json_t *sample_row(sqlite3_stmt *s)
 {
 	return json_pack("{s:o, s:o, s:o}", "operation_id", col_int(s, 0), "time_ns", col_int(s, 1), "result",
-			 col_json(s, 2));
+			 col_result(s, 2));
 }
 
 json_t *samples_list(struct store *st, long pid, uint64_t start_time, int limit, mp_err *e)

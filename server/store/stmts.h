@@ -23,6 +23,10 @@
 #define JOB_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, started_ns, " \
 	"finished_ns, request, progress, result, reason, errno, error"
 #define JOB_NCOLS 17
+/* JOB_COLS with, in result's place, what a list item's summary is built from. */
+#define JOB_LIST_COLS "id, kind, status, source, schedule_id, actor_uid, actor_name, op_id, created_ns, " \
+	"started_ns, finished_ns, request, progress, CASE WHEN kind = 'hugepages.resize' THEN " \
+	"json_extract(result, '$.targets') END, reason, errno, error"
 #define SCHED_COLS "id, cron, timezone, action, enabled, misfire_grace_s, created_ns, created_by_uid, " \
 	"created_by_name, next_run_ns, last_run_ns, last_due_ns, last_status, last_job_id, last_op_id, last_error"
 #define SCHED_NCOLS 16
@@ -85,7 +89,8 @@
 	X(JOB_FINISH,       W, "UPDATE jobs SET status = ?, finished_ns = ?, reason = ?, errno = ?, error = ?, " \
 	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \
 	X(JOB_GET,          R, "SELECT " JOB_COLS " FROM jobs WHERE id = ?") \
-	X(JOB_LIST,         R, "SELECT " JOB_COLS " FROM jobs WHERE (?1 IS NULL OR kind = ?1) " \
+	/* a list carries summaries (store/summary.c): a resize's result.targets, not the result */ \
+	X(JOB_LIST,         R, "SELECT " JOB_LIST_COLS " FROM jobs WHERE (?1 IS NULL OR kind = ?1) " \
 	                       "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3) " \
 	                       "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5") \
 	X(JOB_ACTIVE,       R, "SELECT id, coalesce(op_id, 0) FROM jobs WHERE status IN ('queued', 'running') " \
@@ -119,6 +124,9 @@
 	X(RET_OP_YOUNG,     R, "SELECT id FROM operations WHERE started_ns >= ?1 ORDER BY started_ns, id LIMIT 1") \
 	X(RET_OP_END,       R, "SELECT coalesce(max(id), 0) + 1 FROM operations") \
 	X(RET_OP_NTH,       R, "SELECT id FROM operations ORDER BY id DESC LIMIT 1 OFFSET ?1") \
+	X(RET_SIZE,         R, "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM " \
+	                       "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size()), " \
+	                       "(SELECT count(*) FROM operations), (SELECT count(*) FROM jobs)") \
 	X(RET_BATCH_NTH,    R, "SELECT op_id FROM batches ORDER BY op_id DESC, seq DESC LIMIT 1 OFFSET ?1") \
 	X(RET_JOB_YOUNG,    R, "SELECT min(id) FROM jobs WHERE coalesce(finished_ns, created_ns) >= ?1") \
 	X(RET_JOB_END,      R, "SELECT coalesce(max(id), 0) + 1 FROM jobs") \

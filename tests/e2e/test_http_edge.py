@@ -7,6 +7,7 @@ transfer coding that hung the connection, no Host, and (over TCP) any Host and a
 DNS-rebinding path from a browser. Every refusal is a problem+json with its code, and changes
 nothing: the generated tree and the database are compared before and after."""
 import json
+import os
 import socket
 
 from faketree import FakeTree
@@ -162,3 +163,67 @@ class EdgeTest(DaemonTest):
         # The listener's own origin (a page it served, were there one) is not cross-origin.
         self.assertIn(" 200 ", self.exchange(self.get(b"/v1/health", host=host,
                                                       extra=b"Origin: http://" + host + b"\r\n"), tcp=True)[0])
+
+
+class OneSpellingTest(DaemonTest):
+    """Issue 21's loose parsing: /v1/jobs/01, /v1/schedules/01 and /v1/history/01 all named id 1, the
+    string "00012" set an integer knob to 12, and a body labelled charset=utf-16 or latin1 was read
+    as UTF-8. Each is refused now, with its code, and changes nothing."""
+    tree_factory = staticmethod(tree2)
+
+    def assertRefused(self, method, path, status, code, body=None, raw=None, headers=None):
+        before = (self.tree.snapshot(), self.d.db_snapshot())
+        r = self.d.request(method, path, body=body, raw=raw, headers=headers)
+        self.assertProblem(r, status, code)
+        self.assertEqual((self.tree.snapshot(), self.d.db_snapshot()), before, "%s %s changed something" % (method, path))
+        return r
+
+    def test_an_id_in_a_path_has_one_spelling(self):
+        job = self.d.request("PUT", "/v1/hugepages/2M", {"nodes": {"0": 2}})
+        self.assertEqual(job.status, 202, job.raw)
+        self.assertEqual(self.d.get("/v1/jobs/%d?wait=10" % job.json["id"]).json["status"], "ok")
+        sched = self.d.request("POST", "/v1/schedules", {"cron": "0 2 * * *",
+                                                         "action": {"hugepages": {"size": "2M", "nodes": {"0": 2}}}})
+        self.assertEqual(sched.status, 201, sched.raw)
+        op = self.d.get("/v1/jobs/%d" % job.json["id"]).json["operation_id"]
+        for base, ident, code in (("/v1/jobs/", job.json["id"], "job.not_found"),
+                                  ("/v1/schedules/", sched.json["id"], "schedule.not_found"),
+                                  ("/v1/history/", op, "history.not_found")):
+            self.assertEqual(self.d.get(base + str(ident)).status, 200)
+            for text in ("0%d", "00%d", "+%d", "%%2B%d", "%%20%d", "%d%%20", "-%d", "%d.0", "0x%d"):
+                with self.subTest(path=base + text % ident):
+                    r = self.assertRefused("GET", base + text % ident, 404, code)
+                    self.assertIn("without leading zeros", r.json["detail"])
+        # A DELETE by a second spelling removes nothing either.
+        self.assertRefused("DELETE", "/v1/schedules/0%d" % sched.json["id"], 404, "schedule.not_found")
+        self.assertRefused("DELETE", "/v1/jobs/0%d" % job.json["id"], 404, "job.not_found")
+        self.assertRefused("GET", "/v1/processes/0%d" % os.getpid(), 400, "process.bad_pid")
+
+    def test_an_integer_knob_string_has_one_spelling(self):
+        path = "/v1/knobs/thp.khugepaged.pages_to_scan"
+        for v in ("00012", "012", "0012", "00", "+12", "0\n", "12\n"):
+            with self.subTest(value=v):
+                self.assertRefused("PUT", path, 400, "request.wrong_type", {"value": v})
+                self.assertRefused("PATCH", "/v1/knobs", 400, "request.wrong_type", {"knobs": {path[10:]: v}})
+        self.assertRefused("PUT", "/v1/knobs/thp.use_zero_page", 400, "request.wrong_type", {"value": "01"})
+        self.addCleanup(self.tree.write, KNOB, self.tree.read(KNOB))
+        r = self.d.request("PUT", path, {"value": "12"})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.tree.read(KNOB), "12")
+
+    def test_a_charset_other_than_utf8_is_415(self):
+        path = "/v1/knobs/thp.khugepaged.pages_to_scan"
+        body = json.dumps({"value": 99}).encode()
+        for ct in ("application/json; charset=utf-16", "application/json; charset=latin1",
+                   "application/json;charset=ISO-8859-1", 'application/json; charset="utf-16le"',
+                   "application/json; charset=utf-8; charset=utf-16", "application/json; charset=",
+                   "application/json; charset", "application/json; charset=utf-8x"):
+            with self.subTest(ct=ct):
+                self.assertRefused("PUT", path, 415, "request.unsupported_media_type", raw=body,
+                                   headers={"Content-Type": ct})
+        self.addCleanup(self.tree.write, KNOB, self.tree.read(KNOB))
+        for ct in ("application/json; charset=utf-8", "application/json; charset=UTF-8",
+                   'application/json;charset="Utf-8"', "application/json;", "APPLICATION/JSON ; charset=utf-8 "):
+            with self.subTest(ct=ct):
+                r = self.d.request("PUT", path, raw=body, headers={"Content-Type": ct})
+                self.assertEqual(r.status, 200, r.raw)

@@ -1,6 +1,7 @@
 """Knobs on a generated 4-node tree: validation, kernel refusals recorded with errno (read-only
 file, EINVAL from a real kernel file), PATCH rollback, dry run, unavailable knobs, restart."""
 import os
+import subprocess
 import time
 
 from faketree import FakeTree
@@ -96,6 +97,32 @@ class KnobsFakeTest(DaemonTest):
         h = self.d.get("/v1/history/%d" % r.json["operation_id"]).json
         self.assertEqual((h["status"], h["errno"]), ("failed", 13))
         self.assertEqual(h["knob_changes"][0]["errno"], 13)
+
+    def test_an_immutable_or_append_only_file_is_not_writable(self):
+        """A file whose mode allows the write but whose inode flags do not (chattr +i, +a: even root
+        gets EPERM) said writable: true (issue 21). The generated tree is on the test's temporary
+        directory, a real file system; tmpfs keeps no such flags, so there the test cannot run."""
+        rel = KHP + "max_ptes_swap"
+        path = self.tree.path(rel)
+        self.assertTrue(self.knob("thp.khugepaged.max_ptes_swap")["writable"])
+        for flag, errno_name in (("+i", "EPERM"), ("+a", "EPERM")):
+            with self.subTest(flag=flag):
+                p = subprocess.run(["chattr", flag, path], capture_output=True, text=True)
+                if p.returncode != 0:
+                    self.skipTest("chattr %s on %s: %s (the file system keeps no inode flags)" %
+                                  (flag, self.tree.root, p.stderr.strip()))
+                # Always undone, or the tree could not be removed.
+                self.addCleanup(subprocess.run, ["chattr", "-i", "-a", path], check=True)
+                self.assertFalse(self.knob("thp.khugepaged.max_ptes_swap")["writable"])
+                listed = {k["name"]: k for k in self.d.get("/v1/knobs").json["knobs"]}
+                self.assertFalse(listed["thp.khugepaged.max_ptes_swap"]["writable"])
+                # The advice is true: the write itself fails, as it said it would.
+                r = self.d.request("PUT", "/v1/knobs/thp.khugepaged.max_ptes_swap", {"value": 32})
+                self.assertProblem(r, 409, "knob.kernel_refused")
+                self.assertEqual(r.json["errno_name"], errno_name)
+                self.assertEqual(self.tree.read(rel), "64")
+                subprocess.run(["chattr", "-" + flag[1:], path], check=True)
+                self.assertTrue(self.knob("thp.khugepaged.max_ptes_swap")["writable"])
 
     def test_einval_from_the_kernel_is_recorded(self):
         rel = KHP + "pages_to_scan"

@@ -147,12 +147,17 @@ class ScheduleApiTest(DaemonTest):
             ("0 0 32 * *", "day-of-month", "32"), ("0 0 * 13 *", "month", "13"), ("0 0 * FOO *", "month", "FOO"),
             ("0 0 * * 8", "day-of-week", "8"), ("0 0 * * MONDAY", "day-of-week", "MONDAY"),
             ("*/0 * * * *", "minute", "step 0"), ("5-1 * * * *", "minute", "5-1"), ("1,,2 * * * *", "minute", "empty"),
+            # issue 21: three digits for a value were accepted ("000" was 0)
+            ("000 2 * * *", "minute", "'000'"), ("0 2 * * 007", "day-of-week", "'007'"),
         ]
         for cron, field, token in cases:
             with self.subTest(cron=cron):
                 self.assertRefused(body(cron), 422, "schedule.bad_cron", ("cron %s field" % field, token))
         for cron, why in (("0 2 * *", "4 fields"), ("0 2 * * * *", "more than five"), ("", "0 fields"),
-                          ("0 0 30 2 *", "never fires"), ("@sometimes", "unknown macro")):
+                          ("0 0 30 2 *", "never fires"), ("@sometimes", "unknown macro"),
+                          # issue 21: a leading tab (or any blank before or after) was accepted
+                          ("\t0 2 * * *", "starts or ends with a space or tab"), (" @daily", "starts or ends"),
+                          ("0 2 * * * ", "starts or ends")):
             with self.subTest(cron=cron):
                 self.assertRefused(body(cron), 422, "schedule.bad_cron", (why,))
 

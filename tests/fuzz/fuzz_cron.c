@@ -7,7 +7,8 @@
  *     minute, strictly after `after`, and matches: by cron_matches AND by an independent matcher
  *     built on gmtime_r (so the calendar arithmetic is checked against the C library's);
  *   - no minute between `after` and next matches (the first 1500 are checked one by one);
- *   - cron_next is stable: from next-1 it finds next again, and from next it moves on.
+ *   - cron_next is stable: from next-1 it finds next again, and from next it moves on;
+ *   - it neither starts nor ends with a blank, and no number in it has more than two digits.
  * A refused expression or zone fails with 422 and its documented code. */
 #include <time.h>
 
@@ -30,6 +31,16 @@ static bool ref_matches(const struct cron *c, int64_t local_s)
 	bool day = c->dom_star || c->dow_star ? dom && dow : dom || dow;
 	return (c->minute >> tm.tm_min & 1) && (c->hour >> tm.tm_hour & 1) && (c->month >> (tm.tm_mon + 1) & 1) &&
 	       day;
+}
+
+static size_t longest_number(const char *s)
+{
+	size_t best = 0;
+
+	for (size_t n; *s; s += n ? n : 1)
+		if ((n = strspn(s, "0123456789")) > best)
+			best = n;
+	return best;
 }
 
 static int64_t mod(int64_t a, int64_t b)
@@ -107,6 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	FZ_ASSERT(bad_field == -1, "accepted, yet bad_field is %d", bad_field);
+	FZ_ASSERT(s[0] != ' ' && s[0] != '\t' && s[strlen(s) - 1] != ' ' && s[strlen(s) - 1] != '\t',
+		  "'%s': accepted with a blank before or after it", s);
+	FZ_ASSERT(longest_number(s) <= 2, "'%s': accepted with a number of three digits or more", s);
 	FZ_ASSERT(!(c.minute >> 60) && !(c.hour >> 24) && !(c.dom & 1) && !(c.month & 0xe001) && !(c.dow & 0x80),
 		  "'%s': a value outside its field (minute %llx hour %x dom %x month %x dow %x)", s,
 		  (unsigned long long)c.minute, c.hour, c.dom, c.month, c.dow);

@@ -74,7 +74,8 @@ static int ref_value(const struct knob *k, const struct knob_state *st, json_t *
 	} else if (json_is_string(v)) {
 		const char *s = json_string_value(v);
 		size_t n = json_string_length(v);
-		if (n == 0 || n != strlen(s) || strspn(s, "0123456789") != n)
+		/* digits only, and no leading zero: the number's one spelling (issue 21) */
+		if (n == 0 || n != strlen(s) || strspn(s, "0123456789") != n || (s[0] == '0' && n > 1))
 			return 400;
 		errno = 0;
 		if (parse_u64(s, &u) < 0)

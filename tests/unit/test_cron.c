@@ -42,9 +42,9 @@ START_TEST(accepts_the_syntax)
 	static const char *ok[] = {
 		"* * * * *", "0 2 * * *", "*/15 * * * *", "0-59/7 0-23/6 1-31/10 1-12/3 0-7/2",
 		"1,2,3 4,5 6,7 8,9 1,2", "0 0 1 JAN MON", "0 0 * jan-dec mon-fri", "0 0 * * SUN,sat",
-		"0 0 * * 7", "0 0 * * 0-7", "59 23 31 12 6", "0 0 29 2 *", "  0\t2  *  * *  ",
+		"0 0 * * 7", "0 0 * * 0-7", "59 23 31 12 6", "0 0 29 2 *", "0\t2  *\t\t*  *",
 		"5-5 * * * *", "*/60 * * * *", "@daily", "@HOURLY", "@yearly", "@weekly", "@monthly",
-		"@midnight", "@annually", "0 0 1-7 * 1", "0 0 31 * *", "000 00 01 01 00",
+		"@midnight", "@annually", "0 0 1-7 * 1", "0 0 31 * *", "00 00 01 01 00", "05 4 * * *", "*/05 * * * *",
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
 		parse_ok(ok[i]);
@@ -93,7 +93,17 @@ START_TEST(refuses_with_the_field_and_token_named)
 		{ "@often", -1, "unknown macro '@often'" },
 		{ "0 0 30 2 *", -1, "never fires" },
 		{ "0 0 31 4,6,9,11 *", -1, "never fires" },
-		{ "* * * * * ", -1, NULL },  /* trailing blank is fine: checked below as accepted */
+		/* The expression is a value, not a crontab line: no blank before or after it, and no
+		 * value longer than two digits (issue 21: both were accepted). */
+		{ "\t0 2 * * *", -1, "starts or ends with a space or tab" },
+		{ " 0 2 * * *", -1, "starts or ends" },
+		{ "0 2 * * * ", -1, "starts or ends" },
+		{ "0 2 * * *\t", -1, "starts or ends" },
+		{ "000 * * * *", CRON_MINUTE, "'000' is not a valid value" },
+		{ "0 0 * * 007", CRON_DOW, "'007' is not a valid value" },
+		{ "0 0 001 * *", CRON_DOM, "'001'" },
+		{ "0-059 * * * *", CRON_MINUTE, "range end" },
+		{ "*/060 * * * *", CRON_MINUTE, "not a valid step" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct cron c;

@@ -298,9 +298,23 @@ START_TEST(request_values_are_whole_decimal_or_whole_tokens)
 	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
 	ck_assert_int_eq(api_status(&e), 422);
 	json_decref(v);
-	v = json_string("0012");
+	/* One spelling, as a JSON integer has (issue 21: "0012" was 12). */
+	static const char *const other_spellings[] = { "0012", "00", "+12", "012" };
+	for (size_t i = 0; i < sizeof other_spellings / sizeof other_spellings[0]; i++) {
+		v = json_string(other_spellings[i]);
+		memset(&e, 0, sizeof e);
+		ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), -1);
+		ck_assert_msg(api_status(&e) == 400, "%s: %d", other_spellings[i], api_status(&e));
+		json_decref(v);
+	}
+	v = json_string("12");
+	memset(&e, 0, sizeof e);
 	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), 0);
 	ck_assert_str_eq(buf, "12");
+	json_decref(v);
+	v = json_string("0");
+	ck_assert_int_eq(knob_value_text(num, v, buf, sizeof buf, &e), 0);
+	ck_assert_str_eq(buf, "0");
 	json_decref(v);
 	knobs_free(c);
 	drop_tree();

@@ -31,6 +31,29 @@ START_TEST(u64_rejects_what_strtoul_would_take)
 }
 END_TEST
 
+/* A client's number has one spelling: what parse_u64 forgives in kernel text (a leading zero, a
+ * trailing newline) is refused, and what it refuses stays refused. */
+START_TEST(canonical_u64_has_one_spelling)
+{
+	static const char *bad[] = { "01", "00", "00012", "0001", "1\n", "0\n", "", "+1", "-1", " 1", "1 ",
+				     "\t1", "0x1", "1e3" };
+	uint64_t v = 7;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		errno = 0;
+		ck_assert_msg(parse_u64_canonical(bad[i], &v) == -1 && errno == EINVAL, "accepted '%s'", bad[i]);
+		ck_assert_uint_eq(v, 7);
+	}
+	ck_assert_int_eq(parse_u64_canonical("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(parse_u64_canonical("12", &v), 0);
+	ck_assert_uint_eq(v, 12);
+	ck_assert_int_eq(parse_u64_canonical("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(parse_u64_canonical("18446744073709551616", &v), -1);
+	ck_assert_int_eq(errno, ERANGE);
+}
+END_TEST
+
 START_TEST(i64_signs_and_limits)
 {
 	int64_t v;
@@ -222,6 +245,7 @@ static Suite *parse_suite(void)
 	tcase_add_test(tc, bracket_lists);
 	tcase_add_test(tc, bracket_inside_selected_entry);
 	tcase_add_test(tc, long_leading_zeros_are_still_small);
+	tcase_add_test(tc, canonical_u64_has_one_spelling);
 	tcase_add_test(tc, not_a_number_is_einval_however_long);
 	suite_add_tcase(s, tc);
 	return s;
