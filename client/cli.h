@@ -53,7 +53,7 @@ struct args {
 	const char *cron, *timezone;
 	struct num limit, count, total, batch, grace;
 	struct num node_id;     /* --node N where the client checks the number itself */
-	bool dry_run, wait, no_wait, compact;
+	bool dry_run, wait, no_wait, compact, force;
 	const char *name, *scope, *expires;   /* token create */
 	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */

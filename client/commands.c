@@ -41,6 +41,7 @@ int cmd_token_revoke(struct cli *c, const struct command *cmd, struct args *a);
 
 static const struct opt knob_set_opts[] = {
 	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0 },
+	{ "--force", NULL, "write (and record) a knob that already has the value", OPT_FLAG_IN(force), 0 },
 	END,
 };
 
@@ -201,7 +202,9 @@ const struct command cli_commands[] = {
 	  "change knobs; several at once are all-or-nothing",
 	  "One NAME=VALUE is a PUT /v1/knobs/NAME; several are one PATCH /v1/knobs, applied in the\n"
 	  "order given and rolled back together if the kernel refuses one. A VALUE of decimal digits\n"
-	  "(optionally with '-') is sent as a JSON integer, anything else as a string.\n"
+	  "(optionally with '-') is sent as a JSON integer, anything else as a string. A knob that\n"
+	  "already has its value is not written; when every one has, nothing is written or recorded\n"
+	  "and the answer says unchanged (exit 0), so a retry is harmless.\n"
 	  "Example: mempolicyctl knob set thp.enabled=madvise thp.khugepaged.pages_to_scan=4096" },
 	{ "history", "", cmd_history_list, "", 0, history_opts,
 	  "recorded operations, newest first", NULL },
