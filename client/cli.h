@@ -60,7 +60,7 @@ struct args {
 	/* run: numactl's policy and CPU options; proc migrate/collapse */
 	const char *membind, *preferred, *preferred_many, *interleave, *weighted_interleave;
 	const char *cpunodebind, *physcpubind, *thp, *from, *to;
-	bool localalloc, watch;
+	bool localalloc, watch, detach;
 	struct num interval, start, length, start_time;
 	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
 	int npos;
@@ -88,6 +88,8 @@ struct opt {
 	size_t field;           /* offsetof(struct args, <field>) */
 	uint64_t min;           /* OPT_NUM: the smallest value accepted */
 	unsigned show;          /* OPT_REQUIRED, OPT_EITHER */
+	const char *alias;      /* NULL, or the short option of the tool it imitates: "-m" for
+				 * --membind (numactl's), taking "-m 0" and "-m0" */
 };
 
 /* offsetof that refuses to compile unless the field has the type the kind writes. */
@@ -112,9 +114,11 @@ struct command {
 	const char *notes;      /* free text after the option list in --help (examples), or NULL */
 };
 
-/* A command whose positional usage starts with "--" ("-- CMD [ARGS...]") takes options only before
- * its first positional argument: the rest is verbatim (run: the program's own "-c" and all). */
-#define CLI_VERBATIM_POS(cmd) ((cmd)->positional && !strncmp((cmd)->positional, "--", 2))
+/* A command whose positional usage starts with "--" or "[--]" ("[--] CMD [ARGS...]") takes options
+ * only before its first positional argument: the rest is verbatim (run: the program's own "-c"
+ * and all), and its usage line shows the options first. */
+#define CLI_VERBATIM_POS(cmd) \
+	((cmd)->positional && (!strncmp((cmd)->positional, "--", 2) || !strncmp((cmd)->positional, "[--]", 4)))
 
 /* The command table (client/commands.c). */
 extern const struct command cli_commands[];

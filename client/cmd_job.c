@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "client/cli.h"
+#include "common/err.h"
 #include "client/http.h"
 #include "client/jobview.h"
 #include "client/out.h"
@@ -109,7 +110,7 @@ int cmd_job_cancel(struct cli *c, const struct command *cmd, struct args *a)
 	 * unit exits 0, and so does this, saying so on stderr (the daemon's 409 job.finished). */
 	rc = http_call(c, "DELETE", path, NULL, &r);
 	if (rc == 0 && r.status == 409 && json_is_string(json_object_get(r.body, "code")) &&
-	    !strcmp(json_string_value(json_object_get(r.body, "code")), "job.finished")) {
+	    !strcmp(json_string_value(json_object_get(r.body, "code")), mp_code_name(MPE_JOB_FINISHED))) {
 		if (c->json)
 			out_problem(c, &r);
 		else

@@ -209,7 +209,8 @@ def documented_options(words):
         listed = {m: True for m in re.findall(r"(--[a-z-]+) [A-Z]", usage)}
         return listed, set(re.findall(r"--[a-z-]+", usage))
     usage = out.splitlines()[0].replace("[--socket PATH] [--json]", "")
-    listed = {m.group(1): bool(m.group(2)) for m in re.finditer(r"(?m)^  (--[a-z-]+)( [A-Z][^ ]*)?\s", out)}
+    # "  -m, --membind NODES": a short alias (numactl's, for run) before the long name
+    listed = {m.group(1): bool(m.group(2)) for m in re.finditer(r"(?m)^  (?:-[a-zA-Z], )?(--[a-z-]+)( [A-Z][^ ]*)?\s", out)}
     return listed, set(re.findall(r"--[a-z-]+", usage))
 
 
