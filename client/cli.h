@@ -120,6 +120,20 @@ struct command {
 #define CLI_VERBATIM_POS(cmd) \
 	((cmd)->positional && (!strncmp((cmd)->positional, "--", 2) || !strncmp((cmd)->positional, "[--]", 4)))
 
+/* The global options and the environment, one table each (client/commands.c): --help, the man
+ * page and the completion are printed from them. */
+struct global_opt {
+	const char *name;       /* "--socket"; NULL ends the table */
+	const char *arg;        /* "PATH", NULL for a flag */
+	const char *help;       /* one line */
+};
+extern const struct global_opt cli_global_opts[];
+struct env_var {
+	const char *name;       /* "MEMPOLICYD_SOCKET"; NULL ends the table */
+	const char *help;
+};
+extern const struct env_var cli_env_vars[];
+
 /* The command table (client/commands.c). */
 extern const struct command cli_commands[];
 extern const size_t cli_ncommands;

@@ -193,6 +193,27 @@ static const struct opt proc_watch_opts[] = {
 	END,
 };
 
+/* Before the command; --json and --socket may also follow it. The transport's three (--url,
+ * --cacert, --token-file) are client/remote.c's. */
+const struct global_opt cli_global_opts[] = {
+	{ "--socket", "PATH", "the daemon's socket (else $MEMPOLICYD_SOCKET, else " CLI_DEFAULT_SOCKET ")" },
+	{ "--url", "URL", "a daemon over the network, https://HOST:PORT (else $MEMPOLICYD_URL)" },
+	{ "--cacert", "FILE", "the CA that signed the daemon's certificate (default: the system's)" },
+	{ "--token-file", "FILE", "the bearer token, else $MEMPOLICYD_TOKEN (never on the command line)" },
+	{ "--json", NULL, "print the daemon's JSON answer instead of a table (errors: its problem JSON)" },
+	{ "--help", NULL, "this help; COMMAND --help for a command" },
+	{ "--version", NULL, "the client's version and its libcurls" },
+	{ NULL, NULL, NULL },
+};
+
+const struct env_var cli_env_vars[] = {
+	{ "MEMPOLICYD_SOCKET", "the daemon's socket when --socket is not given" },
+	{ "MEMPOLICYD_URL", "the daemon's URL (https://HOST:PORT) when --url is not given" },
+	{ "MEMPOLICYD_TOKEN", "the bearer token for --url when --token-file is not given" },
+	{ "NO_COLOR", "set: no bold table header on a terminal" },
+	{ NULL, NULL },
+};
+
 const struct command cli_commands[] = {
 	{ "status", "", cmd_status, "", 0, NULL,
 	  "daemon health, kernel, THP mode and node count", NULL },
