@@ -157,12 +157,10 @@ int launch_self(const struct app *app, const json_t *body, const struct launch_w
 			       "the Unix socket");
 	if (json_only_fields(body, "", fields, e) < 0 || launch_parse(app, body, who, &r, e) < 0)
 		return -1;
-	/* Read now: (pid, start time) names the caller, whose exec keeps both. */
-	if ((kr = proc_start_time(app->procfs_root, pid, &start)) < 0) {
-		mp_fail(e, MPE_PROCESS_NOT_FOUND, -kr, "the caller's process %d cannot be read: %s", (int)pid,
-			strerror(-kr));
-		goto out;
-	}
+	/* Read now: (pid, start time) names the caller, whose exec keeps both. Unreadable (another
+	 * pid namespace, a procfs root that is not the caller's): recorded as 0, as launch_start does. */
+	if ((kr = proc_start_time(app->procfs_root, pid, &start)) < 0)
+		log_warn("pid %d: reading its start time: %s", (int)pid, strerror(-kr));
 	if (!(res = json_pack("{s:i, s:I, s:i, s:i, s:s, s:o, s:o, s:n, s:b}", "pid", (int)pid, "start_time",
 			      (json_int_t)start, "uid", (int)r.uid, "gid", (int)r.gid, "user", r.user, "policy",
 			      policy_json(&r), "cpus", r.cpus ? json_string(r.cpus_text) : json_null(), "watch", "self",
