@@ -27,14 +27,10 @@ static void roff(FILE *f, const char *s)
 	}
 }
 
-/* One .TP entry: bold NAME, italic ARG, the help text. */
-static void man_entry(FILE *f, const char *alias, const char *name, const char *arg, const char *help)
+/* Bold NAME, then italic ARG when there is one. */
+static void name_arg(FILE *f, const char *name, const char *arg)
 {
-	fputs(".TP\n\\fB", f);
-	if (alias) {
-		roff(f, alias);
-		fputs("\\fR, \\fB", f);
-	}
+	fputs("\\fB", f);
 	roff(f, name);
 	fputs("\\fR", f);
 	if (arg) {
@@ -42,6 +38,17 @@ static void man_entry(FILE *f, const char *alias, const char *name, const char *
 		roff(f, arg);
 		fputs("\\fR", f);
 	}
+}
+
+/* One .TP entry: [bold ALIAS, ] bold NAME, italic ARG, the help text. */
+static void man_entry(FILE *f, const char *alias, const char *name, const char *arg, const char *help)
+{
+	fputs(".TP\n", f);
+	if (alias) {
+		name_arg(f, alias, NULL);
+		fputs(", ", f);
+	}
+	name_arg(f, name, arg);
 	fputc('\n', f);
 	roff(f, help);
 	fputc('\n', f);
@@ -57,14 +64,8 @@ int cli_man(FILE *f)
 	for (const struct global_opt *o = cli_global_opts; o->name; o++) {
 		if (!strcmp(o->name, "--help") || !strcmp(o->name, "--version"))
 			continue;
-		fputs("[\\fB", f);
-		roff(f, o->name);
-		fputs("\\fR", f);
-		if (o->arg) {
-			fputs(" \\fI", f);
-			roff(f, o->arg);
-			fputs("\\fR", f);
-		}
+		fputc('[', f);
+		name_arg(f, o->name, o->arg);
 		fputs("] ", f);
 	}
 	fputs("\\fICOMMAND\\fR [\\fIARGS\\fR...]\n"

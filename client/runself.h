@@ -24,7 +24,7 @@ int run_here(struct cli *c, const struct args *a, json_t *body);
 
 /* The file execvp would run for name (a '/' in it: name itself; else the first executable match in
  * $PATH, or "/bin:/usr/bin" without one) into path. 0, or -errno: -ENOENT when there is none,
- * -EACCES when a match is not executable. Pure but for access(2): tests/unit/test_cli_runself.c. */
+ * -EACCES when a match is not executable (tests/e2e/test_cli_process.py: 127 and 126). */
 int run_resolve(const char *name, const char *pathenv, char *path, size_t len);
 
 /* A kernel list "0-3,8" into the kernel's bitmask (an array of unsigned long, nbits bits): 0, or

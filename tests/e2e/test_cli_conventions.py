@@ -15,18 +15,9 @@ import unittest
 
 from faketree import FakeTree
 from lib import CTL, Daemon, DaemonTest, free_port
+from test_process_migrate import wait_job
 
 THP = "sys/kernel/mm/transparent_hugepage"
-
-
-def wait_job(d, job_id, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        j = d.get("/v1/jobs/%d" % job_id).json
-        if j["status"] not in ("queued", "running"):
-            return j
-        time.sleep(0.05)
-    raise AssertionError("job %d did not end within %ds" % (job_id, timeout))
 
 
 def untouched_since(tree, rel):
