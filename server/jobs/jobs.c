@@ -500,6 +500,17 @@ bool jobs_active(struct jobs *j, int64_t id)
 	return v;
 }
 
+bool jobs_key_busy(struct jobs *j, const char *key)
+{
+	bool v = false;
+
+	pthread_mutex_lock(&j->lock);
+	for (const struct job_ctx *c = j->active; c && !v; c = c->next)
+		v = !strcmp(c->conflict_key, key);
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
 bool job_cancelled(struct job_ctx *ctx)
 {
 	bool v;

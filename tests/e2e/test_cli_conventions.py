@@ -1,7 +1,8 @@
 """mempolicyctl behaves like the tools it imitates (issue 21, "CLI"): a boolean probe parameter is
 a JSON boolean; a paging hint is not a result (stderr, so `| wc -l` counts rows); under --json an
 error is the problem JSON on stderr; `job cancel` of an ended job is 0 like systemctl's "already
-so"; a knob set to the value it has writes and records nothing (unless --force); `status` names
+so"; a knob set to the value it has writes and records nothing (unless --force), nor does a pool
+resized to its size; `status` names
 its transport and says "none" for no cgroup; `proc show` gives a wall-clock start; an unreachable
 socket says why in the socket's terms. Against generated trees, except proc show (a real process
 needs the real /proc), which only reads."""
@@ -138,6 +139,27 @@ class CliConventionsFakeTest(DaemonTest):
         self.assertFalse(written())
         self.assertEqual(op_count(self.d), n + 1)
         self.tree.write(THP + "/defrag", "always defer defer+madvise [madvise] never")
+
+    def test_a_pool_put_to_its_size_makes_no_job_and_records_nothing(self):
+        pool = "sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"
+        size = int(self.tree.read(pool))
+        jobs, n = self.d.get("/v1/jobs").json["jobs"], op_count(self.d)
+        written = untouched_since(self.tree, pool)
+        p = self.d.ctl("pool", "resize", "2M", "--node", "0=%d" % size)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("unchanged", p.stdout.splitlines()[-1])
+        self.assertEqual((self.d.get("/v1/jobs").json["jobs"], op_count(self.d)), (jobs, n))
+        self.assertFalse(written())
+        r = self.d.request("PUT", "/v1/hugepages/2M", {"nodes": {"0": size}})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual((r.json["status"], r.json["changed"]), ("unchanged", False))
+        # a real change is a job, as before
+        r = self.d.request("PUT", "/v1/hugepages/2M", {"nodes": {"0": size + 1}})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(wait_job(self.d, r.json["id"])["status"], "ok")
+        r = self.d.request("PUT", "/v1/hugepages/2M", {"nodes": {"0": size}})
+        self.assertEqual(r.status, 202, r.raw)
+        wait_job(self.d, r.json["id"])
 
     # -- status -------------------------------------------------------------------------------------
     def test_status_says_none_for_no_cgroup_and_json_is_the_daemons_answer(self):
