@@ -71,7 +71,7 @@ CHECK_LIBS := $(call PKGLIBS,check)
 
 # Man pages and completion are printed by the binaries from their own tables (the daemon's option
 # table, the client's command table), so they cannot drift from --help.
-GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.8 \
+GENERATED := $(BUILD)/man/mempolicyd.8 $(BUILD)/man/mempolicyd.conf.5 $(BUILD)/man/mempolicyctl.1 \
              $(BUILD)/completion/mempolicyctl.bash $(BUILD)/completion/_mempolicyctl
 
 .PHONY: FORCE all deps user run test test-unit test-e2e test-tsan test-vm test-package deb bench install clean fmt fuzz fuzz-merge fuzz-bins tsan-bins
@@ -118,7 +118,7 @@ $(BUILD)/man/mempolicyd.8: $(BIN)/mempolicyd
 $(BUILD)/man/mempolicyd.conf.5: $(BIN)/mempolicyd
 	@mkdir -p $(dir $@)
 	$< --man-conf > $@.tmp && mv $@.tmp $@
-$(BUILD)/man/mempolicyctl.8: $(BIN)/mempolicyctl
+$(BUILD)/man/mempolicyctl.1: $(BIN)/mempolicyctl
 	@mkdir -p $(dir $@)
 	$< --man > $@.tmp && mv $@.tmp $@
 $(BUILD)/completion/mempolicyctl.bash: $(BIN)/mempolicyctl
@@ -239,7 +239,9 @@ install: all
 		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/README.md
 	install -D -m 0644 $(BUILD)/man/mempolicyd.8 $(DESTDIR)$(PREFIX)/share/man/man8/mempolicyd.8
-	install -D -m 0644 $(BUILD)/man/mempolicyctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/mempolicyctl.8
+	@# mempolicyctl is a user's tool: section 1 (an older install put its page in section 8).
+	install -D -m 0644 $(BUILD)/man/mempolicyctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/mempolicyctl.1
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/mempolicyctl.8
 	install -D -m 0644 $(BUILD)/man/mempolicyd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/mempolicyd.conf.5
 	install -D -m 0644 $(BUILD)/completion/mempolicyctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/mempolicyctl
 	install -D -m 0644 $(BUILD)/completion/_mempolicyctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_mempolicyctl

@@ -1,7 +1,7 @@
 """Benchmark: launch overhead. `mempolicyctl run --membind 0 -- true` (client start, POST
-/v1/processes, the daemon's validation, history insert, fork, the child's set_mempolicy and
-identity change, exec, the report pipe's EOF, history finish, the answer) beside
-`numactl --membind 0 true` (start, set_mempolicy, exec true, wait)."""
+/v1/processes/self: the daemon's validation and one history insert, the answer; then the client's
+own set_mempolicy and exec of true, as numactl's) beside `numactl --membind 0 true` (start,
+set_mempolicy, exec true). Both are waited for until true exits."""
 import os
 import shutil
 import subprocess
@@ -38,9 +38,8 @@ def run(ctx):
             ds.append(_wall(ctl, env)[0])
             ns.append(_wall(ref, env)[0])
         method = ("fork+exec+wait of each command timed with perf_counter around subprocess.run, "
-                  "alternating, median of %d runs each; `run` returns once the daemon's child has "
-                  "exec'd `true` (numactl waits for it to exit, which `true` makes immediate); the daemon "
-                  "records a process.launch per run in a database on the same disk" % ctx.cli_runs)
+                  "alternating, median of %d runs each; `run` execs `true` itself after one request, as "
+                  "numactl does; the daemon records a process.launch per run in a database on the same disk" % ctx.cli_runs)
         return [bl.row("launch.run", title, "ms", ds, ns, "numactl --membind 0 true", method=method)]
     except bl.BenchError as e:
         return [bl.unavailable("launch.run", title, str(e))]

@@ -27,8 +27,10 @@ static void print_opt_usage(FILE *f, const struct opt *o)
 void cli_print_usage_args(FILE *f, const struct command *cmd)
 {
 	const char *sep = "";
+	/* Options end at "-- CMD" (run): the usage line says them first, as they must be given. */
+	bool last = CLI_VERBATIM_POS(cmd);
 
-	if (cmd->positional[0]) {
+	if (cmd->positional[0] && !last) {
 		fputs(cmd->positional, f);
 		sep = " ";
 	}
@@ -48,6 +50,8 @@ void cli_print_usage_args(FILE *f, const struct command *cmd)
 			fputc(']', f);
 		}
 	}
+	if (cmd->positional[0] && last)
+		fprintf(f, "%s%s", sep, cmd->positional);
 }
 
 static void print_words(FILE *f, const struct command *cmd)
@@ -69,7 +73,8 @@ void cli_command_help(FILE *f, const struct command *cmd)
 	for (const struct opt *o = cmd->opts; o && o->name; o++) {
 		char left[64];
 		const char *line = o->help, *nl;
-		snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
 		fprintf(f, "  %-*s ", HELP_COL - 1, left);
 		/* Continuation lines of a long help line stay in the help column. */
 		while ((nl = strchr(line, '\n'))) {
@@ -139,6 +144,24 @@ static int take_value(const char *name, int argc, char **argv, int *i, const cha
 	}
 	if (argv[*i][n] != '\0')
 		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*val = argv[++*i];
+	return 1;
+}
+
+/* A short option as getopt takes it: "-m VALUE" or "-mVALUE". 1 with *val, 0 when argv[*i] is not
+ * it, -1 when its value is missing. */
+static int take_short(const char *alias, int argc, char **argv, int *i, const char **val)
+{
+	size_t n = strlen(alias);
+
+	if (strncmp(argv[*i], alias, n) != 0)
+		return 0;
+	if (argv[*i][n] != '\0') {
+		*val = argv[*i] + n;
+		return 1;
+	}
 	if (*i + 1 >= argc)
 		return -1;
 	*val = argv[++*i];
@@ -235,8 +258,10 @@ int cli_args(struct cli *c, const struct command *cmd, int argc, char **argv, st
 			if (o->kind == OPT_NODE_COUNTS)
 				continue;
 			if (o->kind == OPT_FLAG)
-				rc = strcmp(arg, o->name) == 0;
-			else if ((rc = take_value(o->name, argc, argv, &i, &val)) < 0)
+				rc = strcmp(arg, o->name) == 0 || (o->alias && strcmp(arg, o->alias) == 0);
+			else if ((rc = take_value(o->name, argc, argv, &i, &val)) == 0 && o->alias)
+				rc = take_short(o->alias, argc, argv, &i, &val);
+			if (rc < 0)
 				return cli_usage_error(cmd, "%s needs a value", o->name);
 			if (rc)
 				break;

@@ -53,14 +53,14 @@ struct args {
 	const char *cron, *timezone;
 	struct num limit, count, total, batch, grace;
 	struct num node_id;     /* --node N where the client checks the number itself */
-	bool dry_run, wait, no_wait, compact;
+	bool dry_run, wait, no_wait, compact, force;
 	const char *name, *scope, *expires;   /* token create */
 	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
 	/* run: numactl's policy and CPU options; proc migrate/collapse */
 	const char *membind, *preferred, *preferred_many, *interleave, *weighted_interleave;
 	const char *cpunodebind, *physcpubind, *thp, *from, *to;
-	bool localalloc, watch;
+	bool localalloc, watch, detach;
 	struct num interval, start, length, start_time;
 	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
 	int npos;
@@ -88,6 +88,8 @@ struct opt {
 	size_t field;           /* offsetof(struct args, <field>) */
 	uint64_t min;           /* OPT_NUM: the smallest value accepted */
 	unsigned show;          /* OPT_REQUIRED, OPT_EITHER */
+	const char *alias;      /* NULL, or the short option of the tool it imitates: "-m" for
+				 * --membind (numactl's), taking "-m 0" and "-m0" */
 };
 
 /* offsetof that refuses to compile unless the field has the type the kind writes. */
@@ -112,9 +114,25 @@ struct command {
 	const char *notes;      /* free text after the option list in --help (examples), or NULL */
 };
 
-/* A command whose positional usage starts with "--" ("-- CMD [ARGS...]") takes options only before
- * its first positional argument: the rest is verbatim (run: the program's own "-c" and all). */
-#define CLI_VERBATIM_POS(cmd) ((cmd)->positional && !strncmp((cmd)->positional, "--", 2))
+/* A command whose positional usage starts with "--" or "[--]" ("[--] CMD [ARGS...]") takes options
+ * only before its first positional argument: the rest is verbatim (run: the program's own "-c"
+ * and all), and its usage line shows the options first. */
+#define CLI_VERBATIM_POS(cmd) \
+	((cmd)->positional && (!strncmp((cmd)->positional, "--", 2) || !strncmp((cmd)->positional, "[--]", 4)))
+
+/* The global options and the environment, one table each (client/commands.c): --help, the man
+ * page and the completion are printed from them. */
+struct global_opt {
+	const char *name;       /* "--socket"; NULL ends the table */
+	const char *arg;        /* "PATH", NULL for a flag */
+	const char *help;       /* one line */
+};
+extern const struct global_opt cli_global_opts[];
+struct env_var {
+	const char *name;       /* "MEMPOLICYD_SOCKET"; NULL ends the table */
+	const char *help;
+};
+extern const struct env_var cli_env_vars[];
 
 /* The command table (client/commands.c). */
 extern const struct command cli_commands[];

@@ -62,14 +62,14 @@ int cmd_history_list(struct cli *c, const struct command *cmd, struct args *a)
 	next = json_object_get(r.body, "next_cursor");
 	if (json_is_string(next)) {
 		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
-		printf("more: mempolicyctl history");
+		fputs("more: mempolicyctl history", stderr);
 		out_more_opt("--kind", a->kind);
 		out_more_opt("--status", a->status);
 		out_more_opt("--since", a->since);
 		out_more_opt("--until", a->until);
 		out_more_opt("--limit", a->limit.set ? limit : NULL);
 		out_more_opt("--cursor", json_string_value(next));   /* the daemon's text: quoted like the rest */
-		putchar('\n');
+		fputc('\n', stderr);
 	}
 	http_result_free(&r);
 	return EXIT_OK;
@@ -175,7 +175,7 @@ int cmd_history_export(struct cli *c, const struct command *cmd, struct args *a)
 			} else if (full.status == 404) {
 				;   /* removed meanwhile (retention ran): simply not exported */
 			} else if (full.status / 100 != 2 || !full.body) {
-				out_problem(&full);
+				out_problem(c, &full);
 				rc = EXIT_REFUSED;
 			} else if (json_dumpf(full.body, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) < 0 ||
 				   putchar('\n') == EOF) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "client/cli.h"
+#include "common/err.h"
 #include "client/http.h"
 #include "client/jobview.h"
 #include "client/out.h"
@@ -65,12 +66,12 @@ int cmd_job_list(struct cli *c, const struct command *cmd, struct args *a)
 		char limit[24];
 		snprintf(limit, sizeof limit, "%llu", (unsigned long long)a->limit.v);
 		/* The cursor is bound to the filters: the line repeats them, ready to paste. */
-		printf("more: mempolicyctl job list");
+		fputs("more: mempolicyctl job list", stderr);
 		out_more_opt("--kind", a->kind);
 		out_more_opt("--status", a->status);
 		out_more_opt("--limit", a->limit.set ? limit : NULL);
 		out_more_opt("--cursor", json_string_value(json_object_get(r.body, "next_cursor")));
-		putchar('\n');
+		fputc('\n', stderr);
 	}
 	http_result_free(&r);
 	return EXIT_OK;
@@ -105,7 +106,19 @@ int cmd_job_cancel(struct cli *c, const struct command *cmd, struct args *a)
 
 	if ((rc = job_path(cmd, a, &q, &path, &id)) != EXIT_OK)
 		return rc;
-	if ((rc = http_expect(c, "DELETE", path, NULL, &r)) != EXIT_OK)
+	/* A job that has already ended is as the caller wanted it: systemctl's "stop" of a stopped
+	 * unit exits 0, and so does this, saying so on stderr (the daemon's 409 job.finished). */
+	rc = http_call(c, "DELETE", path, NULL, &r);
+	if (rc == 0 && r.status == 409 && json_is_string(json_object_get(r.body, "code")) &&
+	    !strcmp(json_string_value(json_object_get(r.body, "code")), mp_code_name(MPE_JOB_FINISHED))) {
+		if (c->json)
+			out_problem(c, &r);
+		else
+			out_error("%s: nothing to cancel", json_string_value(json_object_get(r.body, "detail")));
+		http_result_free(&r);
+		return EXIT_OK;
+	}
+	if ((rc = http_judge(c, rc, &r)) != EXIT_OK)
 		return rc;
 	if (c->json)
 		out_json(r.body);

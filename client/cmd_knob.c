@@ -119,6 +119,8 @@ static void print_changes(const json_t *res, bool dry)
 	table_print(t, stdout);
 	if (dry) {
 		printf("dry run: nothing was changed\n");
+	} else if (json_is_false(json_object_get(res, "changed")) && json_is_null(json_object_get(res, "operation_id"))) {
+		printf("unchanged: every knob already has its value; nothing written or recorded (--force writes)\n");
 	} else {
 		char id[32], st[64];
 		out_scalar(json_object_get(res, "operation_id"), id, sizeof id);
@@ -148,6 +150,7 @@ int cmd_knob_set(struct cli *c, const struct command *cmd, struct args *a)
 		body = json_pack("{s:O}", "knobs", pairs);
 	}
 	query_arg(&q, "dry_run", a->dry_run ? "true" : NULL);
+	query_arg(&q, "force", a->force ? "true" : NULL);
 	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
 		goto out;
 	if ((rc = http_expect(c, a->npos == 1 ? "PUT" : "PATCH", path, body, &r)) != EXIT_OK)

@@ -150,6 +150,18 @@ int cmd_pool_resize(struct cli *c, const struct command *cmd, struct args *a)
 		goto out;
 	if ((rc = http_expect(c, "PUT", path, body, &r)) != EXIT_OK)
 		goto out;
+	/* 200 "unchanged": the pool already has these sizes; no job was made, nothing recorded. */
+	if (!a->dry_run && json_is_false(json_object_get(r.body, "changed"))) {
+		if (c->json) {
+			out_json(r.body);
+		} else {
+			jobview_targets(json_object_get(r.body, "targets"), false);
+			printf("unchanged: the pool already has these sizes; no job, nothing recorded\n");
+		}
+		http_result_free(&r);
+		rc = EXIT_OK;
+		goto out;
+	}
 	if (a->dry_run || a->no_wait) {
 		if (c->json)
 			out_json(r.body);

@@ -31,10 +31,28 @@ int cmd_probe_list(struct cli *c, const struct command *cmd, struct args *a)
 	return EXIT_OK;
 }
 
+/* The value for a kind's own parameter of the type GET /v1/probes declares (types: its "params",
+ * {name: "boolean" | "integer" | "size" | "string" | "list" | "object"}): "true"/"false" are the
+ * booleans for a boolean one, text stays text for a string one. v is kv_value's guess (digits an
+ * integer, else a string), kept for the rest. Returns a new reference. */
+static json_t *typed(const json_t *types, const char *name, json_t *v)
+{
+	const char *type = json_string_value(json_object_get(types, name)), *s = json_string_value(v);
+
+	if (!type)
+		return json_incref(v);
+	if (!strcmp(type, "boolean") && s && (!strcmp(s, "true") || !strcmp(s, "false")))
+		return json_boolean(!strcmp(s, "true"));
+	if (!strcmp(type, "string") && json_is_integer(v))
+		return json_sprintf("%lld", (long long)json_integer_value(v));
+	return json_incref(v);
+}
+
 /* NAME=VALUE pairs into the body: "policy.mode=bind" nests one level, a VALUE that starts with
- * '[' or '{' is JSON ("thp=[\"always\",\"never\"]"), digits are integers (but cpus, cpunodes and
- * policy.nodes are lists, always text), the rest strings. */
-static int probe_body(struct args *a, json_t **body, char *err, size_t errlen)
+ * '[' or '{' is JSON ("thp=[\"always\",\"never\"]"), a kind's own parameter takes the type the
+ * daemon declares for it (typed()), other digits are integers (but cpus, cpunodes and policy.nodes
+ * are lists, always text), the rest strings. */
+static int probe_body(struct args *a, const json_t *types, json_t **body, char *err, size_t errlen)
 {
 	json_t *pairs = NULL, *v;
 	const char *k;
@@ -45,7 +63,7 @@ static int probe_body(struct args *a, json_t **body, char *err, size_t errlen)
 	*body = json_object();
 	json_object_foreach(pairs, k, v) {
 		const char *dot = strchr(k, '.'), *s = json_string_value(v), *name = k;
-		json_t *val = json_incref(v), *into = *body;
+		json_t *val = dot ? json_incref(v) : typed(types, k, v), *into = *body;
 		char outer[KV_NAME_MAX];
 
 		/* CPU and node lists are text even when they are one number ("cpus=0"). */
@@ -86,8 +104,10 @@ fail:
 int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
 {
 	struct query q;
-	struct http_result r;
+	struct http_result r, kinds;
 	const char *path;
+	const json_t *types = NULL, *k;   /* borrowed from kinds.body, used before it is freed */
+	size_t i;
 	json_t *body;
 	char err[256];
 	long long id;
@@ -95,7 +115,21 @@ int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
 
 	if (a->npos < 1)
 		return cli_usage_error(cmd, "give the probe KIND (mempolicyctl probe list)");
-	if (probe_body(a, &body, err, sizeof err) < 0)
+	/* A malformed NAME=VALUE is a usage error before anything is sent. */
+	if (probe_body(a, NULL, &body, err, sizeof err) < 0)
+		return cli_usage_error(cmd, "%s", err);
+	json_decref(body);
+	/* The kind's parameter types, from the daemon that will judge them (on the same connection as
+	 * the start): the CLI keeps no copy of the probe table. */
+	if ((rc = http_expect(c, "GET", "/v1/probes", NULL, &kinds)) != EXIT_OK)
+		return rc;
+	json_array_foreach(json_object_get(kinds.body, "probes"), i, k)
+		if (!strcmp(json_string_value(json_object_get(k, "kind")) ? json_string_value(json_object_get(k, "kind")) : "",
+			    a->pos[0]))
+			types = json_object_get(k, "params");
+	rc = probe_body(a, types, &body, err, sizeof err);
+	http_result_free(&kinds);
+	if (rc < 0)
 		return cli_usage_error(cmd, "%s", err);
 	query_init(&q, "/v1/probes");
 	query_segment(&q, a->pos[0]);

@@ -2,6 +2,7 @@
  * of /v1/processes; launching, migrating and collapsing are the other proc commands). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/cli.h"
 #include "client/http.h"
@@ -29,6 +30,28 @@ static int proc_path(const struct command *cmd, const struct args *a, const char
 static long long ival(const json_t *o, const char *k)
 {
 	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+/* A start time (clock ticks after boot, what --start-time takes) as "at 2026-12-01T10:00:00.000Z
+ * (start time 88102)". The boot time is this host's (/proc/stat btime), so only on the socket,
+ * where the daemon is this host's; over --url the ticks alone, said to be the daemon host's. */
+static void started(const struct cli *c, long long ticks, char *buf, size_t len)
+{
+	FILE *f = c->url ? NULL : fopen("/proc/stat", "re");   /* owned */
+	char line[256], wall[40];
+	long long btime = -1, hz = sysconf(_SC_CLK_TCK);
+
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "btime %lld", &btime) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (btime <= 0 || hz <= 0 || ticks < 0) {
+		snprintf(buf, len, "%lld clock ticks after %s boot", ticks, c->url ? "the daemon host's" : "boot");
+		return;
+	}
+	out_time_ns(btime * 1000000000LL + ticks * (1000000000LL / hz), wall, sizeof wall);
+	snprintf(buf, len, "at %s (start time %lld)", wall, ticks);
 }
 
 static void share(const json_t *v, char *buf, size_t len)
@@ -140,7 +163,7 @@ int cmd_proc_show(struct cli *c, const struct command *cmd, struct args *a)
 	const char *path;
 	struct http_result r;
 	const json_t *tot, *loc;
-	char resident[32], thp[32], pol[32], l[32];
+	char resident[32], thp[32], pol[32], l[32], when[96];
 	int rc;
 
 	if ((rc = proc_path(cmd, a, NULL, &q)) != EXIT_OK)
@@ -158,13 +181,17 @@ int cmd_proc_show(struct cli *c, const struct command *cmd, struct args *a)
 	out_bytes((unsigned long long)ival(tot, "thp_unattributed_bytes"), thp, sizeof thp);
 	out_bytes((unsigned long long)ival(loc, "policy_bytes"), pol, sizeof pol);
 	share(json_object_get(loc, "share"), l, sizeof l);
-	out_line(stdout, "process %lld (%s), started at %lld, uid %lld", ival(r.body, "pid"),
-		 json_string_value(json_object_get(r.body, "name")), ival(r.body, "start_time"), ival(r.body, "uid"));
+	started(c, ival(r.body, "start_time"), when, sizeof when);
+	out_line(stdout, "process %lld (%s), started %s, uid %lld", ival(r.body, "pid"),
+		 json_string_value(json_object_get(r.body, "name")), when, ival(r.body, "uid"));
 	out_line(stdout, "resident %s in %lld of %lld mappings; mems allowed %s", resident,
 		 ival(tot, "resident_mappings"), ival(tot, "mappings"),
 		 json_is_string(json_object_get(r.body, "mems_allowed"))
 			 ? json_string_value(json_object_get(r.body, "mems_allowed")) : "-");
-	out_line(stdout, "locality %s of the %s under policies that name nodes", l, pol);
+	if (json_is_number(json_object_get(loc, "share")) && ival(loc, "policy_bytes") > 0)
+		out_line(stdout, "locality %s of the %s under policies that name nodes", l, pol);
+	else
+		out_line(stdout, "locality: no memory under a policy that names nodes");
 	if (ival(tot, "thp_unattributed_bytes"))
 		out_line(stdout, "THP of mappings spread over several nodes (counted in BASE): %s", thp);
 	fputc('\n', stdout);
@@ -253,8 +280,9 @@ int cmd_proc_watch(struct cli *c, const struct command *cmd, struct args *a)
 				row[k] = cell[k];
 			table_rowv(t, row);
 		}
-		out_line(stdout, "process %lld started at %lld: %zu samples", ival(r.body, "pid"), ival(r.body, "start_time"),
-			 json_array_size(samples));
+		char when[96];
+		started(c, ival(r.body, "start_time"), when, sizeof when);
+		out_line(stdout, "process %lld started %s: %zu samples", ival(r.body, "pid"), when, json_array_size(samples));
 		table_print(t, stdout);
 	}
 	http_result_free(&r);

@@ -1,5 +1,5 @@
-/* mempolicyctl run (numactl's options, the program started by the daemon as the caller) and the
- * process changes: proc migrate, proc collapse (jobs, waited for with a progress bar). */
+/* mempolicyctl run (numactl's options: the program run here as this process, client/runself.c, or
+ * started by the daemon with --detach) and the process changes: proc migrate, proc collapse (jobs, waited for with a progress bar). */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "client/jobview.h"
 #include "client/out.h"
 #include "client/query.h"
+#include "client/runself.h"
 
 extern char **environ;
 
@@ -38,38 +39,51 @@ static int policy(const struct command *cmd, const struct args *a, json_t *body)
 	return EXIT_OK;
 }
 
-int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
+/* The members both ways of running share: argv, the policy, the CPUs, the THP mode, the directory.
+ * EXIT_OK or EXIT_USAGE after saying why. */
+static int common_body(const struct command *cmd, const struct args *a, json_t *body)
 {
-	json_t *body = json_object(), *argv = json_array(), *env = json_object();   /* owned */
+	json_t *argv = json_array();   /* owned until set_new */
 	char cwd[PATH_MAX];
-	struct http_result r;
-	int rc = EXIT_USAGE;
 
 	if (a->npos < 1) {
-		cli_usage_error(cmd, "the program to run is required (after --)");
-		goto out;
+		json_decref(argv);
+		return cli_usage_error(cmd, "the program to run is required");
 	}
-	if (policy(cmd, a, body) != EXIT_OK)
-		goto out;
+	if (policy(cmd, a, body) != EXIT_OK) {
+		json_decref(argv);
+		return EXIT_USAGE;
+	}
 	if (a->cpunodebind && a->physcpubind) {
-		cli_usage_error(cmd, "give --cpunodebind or --physcpubind, not both");
-		goto out;
+		json_decref(argv);
+		return cli_usage_error(cmd, "give --cpunodebind or --physcpubind, not both");
 	}
 	for (int i = 0; i < a->npos; i++)
 		json_array_append_new(argv, json_string(a->pos[i]));
-	json_object_set(body, "argv", argv);
+	json_object_set_new(body, "argv", argv);
 	if (a->cpunodebind)
 		json_object_set_new(body, "cpunodes", json_string(a->cpunodebind));
 	if (a->physcpubind)
 		json_object_set_new(body, "cpus", json_string(a->physcpubind));
 	if (a->thp)
 		json_object_set_new(body, "thp", json_string(a->thp));
+	/* As numactl would run it: here (the daemon searches PATH from the environment it is sent). */
+	if (getcwd(cwd, sizeof cwd))
+		json_object_set_new(body, "cwd", json_string(cwd));
+	return EXIT_OK;
+}
+
+/* --detach: POST /v1/processes, the daemon starts the program (its own session, stdio on
+ * /dev/null) and answers once it has exec'd. */
+static int run_detached(struct cli *c, const struct command *cmd, struct args *a, json_t *body)
+{
+	json_t *env = json_object();   /* owned until set_new */
+	struct http_result r;
+	int rc;
+
 	if (a->watch || a->interval.set)
 		json_object_set_new(body, "watch", json_pack("{s:I}", "interval_ms",
 							     (json_int_t)(a->interval.set ? a->interval.v : 1000)));
-	/* As numactl would run it: here, with this environment (the daemon searches PATH from it). */
-	if (getcwd(cwd, sizeof cwd))
-		json_object_set_new(body, "cwd", json_string(cwd));
 	for (char **e = environ; *e; e++) {
 		const char *eq = strchr(*e, '=');
 		char name[256];
@@ -78,9 +92,10 @@ int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
 		snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
 		json_object_set_new(env, name, json_string(eq + 1));
 	}
-	json_object_set(body, "env", env);
+	json_object_set_new(body, "env", env);
+	(void)cmd;
 	if ((rc = http_expect(c, "POST", "/v1/processes", body, &r)) != EXIT_OK)
-		goto out;
+		return rc;
 	if (c->json)
 		out_json(r.body);
 	else
@@ -90,11 +105,24 @@ int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
 		       (long long)json_integer_value(json_object_get(r.body, "operation_id")),
 		       json_is_object(json_object_get(r.body, "watch")) ? ": watched (its samples: GET /v1/processes/PID/samples)" : "");
 	http_result_free(&r);
-	rc = EXIT_OK;
-out:
+	return EXIT_OK;
+}
+
+int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
+{
+	json_t *body = json_object();   /* owned */
+	int rc;
+
+	if ((rc = common_body(cmd, a, body)) == EXIT_OK) {
+		if (a->detach)
+			rc = run_detached(c, cmd, a, body);
+		else if (a->watch || a->interval.set)
+			rc = cli_usage_error(cmd, "--watch and --interval go with --detach (the daemon watches "
+					     "the processes it starts)");
+		else
+			rc = run_here(c, a, body);   /* returns only when the program could not be run */
+	}
 	json_decref(body);
-	json_decref(argv);
-	json_decref(env);
 	return rc;
 }
 

@@ -146,10 +146,10 @@ int cmd_schedule_list(struct cli *c, const struct command *cmd, struct args *a)
 	}
 	table_print(t, stdout);
 	if (json_is_string(json_object_get(r.body, "next_cursor"))) {
-		printf("more: mempolicyctl schedule list");
+		fputs("more: mempolicyctl schedule list", stderr);
 		out_more_opt("--limit", a->limit.set ? limit : NULL);
 		out_more_opt("--cursor", json_string_value(json_object_get(r.body, "next_cursor")));
-		putchar('\n');
+		fputc('\n', stderr);
 	}
 	http_result_free(&r);
 	return EXIT_OK;

@@ -27,12 +27,14 @@ static json_t *thp_mode(struct cli *c, int *rc)
 int cmd_status(struct cli *c, const struct command *cmd, struct args *args)
 {
 	struct http_result health, topo;
-	json_t *thp, *caps, *out;
+	json_t *thp, *caps;
 	int rc;
 
 	(void)cmd;
 	(void)args;
-	if ((rc = http_expect(c, "GET", "/v1/health", NULL, &health)) != EXIT_OK)
+	/* --json: the daemon's answer to GET /v1/health as it came, as every other command's --json
+	 * is one answer; the table adds the topology's node count and the THP mode. */
+	if ((rc = http_show(c, "GET", "/v1/health", NULL, &health)) != EXIT_OK || !health.body)
 		return rc;
 	if ((rc = http_expect(c, "GET", "/v1/topology", NULL, &topo)) != EXIT_OK) {
 		http_result_free(&health);
@@ -41,18 +43,15 @@ int cmd_status(struct cli *c, const struct command *cmd, struct args *args)
 	thp = thp_mode(c, &rc);
 	if (rc != EXIT_OK)
 		goto out;
-	out = json_pack("{s:O, s:O, s:O}", "health", health.body, "thp_enabled", thp,
-			"node_count", json_object_get(topo.body, "node_count"));
-	if (c->json) {
-		out_json(out);
-	} else {
+	{
 		struct table *t = table_new(2, NULL);
-		char a[256], b[256], line[600];
+		char a[256], b[256], line[600], cgroup[24];
+		json_int_t cg;
 		out_scalar(json_object_get(health.body, "status"), a, sizeof a);
 		out_scalar(json_object_get(health.body, "version"), b, sizeof b);
 		snprintf(line, sizeof line, "%s (mempolicyd %s)", a, b);
 		table_row(t, "daemon", line);
-		table_row(t, "socket", c->socket);
+		table_row(t, c->url ? "url" : "socket", c->url ? c->url : c->socket);
 		out_scalar(json_object_get(health.body, "kernel_release"), a, sizeof a);
 		table_row(t, "kernel", a);
 		out_scalar(thp, a, sizeof a);
@@ -66,15 +65,16 @@ int cmd_status(struct cli *c, const struct command *cmd, struct args *args)
 		table_row(t, "hugetlb sizes", a[0] ? a : "-");
 		out_scalar(json_object_get(caps, "mthp_sizes"), a, sizeof a);
 		table_row(t, "mTHP sizes", a[0] ? a : "-");
-		snprintf(line, sizeof line, "weighted_interleave=%s numa_balancing=%s madv_collapse=%s cgroup=v%lld",
+		/* cgroup_version 0: no cgroup hierarchy was found, not a "v0" */
+		cg = json_integer_value(json_object_get(caps, "cgroup_version"));
+		snprintf(cgroup, sizeof cgroup, cg > 0 ? "v%lld" : "none", (long long)cg);
+		snprintf(line, sizeof line, "weighted_interleave=%s numa_balancing=%s madv_collapse=%s cgroup=%s",
 			 json_is_true(json_object_get(caps, "weighted_interleave")) ? "yes" : "no",
 			 json_is_true(json_object_get(caps, "numa_balancing")) ? "yes" : "no",
-			 json_is_true(json_object_get(caps, "madv_collapse")) ? "yes" : "no",
-			 (long long)json_integer_value(json_object_get(caps, "cgroup_version")));
+			 json_is_true(json_object_get(caps, "madv_collapse")) ? "yes" : "no", cgroup);
 		table_row(t, "features", line);
 		table_print(t, stdout);
 	}
-	json_decref(out);
 out:
 	json_decref(thp);
 	http_result_free(&health);

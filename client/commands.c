@@ -37,155 +37,181 @@ int cmd_token_create(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_token_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_token_revoke(struct cli *c, const struct command *cmd, struct args *a);
 
-#define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0 }
+#define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0, NULL }
 
 static const struct opt knob_set_opts[] = {
-	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0 },
+	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0, NULL },
+	{ "--force", NULL, "write (and record) a knob that already has the value", OPT_FLAG_IN(force), 0, NULL },
 	END,
 };
 
 static const struct opt history_opts[] = {
-	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0 },
-	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0 },
+	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0, NULL },
+	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0, NULL },
 	{ "--since", "T", "started at or after T (RFC 3339 UTC, e.g. 2026-01-02T10:00:00Z, or ns)",
-	  OPT_TEXT_IN(since), 0 },
-	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0 },
-	{ "--limit", "N", "at most N operations (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0 },
-	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	  OPT_TEXT_IN(since), 0, NULL },
+	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0, NULL },
+	{ "--limit", "N", "at most N operations (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0, NULL },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0, NULL },
 	END,
 };
 
 static const struct opt history_export_opts[] = {
-	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0 },
-	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0 },
+	{ "--kind", "K", "only operations of this kind (e.g. knobs.set)", OPT_TEXT_IN(kind), 0, NULL },
+	{ "--status", "S", "only this status (ok, failed, rolled_back, ...)", OPT_TEXT_IN(status), 0, NULL },
 	{ "--since", "T", "started at or after T (RFC 3339 UTC, e.g. 2026-01-02T10:00:00Z, or ns)",
-	  OPT_TEXT_IN(since), 0 },
-	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0 },
+	  OPT_TEXT_IN(since), 0, NULL },
+	{ "--until", "T", "started before T", OPT_TEXT_IN(until), 0, NULL },
 	END,
 };
 
 static const struct opt history_stats_opts[] = {
-	{ "--size", "SIZE", "only batches of this page size (2M, 1G)", OPT_TEXT_IN(size), 0 },
-	{ "--node", "N", "only batches that wrote node N's pool", OPT_TEXT_IN(node), 0 },
-	{ "--since", "T", "batches started at or after T (RFC 3339 UTC or ns)", OPT_TEXT_IN(since), 0 },
-	{ "--until", "T", "batches started before T", OPT_TEXT_IN(until), 0 },
-	{ "--direction", "D", "grow (default: allocation latency) or shrink", OPT_TEXT_IN(direction), 0 },
-	{ "--kind", "K", "hugepages.resize (the only kind with batches)", OPT_TEXT_IN(kind), 0 },
+	{ "--size", "SIZE", "only batches of this page size (2M, 1G)", OPT_TEXT_IN(size), 0, NULL },
+	{ "--node", "N", "only batches that wrote node N's pool", OPT_TEXT_IN(node), 0, NULL },
+	{ "--since", "T", "batches started at or after T (RFC 3339 UTC or ns)", OPT_TEXT_IN(since), 0, NULL },
+	{ "--until", "T", "batches started before T", OPT_TEXT_IN(until), 0, NULL },
+	{ "--direction", "D", "grow (default: allocation latency) or shrink", OPT_TEXT_IN(direction), 0, NULL },
+	{ "--kind", "K", "hugepages.resize (the only kind with batches)", OPT_TEXT_IN(kind), 0, NULL },
 	END,
 };
 
 static const struct opt pool_resize_opts[] = {
 	{ "--total", "N", "target pages for the whole pool (the global nr_hugepages), or", OPT_NUM_IN(total, 0),
-	  OPT_EITHER },
+	  OPT_EITHER, NULL },
 	{ "--node", "N=COUNT", "target pages on node N (repeat; nodes not named keep their size)",
-	  OPT_NODE_COUNTS_IN(), 0 },
-	{ "--batch", "B", "pages per write (default 10, 1 for 1G pages)", OPT_NUM_IN(batch, 1), 0 },
+	  OPT_NODE_COUNTS_IN(), 0, NULL },
+	{ "--batch", "B", "pages per write (default 10, 1 for 1G pages)", OPT_NUM_IN(batch, 1), 0, NULL },
 	{ "--deadline", "D", "stop after D (500ms, 30s, 2m; plain numbers are ms): the job ends partial",
-	  OPT_TEXT_IN(deadline), 0 },
-	{ "--compact", NULL, "when a batch gains nothing, compact memory once and retry it", OPT_FLAG_IN(compact), 0 },
-	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0 },
-	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0 },
+	  OPT_TEXT_IN(deadline), 0, NULL },
+	{ "--compact", NULL, "when a batch gains nothing, compact memory once and retry it", OPT_FLAG_IN(compact), 0, NULL },
+	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0, NULL },
+	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0, NULL },
 	END,
 };
 
 static const struct opt pool_avail_opts[] = {
-	{ "--count", "K", "how many pages are wanted (required)", OPT_NUM_IN(count, 1), OPT_REQUIRED },
-	{ "--node", "N", "on node N (default: the pool as a whole)", OPT_NUM_IN(node_id, 0), 0 },
+	{ "--count", "K", "how many pages are wanted (required)", OPT_NUM_IN(count, 1), OPT_REQUIRED, NULL },
+	{ "--node", "N", "on node N (default: the pool as a whole)", OPT_NUM_IN(node_id, 0), 0, NULL },
 	END,
 };
 
 static const struct opt job_list_opts[] = {
-	{ "--kind", "K", "only jobs of this kind (e.g. hugepages.resize)", OPT_TEXT_IN(kind), 0 },
-	{ "--status", "S", "only this status (queued, running, ok, partial, failed, ...)", OPT_TEXT_IN(status), 0 },
-	{ "--limit", "N", "at most N jobs (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0 },
-	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	{ "--kind", "K", "only jobs of this kind (e.g. hugepages.resize)", OPT_TEXT_IN(kind), 0, NULL },
+	{ "--status", "S", "only this status (queued, running, ok, partial, failed, ...)", OPT_TEXT_IN(status), 0, NULL },
+	{ "--limit", "N", "at most N jobs (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0, NULL },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0, NULL },
 	END,
 };
 
 static const struct opt schedule_list_opts[] = {
-	{ "--limit", "N", "at most N schedules (1..1000, default 100)", OPT_NUM_IN(limit, 1), 0 },
-	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0 },
+	{ "--limit", "N", "at most N schedules (1..1000, default 100)", OPT_NUM_IN(limit, 1), 0, NULL },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0, NULL },
 	END,
 };
 
 static const struct opt probe_run_opts[] = {
-	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0 },
+	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0, NULL },
 	END,
 };
 
 static const struct opt job_show_opts[] = {
-	{ "--wait", NULL, "wait until the job ends, then show it (exit 1 unless it ended ok)", OPT_FLAG_IN(wait), 0 },
+	{ "--wait", NULL, "wait until the job ends, then show it (exit 1 unless it ended ok)", OPT_FLAG_IN(wait), 0, NULL },
 	END,
 };
 
 static const struct opt schedule_add_opts[] = {
 	{ "--cron", "EXPR", "five fields: minute hour day-of-month month day-of-week (or @daily, ...)",
-	  OPT_TEXT_IN(cron), OPT_REQUIRED },
-	{ "--size", "SIZE", "page size: 2M, 1G, 2048kB", OPT_TEXT_IN(size), OPT_REQUIRED },
-	{ "--total", "N", "target pages for the whole pool, or", OPT_NUM_IN(total, 0), OPT_EITHER },
-	{ "--node", "N=COUNT", "target pages on node N (repeat for several nodes)", OPT_NODE_COUNTS_IN(), 0 },
-	{ "--timezone", "TZ", "UTC (default) or a fixed offset like +02:00", OPT_TEXT_IN(timezone), 0 },
+	  OPT_TEXT_IN(cron), OPT_REQUIRED, NULL },
+	{ "--size", "SIZE", "page size: 2M, 1G, 2048kB", OPT_TEXT_IN(size), OPT_REQUIRED, NULL },
+	{ "--total", "N", "target pages for the whole pool, or", OPT_NUM_IN(total, 0), OPT_EITHER, NULL },
+	{ "--node", "N=COUNT", "target pages on node N (repeat for several nodes)", OPT_NODE_COUNTS_IN(), 0, NULL },
+	{ "--timezone", "TZ", "UTC (default) or a fixed offset like +02:00", OPT_TEXT_IN(timezone), 0, NULL },
 	{ "--grace", "S", "a run missed while the daemon was down still runs if at most S seconds\n"
-	  "late (default 3600); older ones are skipped and recorded", OPT_NUM_IN(grace, 0), 0 },
-	{ "--batch", "B", "pages per write of the resize", OPT_NUM_IN(batch, 0), 0 },
+	  "late (default 3600); older ones are skipped and recorded", OPT_NUM_IN(grace, 0), 0, NULL },
+	{ "--batch", "B", "pages per write of the resize", OPT_NUM_IN(batch, 0), 0, NULL },
 	END,
 };
 
 static const struct opt token_create_opts[] = {
 	{ "--name", "NAME", "what the token is for (letters, digits, . _ -; up to 48): history\n"
-	  "records its changes as token:NAME", OPT_TEXT_IN(name), OPT_REQUIRED },
-	{ "--scope", "SCOPE", "read (GET only) or admin (changes too)", OPT_TEXT_IN(scope), OPT_REQUIRED },
-	{ "--expires", "DUR", "expires after DUR: 30d, 12h, 90m, 3600s (default: never)", OPT_TEXT_IN(expires), 0 },
+	  "records its changes as token:NAME", OPT_TEXT_IN(name), OPT_REQUIRED, NULL },
+	{ "--scope", "SCOPE", "read (GET only) or admin (changes too)", OPT_TEXT_IN(scope), OPT_REQUIRED, NULL },
+	{ "--expires", "DUR", "expires after DUR: 30d, 12h, 90m, 3600s (default: never)", OPT_TEXT_IN(expires), 0, NULL },
 	END,
 };
 
-/* numactl's option names, so an operator's fingers already know them. */
+/* numactl's option names, long and short, so an operator's fingers already know them. */
 static const struct opt run_opts[] = {
-	{ "--membind", "NODES", "allocate only from NODES (bind)", OPT_TEXT_IN(membind), 0 },
-	{ "--preferred", "NODE", "prefer NODE, fall back to others", OPT_TEXT_IN(preferred), 0 },
-	{ "--preferred-many", "NODES", "prefer NODES, fall back to others (5.15)", OPT_TEXT_IN(preferred_many), 0 },
-	{ "--interleave", "NODES", "interleave pages over NODES", OPT_TEXT_IN(interleave), 0 },
+	{ "--membind", "NODES", "allocate only from NODES (bind)", OPT_TEXT_IN(membind), 0, "-m" },
+	{ "--preferred", "NODE", "prefer NODE, fall back to others", OPT_TEXT_IN(preferred), 0, "-p" },
+	{ "--preferred-many", "NODES", "prefer NODES, fall back to others (5.15)", OPT_TEXT_IN(preferred_many), 0, NULL },
+	{ "--interleave", "NODES", "interleave pages over NODES", OPT_TEXT_IN(interleave), 0, "-i" },
 	{ "--weighted-interleave", "NODES", "interleave by the nodes' weights (6.9)",
-	  OPT_TEXT_IN(weighted_interleave), 0 },
-	{ "--localalloc", NULL, "allocate on the node of the CPU that runs", OPT_FLAG_IN(localalloc), 0 },
-	{ "--cpunodebind", "NODES", "run on the CPUs of NODES", OPT_TEXT_IN(cpunodebind), 0 },
-	{ "--physcpubind", "CPUS", "run on CPUS", OPT_TEXT_IN(physcpubind), 0 },
+	  OPT_TEXT_IN(weighted_interleave), 0, NULL },
+	{ "--localalloc", NULL, "allocate on the node of the CPU that runs", OPT_FLAG_IN(localalloc), 0, "-l" },
+	{ "--cpunodebind", "NODES", "run on the CPUs of NODES", OPT_TEXT_IN(cpunodebind), 0, "-N" },
+	{ "--physcpubind", "CPUS", "run on CPUS", OPT_TEXT_IN(physcpubind), 0, "-C" },
 	{ "--thp", "MODE", "disable (or except-advised, 6.18): PR_SET_THP_DISABLE for the program",
-	  OPT_TEXT_IN(thp), 0 },
-	{ "--watch", NULL, "record its placement every second until it exits", OPT_FLAG_IN(watch), 0 },
-	{ "--interval", "MS", "watch, sampling every MS milliseconds (100..3600000)", OPT_NUM_IN(interval, 1), 0 },
+	  OPT_TEXT_IN(thp), 0, NULL },
+	{ "--detach", NULL, "the daemon starts CMD instead, in its own session, output to /dev/null;\n"
+	  "this command returns once it runs (what a caller off the host's terminal gets)",
+	  OPT_FLAG_IN(detach), 0, NULL },
+	{ "--watch", NULL, "with --detach: record its placement every second until it exits", OPT_FLAG_IN(watch), 0,
+	  NULL },
+	{ "--interval", "MS", "watch, sampling every MS milliseconds (100..3600000)", OPT_NUM_IN(interval, 1), 0, NULL },
 	END,
 };
 
 static const struct opt proc_migrate_opts[] = {
-	{ "--from", "NODES", "move the pages on these nodes ...", OPT_TEXT_IN(from), OPT_REQUIRED },
-	{ "--to", "NODES", "... to these nodes", OPT_TEXT_IN(to), OPT_REQUIRED },
-	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0 },
-	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0 },
+	{ "--from", "NODES", "move the pages on these nodes ...", OPT_TEXT_IN(from), OPT_REQUIRED, NULL },
+	{ "--to", "NODES", "... to these nodes", OPT_TEXT_IN(to), OPT_REQUIRED, NULL },
+	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0, NULL },
+	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0, NULL },
 	END,
 };
 
 static const struct opt proc_collapse_opts[] = {
-	{ "--start", "ADDR", "collapse only [ADDR, ADDR+LEN) (decimal bytes) ...", OPT_NUM_IN(start, 0), 0 },
-	{ "--length", "LEN", "... default: every anonymous mapping", OPT_NUM_IN(length, 1), 0 },
-	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0 },
-	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0 },
+	{ "--start", "ADDR", "collapse only [ADDR, ADDR+LEN) (decimal bytes) ...", OPT_NUM_IN(start, 0), 0, NULL },
+	{ "--length", "LEN", "... default: every anonymous mapping", OPT_NUM_IN(length, 1), 0, NULL },
+	{ "--start-time", "T", "only if the pid still names the process started at T", OPT_NUM_IN(start_time, 1), 0, NULL },
+	{ "--no-wait", NULL, "print the job id and return", OPT_FLAG_IN(no_wait), 0, NULL },
 	END,
 };
 
 static const struct opt proc_show_opts[] = {
 	{ "--mappings", NULL, "also every mapping: range, policy, page size, pages per node, THP, file",
-	  OPT_FLAG_IN(mappings), 0 },
+	  OPT_FLAG_IN(mappings), 0, NULL },
 	{ "--start-time", "T", "refuse if PID now names another process than the one started at T\n"
-	  "(clock ticks after boot, as shown)", OPT_NUM_IN(start_time, 1), 0 },
+	  "(clock ticks after boot, as shown)", OPT_NUM_IN(start_time, 1), 0, NULL },
 	END,
 };
 
 static const struct opt proc_watch_opts[] = {
 	{ "--start-time", "T", "the process started at T (default: the one with PID now, else the\n"
-	  "last one sampled)", OPT_NUM_IN(start_time, 1), 0 },
-	{ "--limit", "N", "the newest N samples (1..10000, default 100)", OPT_NUM_IN(limit, 1), 0 },
+	  "last one sampled)", OPT_NUM_IN(start_time, 1), 0, NULL },
+	{ "--limit", "N", "the newest N samples (1..10000, default 100)", OPT_NUM_IN(limit, 1), 0, NULL },
 	END,
+};
+
+/* Before the command; --json and --socket may also follow it. The transport's three (--url,
+ * --cacert, --token-file) are client/remote.c's. */
+const struct global_opt cli_global_opts[] = {
+	{ "--socket", "PATH", "the daemon's socket (else $MEMPOLICYD_SOCKET, else " CLI_DEFAULT_SOCKET ")" },
+	{ "--url", "URL", "a daemon over the network, https://HOST:PORT (else $MEMPOLICYD_URL)" },
+	{ "--cacert", "FILE", "the CA that signed the daemon's certificate (default: the system's)" },
+	{ "--token-file", "FILE", "the bearer token, else $MEMPOLICYD_TOKEN (never on the command line)" },
+	{ "--json", NULL, "print the daemon's JSON answer instead of a table (errors: its problem JSON)" },
+	{ "--help", NULL, "this help; COMMAND --help for a command" },
+	{ "--version", NULL, "the client's version and its libcurls" },
+	{ NULL, NULL, NULL },
+};
+
+const struct env_var cli_env_vars[] = {
+	{ "MEMPOLICYD_SOCKET", "the daemon's socket when --socket is not given" },
+	{ "MEMPOLICYD_URL", "the daemon's URL (https://HOST:PORT) when --url is not given" },
+	{ "MEMPOLICYD_TOKEN", "the bearer token for --url when --token-file is not given" },
+	{ "NO_COLOR", "set: no bold table header on a terminal" },
+	{ NULL, NULL },
 };
 
 const struct command cli_commands[] = {
@@ -201,7 +227,9 @@ const struct command cli_commands[] = {
 	  "change knobs; several at once are all-or-nothing",
 	  "One NAME=VALUE is a PUT /v1/knobs/NAME; several are one PATCH /v1/knobs, applied in the\n"
 	  "order given and rolled back together if the kernel refuses one. A VALUE of decimal digits\n"
-	  "(optionally with '-') is sent as a JSON integer, anything else as a string.\n"
+	  "(optionally with '-') is sent as a JSON integer, anything else as a string. A knob that\n"
+	  "already has its value is not written; when every one has, nothing is written or recorded\n"
+	  "and the answer says unchanged (exit 0), so a retry is harmless.\n"
 	  "Example: mempolicyctl knob set thp.enabled=madvise thp.khugepaged.pages_to_scan=4096" },
 	{ "history", "", cmd_history_list, "", 0, history_opts,
 	  "recorded operations, newest first", NULL },
@@ -242,12 +270,14 @@ const struct command cli_commands[] = {
 	  "one job: status, progress, per-node outcome (--wait: until it ends)", NULL },
 	{ "job", "cancel", cmd_job_cancel, "ID", 1, NULL,
 	  "cancel a job; a running resize stops before its next batch", NULL },
-	{ "run", "", cmd_run, "-- CMD [ARGS...]", -1, run_opts,
-	  "start CMD under a memory policy, as you, with numactl's options",
-	  "The daemon starts CMD as your user, in this directory, with this environment, and answers\n"
-	  "once it has exec'd (a missing program or a refused policy is an error here). CMD's output\n"
-	  "goes to /dev/null; it runs on after this command returns. Options end at CMD.\n"
-	  "Example: mempolicyctl run --membind 1 --cpunodebind 1 --watch -- ./bench --size 4G" },
+	{ "run", "", cmd_run, "[--] CMD [ARGS...]", -1, run_opts,
+	  "run CMD under a memory policy, as numactl does: here, as you, its exit status yours",
+	  "As numactl: the daemon checks the policy and CPUs and records the launch (one request),\n"
+	  "then this process sets them on itself and execs CMD, which keeps this terminal, stdin,\n"
+	  "stdout, stderr and environment; the exit status is CMD's (127: not found, 126: not\n"
+	  "executable). Nothing is recorded when CMD cannot be found. Options end at CMD.\n"
+	  "Example: mempolicyctl run -m 1 -N 1 -- ./bench --size 4G\n"
+	  "         mempolicyctl run --detach --membind 1 --watch -- ./bench --size 4G" },
 	{ "proc", "migrate", cmd_proc_migrate, "PID", 1, proc_migrate_opts,
 	  "move a process's pages between nodes (migrate_pages), before/after recorded",
 	  "Waits for the job (a progress bar on a terminal) and prints the pages per node before and\n"

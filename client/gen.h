@@ -7,7 +7,7 @@
 
 struct cli;
 
-int cli_man(FILE *f);                               /* mempolicyctl(8) in roff; 0 or -1 */
+int cli_man(FILE *f);                               /* mempolicyctl(1) in roff; 0 or -1 */
 int cli_completion(FILE *f, const char *shell);     /* "bash" or "zsh"; an exit code */
 int cli_complete(struct cli *c, const char *what);  /* knobs, sizes, nodes; an exit code */
 

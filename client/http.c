@@ -107,6 +107,14 @@ int http_call(struct cli *c, const char *method, const char *path, json_t *body,
 	api->easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 
 	cc = api->easy_perform(h);
+	if (cc != CURLE_OK && !c->url && cc == CURLE_COULDNT_CONNECT) {
+		/* curl says "Failed to connect to localhost port 80" of a socket path: the host and
+		 * port of the URL it was given, not what was tried. Say why the socket refused. */
+		long os_errno = 0;
+		api->easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+		snprintf(r->error, sizeof r->error, "%s", os_errno ? strerror((int)os_errno) : "cannot connect to the socket");
+		goto out;
+	}
 	if (cc != CURLE_OK) {
 		snprintf(r->error, sizeof r->error, "%s", b.too_big ? "the daemon's answer is too large" :
 			 errbuf[0] ? errbuf : api->easy_strerror(cc));
@@ -137,18 +145,23 @@ void http_result_free(struct http_result *r)
 
 int http_expect(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r)
 {
-	if (http_call(c, method, path, body, r) < 0) {
+	return http_judge(c, http_call(c, method, path, body, r), r);
+}
+
+int http_judge(struct cli *c, int called, struct http_result *r)
+{
+	if (called < 0) {
 		out_unreachable(c, r->error);
 		http_result_free(r);
 		return EXIT_UNREACHABLE;
 	}
 	if (r->status < 200 || r->status > 299) {
-		out_problem(r);
+		out_problem(c, r);
 		http_result_free(r);
 		return EXIT_REFUSED;
 	}
 	if (!r->body) {
-		out_error("%s (HTTP %d)", r->error[0] ? r->error : "the daemon sent an empty answer", r->status);
+		out_fail(c, "%s (HTTP %d)", r->error[0] ? r->error : "the daemon sent an empty answer", r->status);
 		http_result_free(r);
 		return EXIT_REFUSED;
 	}

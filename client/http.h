@@ -27,6 +27,10 @@ void http_result_free(struct http_result *r);
  * the exit code to return (r is then already freed). */
 int http_expect(struct cli *c, const char *method, const char *path, json_t *body, struct http_result *r);
 
+/* The second half of http_expect, for a caller that looks at some answers itself first: called is
+ * what http_call returned for r. */
+int http_judge(struct cli *c, int called, struct http_result *r);
+
 /* http_expect for a command that prints what it got: under --json the body is printed as it came
  * and freed here, and EXIT_OK returns with r->body NULL, so the caller only renders its table when
  * r->body is set. */

@@ -31,16 +31,16 @@ static void main_help(FILE *f)
 		"\n"
 		"Client of mempolicyd, the NUMA memory-placement daemon.\n"
 		"\n"
-		"Options:\n"
-		"  --socket PATH  the daemon's socket (else $MEMPOLICYD_SOCKET, else " CLI_DEFAULT_SOCKET ")\n"
-		"  --url URL      a daemon over the network, https://HOST:PORT (else $MEMPOLICYD_URL)\n"
-		"  --cacert FILE  the CA that signed the daemon's certificate (default: the system's)\n"
-		"  --token-file FILE  the bearer token, else $MEMPOLICYD_TOKEN (never on the command line)\n"
-		"  --json         print the daemon's JSON answer instead of a table\n"
-		"  --help         this help; COMMAND --help for a command\n"
-		"  --version      the client's version\n"
-		"\n"
-		"Commands:\n");
+		"Options:\n");
+	for (const struct global_opt *o = cli_global_opts; o->name; o++) {
+		char left[40];
+		snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-17s %s\n", left, o->help);
+	}
+	fprintf(f, "\nEnvironment:\n");
+	for (const struct env_var *v = cli_env_vars; v->name; v++)
+		fprintf(f, "  %-17s %s\n", v->name, v->help);
+	fprintf(f, "\nCommands:\n");
 	for (size_t i = 0; i < cli_ncommands; i++)
 		print_command_line(f, &cli_commands[i]);
 	fprintf(f, "\n%s", cli_exit_codes);

@@ -104,14 +104,21 @@ void table_rowv(struct table *t, const char *const *cells)
 
 void table_row(struct table *t, ...)
 {
-	const char *cells[16];
+	/* owned: one pointer per column, however many the table has (a fixed array would be read past
+	 * its end by add_row for a wider table) */
+	const char **cells = calloc((size_t)t->ncols, sizeof *cells);
 	va_list ap;
 
+	if (!cells) {
+		fputs("mempolicyctl: out of memory\n", stderr);
+		exit(EXIT_REFUSED);
+	}
 	va_start(ap, t);
-	for (int i = 0; i < t->ncols && i < 16; i++)
+	for (int i = 0; i < t->ncols; i++)
 		cells[i] = va_arg(ap, const char *);
 	va_end(ap);
 	add_row(t, cells);
+	free(cells);
 }
 
 /* Display width: UTF-8 continuation bytes take no column. */
@@ -166,12 +173,46 @@ void table_print(struct table *t, FILE *f)
 	free(t);
 }
 
-void out_json(json_t *v)
+static void json_to(FILE *f, const json_t *v)
 {
 	/* ENSURE_ASCII: the same JSON value, but a C1 control (U+009B is a CSI to some terminals)
 	 * leaves as \u009b rather than raw; jansson escapes C0 controls itself. */
-	json_dumpf(v, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
-	fputc('\n', stdout);
+	json_dumpf(v, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+	fputc('\n', f);
+}
+
+void out_json(json_t *v)
+{
+	json_to(stdout, v);
+}
+
+/* Under --json an error is a problem object on stderr: the daemon's own when it sent one, else
+ * one the client makes of its message ({"title": ..., "detail": ...}, no code: the registry's
+ * codes are the daemon's). */
+static void json_error(const char *title, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	json_t *p;   /* owned */
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	p = json_pack("{s:s, s:s?}", "title", title, "detail", msg);
+	if (p)
+		json_to(stderr, p);
+	else
+		fputs("{\"title\": \"out of memory\"}\n", stderr);
+	json_decref(p);
+	free(msg);
+}
+
+static void json_error_f(const char *title, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void json_error_f(const char *title, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	json_error(title, fmt, ap);
+	va_end(ap);
 }
 
 /* Formats, escapes as a whole and prints one line: prefix + message + newline. */
@@ -196,6 +237,18 @@ void out_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void out_fail(const struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (c->json)
+		json_error("mempolicyctl failed", fmt, ap);
+	else
+		escaped_line(stderr, "mempolicyctl: ", fmt, ap);
+	va_end(ap);
+}
+
 void out_line(FILE *f, const char *fmt, ...)
 {
 	va_list ap;
@@ -205,12 +258,20 @@ void out_line(FILE *f, const char *fmt, ...)
 	va_end(ap);
 }
 
-void out_problem(const struct http_result *r)
+void out_problem(const struct cli *c, const struct http_result *r)
 {
 	const json_t *b = r->body, *changes;
 	const char *detail = json_string_value(json_object_get(b, "detail"));
 	const char *code = json_string_value(json_object_get(b, "code"));
 
+	if (c->json) {
+		if (json_is_object(b))
+			json_to(stderr, b);
+		else
+			json_error_f("the daemon answered HTTP error", "HTTP %d%s%s", r->status, r->error[0] ? ": " : "",
+				     r->error);
+		return;
+	}
 	if (!detail)
 		detail = json_string_value(json_object_get(b, "title"));
 	if (detail && code)
@@ -239,7 +300,11 @@ void out_problem(const struct http_result *r)
 
 void out_unreachable(const struct cli *c, const char *why)
 {
-	if (c->url)
+	if (c->json && c->url)
+		json_error_f("mempolicyd unreachable", "cannot reach mempolicyd at %s: %s", c->url, why);
+	else if (c->json)
+		json_error_f("mempolicyd unreachable", "cannot reach mempolicyd at %s: %s", c->socket, why);
+	else if (c->url)
 		out_error("cannot reach mempolicyd at %s: %s (is it running? is --cacert the CA that signed its "
 			  "certificate?)", c->url, why);
 	else
@@ -354,26 +419,26 @@ void out_idlist(const json_t *arr, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
-/* " --opt value" for the "more:" line, the value in single quotes unless it is plainly safe. */
+/* " --opt value" for the "more:" line (stderr: a hint, not a result, so `| wc -l` counts rows), the value in single quotes unless it is plainly safe. */
 void out_more_opt(const char *opt, const char *val)
 {
 	if (!val)
 		return;
 	if (val[0] && strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:+-") == strlen(val)) {
-		printf(" %s %s", opt, val);
+		fprintf(stderr, " %s %s", opt, val);
 		return;
 	}
-	printf(" %s '", opt);
+	fprintf(stderr, " %s '", opt);
 	for (const char *p = val; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 		if (c == '\'')
-			fputs("'\\''", stdout);
+			fputs("'\\''", stderr);
 		else if (c < 0x20 || c == 0x7f)   /* never raw to the terminal: bash's $'\xNN' instead */
-			printf("'$'\\x%02x''", c);
+			fprintf(stderr, "'$'\\x%02x''", c);
 		else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] < 0xa0)   /* C1 */
-			printf("'$'\\xc2\\x%02x''", (unsigned char)*++p);
+			fprintf(stderr, "'$'\\xc2\\x%02x''", (unsigned char)*++p);
 		else
-			putchar(c);
+			fputc(c, stderr);
 	}
-	putchar('\'');
+	fputc('\'', stderr);
 }

@@ -35,10 +35,14 @@ void out_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* "mempolicyctl: <message>" on stderr, escaped. */
 void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A problem+json answer: "mempolicyctl: <detail> (<code>)" on stderr, and the per-knob changes
- * when the problem carries them (a rolled-back PATCH). */
-void out_problem(const struct http_result *r);
-/* No daemon on the socket. */
+ * when the problem carries them (a rolled-back PATCH). Under --json: the daemon's problem object
+ * itself on stderr (indented, keys sorted, as --json prints results). */
+void out_problem(const struct cli *c, const struct http_result *r);
+/* No daemon on the socket (or at the URL). Under --json a problem object {"title", "detail"} on
+ * stderr, as every error of a command that talked to the daemon. */
 void out_unreachable(const struct cli *c, const char *why);
+/* out_error, or under --json the same message as a problem object {"title", "detail"}. */
+void out_fail(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A one-line progress bar on stderr, redrawn in place; only when stderr is a terminal (a pipe or
  * a log gets nothing). frac in 0..1; done=true ends the line. For job commands. */
@@ -57,7 +61,7 @@ void out_time_member(const json_t *o, const char *key, char *buf, size_t len);
 /* A JSON array of integers as a kernel list "0-3,8"; "-" when empty. */
 void out_idlist(const json_t *arr, char *buf, size_t len);
 
-/* " --opt value" on stdout for a "more:" line (the command that fetches the next page), the
+/* " --opt value" on stderr for a "more:" line (the command that fetches the next page), the
  * value in single quotes unless it is plainly safe, control characters as bash's $'\xNN': the
  * line is ready to paste and never raw to the terminal. NULL val prints nothing. */
 void out_more_opt(const char *opt, const char *val);

@@ -211,7 +211,7 @@ static void man(FILE *f, bool conf)
 			fprintf(f, " (default %d)", d->def);
 		fputc('\n', f);
 	}
-	fprintf(f, ".SH FILES\n.TP\n/etc/mempolicyd/mempolicyd.conf\n.TP\n%s\n.SH SEE ALSO\n.BR mempolicyctl (8),\n"
+	fprintf(f, ".SH FILES\n.TP\n/etc/mempolicyd/mempolicyd.conf\n.TP\n%s\n.SH SEE ALSO\n.BR mempolicyctl (1),\n"
 		   ".BR %s (%d)\n", DEFAULT_DB, conf ? "mempolicyd" : "mempolicyd.conf", conf ? 8 : 5);
 }
 

@@ -178,6 +178,7 @@ int api_schedules_create(struct req *rq, mp_err *e);
 int api_schedule_get(struct req *rq, mp_err *e);
 int api_schedule_delete(struct req *rq, mp_err *e);
 int api_processes_launch(struct req *rq, mp_err *e);
+int api_processes_self(struct req *rq, mp_err *e);
 int api_process_get(struct req *rq, mp_err *e);
 int api_process_samples(struct req *rq, mp_err *e);
 int api_cgroup_root_get(struct req *rq, mp_err *e);

@@ -54,6 +54,15 @@ int api_hugepages_put(struct req *rq, mp_err *e)
 		resize_plan_free(plan);
 		return req_reply(rq, 200, job);
 	}
+	/* Idempotent: a pool already at its target gets no job and no record (a retried PUT). */
+	if (resize_unchanged(rq->app, plan)) {
+		job = resize_plan_json(plan);
+		resize_plan_free(plan);
+		json_object_set_new(job, "dry_run", json_false());
+		json_object_set_new(job, "status", json_string("unchanged"));
+		json_object_set_new(job, "changed", json_false());
+		return req_reply(rq, 200, job);
+	}
 	if (!(job = resize_start(rq->app, plan, &origin, &conflict_id, e)))
 		return e->code == MPE_JOB_CONFLICT && conflict_id > 0 ? conflict(rq, e, conflict_id) : -1;
 	snprintf(rq->location, sizeof rq->location, "/v1/jobs/%lld",

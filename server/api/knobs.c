@@ -4,7 +4,7 @@
 #include "server/ops/knobs.h"
 
 static const char *const no_query[] = { NULL };
-static const char *const change_query[] = { "dry_run", NULL };
+static const char *const change_query[] = { "dry_run", "force", NULL };
 
 int api_knobs_list(struct req *rq, mp_err *e)
 {
@@ -43,11 +43,13 @@ static int apply(struct req *rq, json_t *knobs, mp_err *e)
 	struct knobs_actor who = { .known = rq->who.known, .uid = rq->who.uid, .name = rq->who.name,
 				   .source = "api" };
 	json_t *out = NULL, *p;
-	bool dry = false;
+	bool dry = false, force = false;
 
-	if (req_query_only(rq, change_query, e) < 0 || req_query_bool(rq, "dry_run", &dry, e) < 0)
+	/* ?force=true: write a knob that already has the value (for the write's side effect). */
+	if (req_query_only(rq, change_query, e) < 0 || req_query_bool(rq, "dry_run", &dry, e) < 0 ||
+	    req_query_bool(rq, "force", &force, e) < 0)
 		return -1;
-	if (knobs_set(rq->app, &who, knobs, dry, &out, e) == 0)
+	if (knobs_set(rq->app, &who, knobs, dry, force, &out, e) == 0)
 		return req_reply(rq, 200, out);
 	if (!out)
 		return -1;

@@ -44,6 +44,21 @@ int api_processes_launch(struct req *rq, mp_err *e)
 	return req_reply(rq, 201, out);
 }
 
+/* POST /v1/processes/self: the caller launches the program as its own process (ops/launch.c). */
+int api_processes_self(struct req *rq, mp_err *e)
+{
+	gid_t none[1] = { 0 };   /* no groups are handed on: the caller keeps its own */
+	struct launch_who who = { .known = rq->who.known, .uid = rq->who.uid, .gid = rq->who.gid,
+				  .name = rq->who.name, .groups = none, .ngroups = 0, .conn_fd = -1 };
+	json_t *out;
+
+	if (req_query_only(rq, no_query, e) < 0 || launch_self(rq->app, rq->body, &who, rq->who.pid, &out, e) < 0)
+		return -1;
+	snprintf(rq->location, sizeof rq->location, "/v1/processes/%lld",
+		 (long long)json_integer_value(json_object_get(out, "pid")));
+	return req_reply(rq, 201, out);
+}
+
 int api_process_migrate(struct req *rq, mp_err *e)
 {
 	struct pact_caller who = { .known = rq->who.known, .admin = rq->who.admin, .uid = rq->who.uid,

@@ -39,6 +39,8 @@ const struct route api_routes[] = {
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
 	/* processes: a launch runs as the caller, so any local user may (ops/launch.c decides) */
 	{ "POST",   "/v1/processes",                  api_processes_launch,  R_CALLER | R_BODY },
+	/* ... or checks and records a launch whose process is the caller itself (numactl's way) */
+	{ "POST",   "/v1/processes/self",             api_processes_self,    R_CALLER | R_BODY },
 	/* processes */
 	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
 	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },

@@ -553,6 +553,17 @@ int jobs_count_active(struct jobs *j, struct jobs_count *out, int max)
 	return n;
 }
 
+bool jobs_key_busy(struct jobs *j, const char *key)
+{
+	bool v = false;
+
+	pthread_mutex_lock(&j->lock);
+	for (const struct job_ctx *c = j->active; c && !v; c = c->next)
+		v = !strcmp(c->conflict_key, key);
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
 bool job_cancelled(struct job_ctx *ctx)
 {
 	bool v;

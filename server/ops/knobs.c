@@ -175,7 +175,10 @@ static int apply(const struct app *app, struct item *items, size_t n, bool *mism
 
 	*mismatch = *restore_failed = false;
 	for (size_t i = 0; i < n; i++) {
-		int rc = write_checked(app, items[i].k, items[i].new_value);
+		int rc;
+		if (items[i].status)   /* "unchanged": it has the value already, nothing to write */
+			continue;
+		rc = write_checked(app, items[i].k, items[i].new_value);
 		if (rc == 0) {
 			items[i].status = "written";
 			continue;
@@ -196,7 +199,10 @@ static int apply(const struct app *app, struct item *items, size_t n, bool *mism
 	if (fail < 0)
 		return -1;
 	for (int j = fail - 1; j >= 0; j--) {
-		int rc = write_checked(app, items[j].k, items[j].old);
+		int rc;
+		if (strcmp(items[j].status, "written"))
+			continue;   /* unchanged: never written, nothing to put back */
+		rc = write_checked(app, items[j].k, items[j].old);
 		items[j].status = rc == 0 ? "restored" : "restore_failed";
 		items[j].err = rc < 0 ? -rc : 0;
 		if (rc != 0) {
@@ -205,7 +211,8 @@ static int apply(const struct app *app, struct item *items, size_t n, bool *mism
 		}
 	}
 	for (size_t j = (size_t)fail + 1; j < n; j++)
-		items[j].status = "skipped";
+		if (!items[j].status)
+			items[j].status = "skipped";
 	return fail;
 }
 
@@ -215,7 +222,10 @@ static int undo(const struct app *app, struct item *items, size_t n)
 	int bad = 0;
 
 	for (size_t j = n; j-- > 0;) {
-		int rc = write_checked(app, items[j].k, items[j].old);
+		int rc;
+		if (strcmp(items[j].status, "written"))
+			continue;
+		rc = write_checked(app, items[j].k, items[j].old);
 		items[j].status = rc == 0 ? "restored" : "restore_failed";
 		items[j].err = rc < 0 ? -rc : 0;
 		bad += rc != 0;
@@ -240,8 +250,22 @@ static int record(const struct app *app, int64_t id, const struct item *items, s
 	return rc;
 }
 
-int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
-	      mp_err *e)
+/* Marks the knobs that already have their value "unchanged" (unless force); true when that is
+ * every knob, so there is nothing to write or record. */
+static bool mark_unchanged(struct item *items, size_t n, bool force)
+{
+	size_t same = 0;
+
+	for (size_t i = 0; i < n && !force; i++)
+		if (!strcmp(items[i].old, items[i].new_value)) {
+			items[i].status = "unchanged";
+			same++;
+		}
+	return same == n;
+}
+
+int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
+	      json_t **out, mp_err *e)
 {
 	size_t n = json_object_size(knobs);
 	struct item *items = NULL;
@@ -263,6 +287,12 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	if (dry_run) {
 		*out = json_pack("{s:n, s:s, s:b, s:o}", "operation_id", "status", "planned", "dry_run", 1,
 				 "changes", changes_json(items, n, true));
+		rc = 0;
+		goto out;
+	}
+	if (mark_unchanged(items, n, force)) {
+		*out = json_pack("{s:n, s:s, s:b, s:b, s:o}", "operation_id", "status", "unchanged", "dry_run", 0,
+				 "changed", 0, "changes", changes_json(items, n, false));
 		rc = 0;
 		goto out;
 	}
@@ -332,8 +362,8 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 			}
 		}
 	}
-	*out = json_pack("{s:I, s:s, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,
-			 "changes", json_object_get(result, "changes"));
+	*out = json_pack("{s:I, s:s, s:b, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,
+			 "changed", fail < 0 && !e->code, "changes", json_object_get(result, "changes"));
 	rc = fail < 0 && !e->code ? 0 : -1;
 out:
 	pthread_mutex_unlock(&knob_lock);

@@ -20,11 +20,15 @@ struct knobs_actor {
 };
 
 /* knobs: an object {name: JSON value} (borrowed), written in its key order. On success returns 0
- * and *out = {"operation_id", "status", "dry_run", "changes"} (owned by the caller).
+ * and *out = {"operation_id", "status", "dry_run", "changed", "changes"} (owned by the caller).
+ * A knob that already has the value asked for is not written (its change says "unchanged"), and a
+ * change in which every knob already has its value writes nothing and records nothing: status
+ * "unchanged", operation_id null, changed false, so a retried PUT is idempotent (Ansible's
+ * changed: false). force writes (and records) every knob anyway, for a write's side effect.
  * On failure returns -1 with e filled; *out is NULL when nothing was touched or recorded
  * (validation), or the recorded result (same shape, with "operation_id") when the kernel refused. */
-int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, json_t **out,
-	      mp_err *e);
+int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
+	      json_t **out, mp_err *e);
 
 /* The catalogue as GET /v1/knobs lists it, each knob with its live value, path, bounds or allowed
  * values, whether it is writable, and why not when it cannot be read (server/ops/knobs_read.c).

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/jsonfields.h"
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/kernel/proc.h"
@@ -124,6 +125,71 @@ out_slot:
 	children_release(app->children);
 out_req:
 	json_decref(res);
+	launch_req_free(&r);
+	return rc;
+}
+
+/* What the caller of a self launch is to set on itself: the kernel's numbers, so that the client
+ * keeps no copy of the mode table. */
+static json_t *apply_json(const struct launch_req *r)
+{
+	char nodes[1024];
+
+	idset_format(&r->nodes, nodes, sizeof nodes);
+	return json_pack("{s:o, s:s, s:o, s:o}", "mode", r->mode ? json_integer(r->policy) : json_null(), "nodes",
+			 nodes, "cpus", r->cpus ? json_string(r->cpus_text) : json_null(), "thp",
+			 r->thp == SPAWN_THP_DISABLE ? json_string("disable")
+			 : r->thp == SPAWN_THP_EXCEPT_ADVISED ? json_string("except-advised") : json_null());
+}
+
+int launch_self(const struct app *app, const json_t *body, const struct launch_who *who, pid_t pid, json_t **out,
+		mp_err *e)
+{
+	static const char *const fields[] = { "argv", "policy", "cpus", "cpunodes", "thp", "cwd", NULL };
+	struct launch_req r;
+	json_t *res = NULL, *apply = NULL;
+	int64_t op_id;
+	uint64_t start = 0;
+	int rc = -1, kr;
+
+	*out = NULL;
+	if (!who->known || pid <= 0)
+		return mp_fail(e, MPE_AUTH_FORBIDDEN, 0, "a launch as the caller's own process needs a caller known from "
+			       "the Unix socket");
+	if (json_only_fields(body, "", fields, e) < 0 || launch_parse(app, body, who, &r, e) < 0)
+		return -1;
+	/* Read now: (pid, start time) names the caller, whose exec keeps both. Unreadable (another
+	 * pid namespace, a procfs root that is not the caller's): recorded as 0, as launch_start does. */
+	if ((kr = proc_start_time(app->procfs_root, pid, &start)) < 0)
+		log_warn("pid %d: reading its start time: %s", (int)pid, strerror(-kr));
+	if (!(res = json_pack("{s:i, s:I, s:i, s:i, s:s, s:o, s:o, s:n, s:b}", "pid", (int)pid, "start_time",
+			      (json_int_t)start, "uid", (int)r.uid, "gid", (int)r.gid, "user", r.user, "policy",
+			      policy_json(&r), "cpus", r.cpus ? json_string(r.cpus_text) : json_null(), "watch", "self",
+			      1)) ||
+	    !(apply = apply_json(&r))) {
+		mp_nomem(e);
+		goto out;
+	}
+	struct op_record op = {
+		.kind = KIND, .source = "api", .has_actor = true, .actor_uid = who->uid, .actor_name = who->name,
+		.started_ns = clk_wall_ns(), .status = "ok", .request = r.record, .result = res,
+		.kernel_release = app->caps.kernel_release,
+	};
+	op.finished_ns = op.started_ns;
+	/* Recorded before the caller changes anything: a launch the daemon cannot record is refused. */
+	if ((op_id = procs_db_record(app->store, &op, e)) < 0)
+		goto out;
+	json_object_set_new(res, "operation_id", json_integer((json_int_t)op_id));
+	json_object_set_new(res, "apply", apply);
+	apply = NULL;
+	log_info("pid %d ('%s') launches itself as uid %d, policy %s (operation %lld)", (int)pid, r.argv[0], (int)r.uid,
+		 r.mode ? r.mode : "inherited", (long long)op_id);
+	*out = res;
+	res = NULL;
+	rc = 0;
+out:
+	json_decref(res);
+	json_decref(apply);
 	launch_req_free(&r);
 	return rc;
 }

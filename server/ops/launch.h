@@ -61,6 +61,19 @@ void launch_req_free(struct launch_req *r);
  * "user", "policy", "watch"} (owned by the caller). */
 int launch_start(const struct app *app, const json_t *body, const struct launch_who *who, json_t **out, mp_err *e);
 
+/* POST /v1/processes/self: the caller (pid, from SO_PEERCRED) will set the policy, CPUs and THP
+ * mode on itself and exec the program, as numactl does: the kernel lets a process set only its own
+ * policy, so a program on the caller's terminal, with its stdio and exit status, is the caller's
+ * own process. Checked as launch_parse checks a launch (argv, policy, cpus, cpunodes, thp, cwd;
+ * env, user and watch are the daemon-started launch's only), recorded as a finished
+ * process.launch of pid with "self": true in its result. *out is {"pid", "start_time",
+ * "operation_id", "uid", "gid", "user", "policy", "cpus", "watch": null, "self": true, "apply"}
+ * (owned by the caller), "apply" being what the caller is to do: {"mode": the set_mempolicy(2)
+ * mode with its flags, or null to keep the inherited policy, "nodes": its node list, "cpus": the
+ * CPU list for sched_setaffinity(2) or null, "thp": "disable" / "except-advised" / null}. */
+int launch_self(const struct app *app, const json_t *body, const struct launch_who *who, pid_t pid, json_t **out,
+		mp_err *e);
+
 /* The "policy" object and the "cpus"/"cpunodes" members of a launch, also what a probe takes
  * (ops/probes.c): fill r->mode/policy/nodes and r->cpus/cpus_size/cpus_text, or fail 4xx. */
 int launch_parse_policy(const struct app *app, const json_t *p, const struct topology *t, struct launch_req *r,

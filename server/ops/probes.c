@@ -214,8 +214,13 @@ json_t *probes_list(void)
 {
 	json_t *arr = json_array();
 
-	for (size_t i = 0; i < probe_nkinds; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s}", "kind", probe_kinds[i]->name, "job", probe_kinds[i]->job));
+	for (size_t i = 0; i < probe_nkinds; i++) {
+		json_t *params = json_object();   /* owned until json_pack's "o" takes it */
+		for (const struct probe_param *q = probe_kinds[i]->params; q && q->name; q++)
+			json_object_set_new(params, q->name, json_string(probe_param_type_name(q->type)));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:o}", "kind", probe_kinds[i]->name, "job",
+						     probe_kinds[i]->job, "params", params));
+	}
 	return arr;
 }
 

@@ -13,6 +13,7 @@
 #include "common/parse.h"
 #include "server/app.h"
 #include "server/clock.h"
+#include "server/jobs/jobs.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/topology.h"
 #include "server/log.h"
@@ -320,6 +321,18 @@ json_t *resize_plan_json(const struct resize_args *p)
 {
 	return json_pack("{s:b, s:o, s:o}", "dry_run", 1, "request", plan_request_json(p), "targets",
 			 plan_targets_json(p, false));
+}
+
+bool resize_unchanged(const struct app *app, const struct resize_args *p)
+{
+	char key[64];
+
+	for (int i = 0; i < p->n; i++)
+		if (p->t[i].from != p->t[i].goal)
+			return false;
+	/* A resize under way may move the pool: then the request is its 409, not "unchanged". */
+	resize_key(p, key, sizeof key);
+	return !jobs_key_busy(app->jobs, key);
 }
 
 json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,

@@ -59,6 +59,10 @@ json_t *resize_plan_json(const struct resize_args *p);
 /* Starts the plan (stolen, even on failure) as a job; returns it as GET /v1/jobs/{id} shows it
  * (owned). 409 MPE_JOB_CONFLICT when a resize of this size is queued or running (its id in
  * *conflict_id) — unless origin names a schedule: then it queues behind a few. */
+/* True when every target already has its size and no resize of this page size is queued or
+ * running: a PUT that would change nothing (it then starts no job and records nothing). */
+bool resize_unchanged(const struct app *app, const struct resize_args *p);
+
 json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,
 		     int64_t *conflict_id, mp_err *e);
 

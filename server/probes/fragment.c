@@ -164,16 +164,32 @@ out:
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists ("during" is the
+ * kind's entry's to check, not fragment_parse's: see extra). */
+static const struct probe_param fragment_params_table[] = {
+	{ "node", PROBE_PARAM_INTEGER },
+	{ "share_pct", PROBE_PARAM_INTEGER },
+	{ "max", PROBE_PARAM_SIZE },
+	{ "during", PROBE_PARAM_OBJECT },
+	{ NULL, 0 },
+};
+
 int fragment_parse(const json_t *params, const struct topology *t, const char *const *extra,
 		   struct fragment_params *p, mp_err *e)
 {
-	const char *names[8] = { "node", "share_pct", "max", NULL };
+	const char *names[8];
 	int64_t share;
-	int dflt = -1, k = 3;
+	int dflt = -1, k = 0;
 
-	/* extra: members the caller handles itself ("during"). */
-	for (; extra && *extra && k < 7; extra++)
-		names[k++] = *extra;
+	/* The table's members but those the caller handles itself (extra: "during"), which are
+	 * taken only when the caller names them. */
+	for (const struct probe_param *q = fragment_params_table; q->name && k < 7; q++) {
+		bool theirs = strcmp(q->name, "during") == 0, named = false;
+		for (const char *const *x = extra; x && *x; x++)
+			named |= strcmp(*x, q->name) == 0;
+		if (!theirs || named)
+			names[k++] = q->name;
+	}
 	names[k] = NULL;
 	for (int i = 0; i < t->n_nodes && dflt < 0; i++)
 		if (t->nodes[i].has_memory)
@@ -433,6 +449,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_fragment_kind = {
 	.name = "fragment",
 	.job = "probe.fragment",
+	.params = fragment_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

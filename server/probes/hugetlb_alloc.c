@@ -138,16 +138,25 @@ out:
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param hugetlb_alloc_params_table[] = {
+	{ "page_size", PROBE_PARAM_STRING },
+	{ "node", PROBE_PARAM_INTEGER },
+	{ "pages", PROBE_PARAM_INTEGER },
+	{ "batch", PROBE_PARAM_INTEGER },
+	{ "timeout_s", PROBE_PARAM_INTEGER },
+	{ NULL, 0 },
+};
+
 int hugetlb_alloc_parse(const json_t *params, const struct topology *t, struct hugetlb_alloc_params *p, mp_err *e)
 {
-	static const char *const names[] = { "page_size", "node", "pages", "batch", "timeout_s", NULL };
 	const json_t *sz = json_object_get(params, "page_size");
 	uint64_t size_kb = 2048, mem_kb = 0;
 	int64_t pages, batch, timeout;
 	bool offered = false;
 	int node;
 
-	if (pp_fields(params, names, e) < 0)
+	if (probe_params_only(params, hugetlb_alloc_params_table, e) < 0)
 		return -1;
 	if (sz && !json_is_string(sz))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "page_size must be a string such as \"2M\" or \"1G\"");
@@ -253,6 +262,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_hugetlb_alloc_kind = {
 	.name = "hugetlb-alloc",
 	.job = "probe.hugetlb-alloc",
+	.params = hugetlb_alloc_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

@@ -168,9 +168,18 @@ int probe_numa_hinting(const struct pw_env *env, const struct numa_hinting_param
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param numa_hinting_params_table[] = {
+	{ "size", PROBE_PARAM_SIZE },
+	{ "threads", PROBE_PARAM_INTEGER },
+	{ "mem_node", PROBE_PARAM_INTEGER },
+	{ "cpu_node", PROBE_PARAM_INTEGER },
+	{ "duration_s", PROBE_PARAM_INTEGER },
+	{ NULL, 0 },
+};
+
 int numa_hinting_parse(const json_t *params, const struct topology *t, struct numa_hinting_params *p, mp_err *e)
 {
-	static const char *const names[] = { "size", "threads", "mem_node", "cpu_node", "duration_s", NULL };
 	int64_t threads, dur;
 	int a_dflt = -1, b_dflt = -1, a, b;
 
@@ -184,7 +193,7 @@ int numa_hinting_parse(const json_t *params, const struct topology *t, struct nu
 			b_dflt = (int)t->nodes[i].id;
 	if (b_dflt < 0)
 		b_dflt = a_dflt;
-	if (pp_fields(params, names, e) < 0 ||
+	if (probe_params_only(params, numa_hinting_params_table, e) < 0 ||
 	    pp_size_mib(params, "size", 1, 1, 1 << 20, 64, &p->size_mib, e) < 0 ||
 	    pp_int(params, "threads", 1, 1024, 2, &threads, e) < 0 ||
 	    pp_int(params, "duration_s", 1, 600, 3, &dur, e) < 0 ||
@@ -264,6 +273,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_numa_hinting_kind = {
 	.name = "numa-hinting",
 	.job = "probe.numa-hinting",
+	.params = numa_hinting_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

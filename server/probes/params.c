@@ -7,11 +7,7 @@
 
 #include "common/jsonfields.h"
 #include "common/parse.h"
-
-int probe_only(const json_t *params, const char *const *allowed, mp_err *e)
-{
-	return json_only_fields(params, "", allowed, e);
-}
+#include "server/probes/pwutil.h"
 
 int probe_u64(const json_t *params, const char *key, uint64_t min, uint64_t max, uint64_t def, uint64_t *out,
 	      mp_err *e)
@@ -73,4 +69,24 @@ int probe_bool(const json_t *params, const char *key, int def, int *out, mp_err 
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "\"%s\" must be true or false", key);
 	*out = json_is_true(v);
 	return 0;
+}
+
+const char *probe_param_type_name(enum probe_param_type t)
+{
+	static const char *const names[] = {
+		[PROBE_PARAM_INTEGER] = "integer", [PROBE_PARAM_SIZE] = "size", [PROBE_PARAM_BOOLEAN] = "boolean",
+		[PROBE_PARAM_STRING] = "string",   [PROBE_PARAM_LIST] = "list", [PROBE_PARAM_OBJECT] = "object",
+	};
+	return (size_t)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+int probe_params_only(const json_t *params, const struct probe_param *table, mp_err *e)
+{
+	const char *names[16];
+	size_t n = 0;
+
+	for (; table && table->name && n + 1 < sizeof names / sizeof names[0]; table++)
+		names[n++] = table->name;
+	names[n] = NULL;
+	return pp_fields(params, names, e);
 }

@@ -67,10 +67,34 @@ struct probe_env {
 };
 
 union probe_params;              /* typed.h */
+/* The JSON type of a kind's own parameter, as GET /v1/probes lists it (so a client such as
+ * mempolicyctl can type NAME=VALUE text: "compare_thp=true" is the boolean true). */
+enum probe_param_type {
+	PROBE_PARAM_INTEGER,         /* a JSON integer */
+	PROBE_PARAM_SIZE,            /* an integer of bytes or a string with a unit ("64M") */
+	PROBE_PARAM_BOOLEAN,         /* true or false */
+	PROBE_PARAM_STRING,          /* a string */
+	PROBE_PARAM_LIST,            /* an array */
+	PROBE_PARAM_OBJECT,          /* an object */
+};
+
+struct probe_param {
+	const char *name;            /* static; NULL ends a table */
+	enum probe_param_type type;
+};
+
+/* "integer", "size", "boolean", "string", "list", "object". */
+const char *probe_param_type_name(enum probe_param_type t);
+/* Fails (400 request.unknown_field, naming the known ones) on a member not in the table, as
+ * pp_fields does with names; the table is the one GET /v1/probes lists. */
+int probe_params_only(const json_t *params, const struct probe_param *table, mp_err *e);
 
 struct probe_kind {
 	const char *name;            /* the URL's {kind}: "thp-fault" */
 	const char *job;             /* the job and history kind: "probe.thp-fault" */
+	/* The kind's own parameters (not the framework's policy, cpus, cpunodes, timeout_s): the
+	 * parser refuses any other member through this table, and GET /v1/probes lists it. */
+	const struct probe_param *params;
 	/* Validates the kind's own members of the request (the framework has taken out policy, cpus,
 	 * cpunodes and timeout_s), strictly: an unknown member is 400. Returns the normalised
 	 * parameters (owned by the caller: what the child gets and history records) and fills plan,
@@ -104,8 +128,6 @@ int probe_child_main(int argc, char **argv);
 
 /* ---- helpers for parsers: strict members, 400/422 with the member's name ------------------- */
 
-/* Fails (400 request.unknown_field) on a member not in allowed (NULL-terminated). */
-int probe_only(const json_t *params, const char *const *allowed, mp_err *e);
 /* An integer member in [min, max]; def when absent. 400 wrong_type, 422 probe.bad_param. */
 int probe_u64(const json_t *params, const char *key, uint64_t min, uint64_t max, uint64_t def, uint64_t *out,
 	      mp_err *e);

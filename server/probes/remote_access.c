@@ -211,12 +211,19 @@ out:
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param remote_access_params_table[] = {
+	{ "size", PROBE_PARAM_SIZE },
+	{ "passes", PROBE_PARAM_INTEGER },
+	{ "chase_steps", PROBE_PARAM_INTEGER },
+	{ NULL, 0 },
+};
+
 int remote_access_parse(const json_t *params, struct remote_access_params *p, mp_err *e)
 {
-	static const char *const names[] = { "size", "passes", "chase_steps", NULL };
 	int64_t passes, steps;
 
-	if (pp_fields(params, names, e) < 0 ||
+	if (probe_params_only(params, remote_access_params_table, e) < 0 ||
 	    pp_size_mib(params, "size", 1, 1, 1 << 16, 32, &p->size_mib, e) < 0 ||
 	    pp_int(params, "passes", 1, 1000, 3, &passes, e) < 0 ||
 	    pp_int(params, "chase_steps", 1000, 1000000000, 2000000, &steps, e) < 0)
@@ -297,6 +304,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_remote_access_kind = {
 	.name = "remote-access",
 	.job = "probe.remote-access",
+	.params = remote_access_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

@@ -231,12 +231,21 @@ int probe_sparse_touch(const struct pw_env *env, const struct sparse_touch_param
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param sparse_touch_params_table[] = {
+	{ "size", PROBE_PARAM_SIZE },
+	{ "threads", PROBE_PARAM_INTEGER },
+	{ "touches", PROBE_PARAM_INTEGER },
+	{ "passes", PROBE_PARAM_INTEGER },
+	{ "compare_thp", PROBE_PARAM_BOOLEAN },
+	{ NULL, 0 },
+};
+
 int sparse_touch_parse(const json_t *params, struct sparse_touch_params *p, bool *compare_thp, mp_err *e)
 {
-	static const char *const names[] = { "size", "threads", "touches", "passes", "compare_thp", NULL };
 	int64_t threads, touches, passes;
 
-	if (pp_fields(params, names, e) < 0 ||
+	if (probe_params_only(params, sparse_touch_params_table, e) < 0 ||
 	    pp_size_mib(params, "size", 2, 2, 1 << 20, 64, &p->size_mib, e) < 0 ||
 	    pp_int(params, "threads", 1, 1024, 4, &threads, e) < 0 ||
 	    pp_int(params, "touches", 1, 511, 8, &touches, e) < 0 ||
@@ -328,6 +337,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_sparse_touch_kind = {
 	.name = "sparse-touch",
 	.job = "probe.sparse-touch",
+	.params = sparse_touch_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

@@ -291,12 +291,19 @@ out:
 
 /* ---- parameters ------------------------------------------------------------------------------- */
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param thp_fault_params_table[] = {
+	{ "size", PROBE_PARAM_SIZE },
+	{ "loops", PROBE_PARAM_INTEGER },
+	{ "duration_s", PROBE_PARAM_INTEGER },
+	{ NULL, 0 },
+};
+
 int thp_fault_parse(const json_t *params, struct thp_fault_params *p, mp_err *e)
 {
-	static const char *const names[] = { "size", "loops", "duration_s", NULL };
 	int64_t loops, dur;
 
-	if (pp_fields(params, names, e) < 0 ||
+	if (probe_params_only(params, thp_fault_params_table, e) < 0 ||
 	    pp_size_mib(params, "size", 2, 2, 1 << 20, 64, &p->size_mib, e) < 0 ||
 	    pp_int(params, "loops", 1, 10000, 3, &loops, e) < 0 ||
 	    pp_int(params, "duration_s", 1, 3600, 0, &dur, e) < 0)
@@ -382,6 +389,7 @@ static json_t *kind_unpack(const union probe_params *p)
 const struct probe_kind probe_thp_fault_kind = {
 	.name = "thp-fault",
 	.job = "probe.thp-fault",
+	.params = thp_fault_params_table,
 	.parse = kind_parse,
 	.pack = kind_pack,
 	.unpack = kind_unpack,

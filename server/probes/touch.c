@@ -26,15 +26,22 @@ static int64_t mono_ns(void)
 
 static const char *const modes[] = { "always", "madvise", "never" };
 
+/* The kind's own parameters: what the parser takes, what GET /v1/probes lists. */
+static const struct probe_param touch_params_table[] = {
+	{ "size", PROBE_PARAM_SIZE },
+	{ "hold_ms", PROBE_PARAM_INTEGER },
+	{ "thp", PROBE_PARAM_LIST },
+	{ NULL, 0 },
+};
+
 static json_t *touch_parse(const json_t *params, const struct probe_env *env, struct probe_plan *plan, mp_err *e)
 {
-	static const char *const allowed[] = { "size", "hold_ms", "thp", NULL };
 	json_t *thp = json_object_get(params, "thp"), *m, *norm;
 	uint64_t size, hold;
 	size_t i;
 
 	(void)env;
-	if (probe_only(params, allowed, e) < 0 || probe_size(params, "size", 4096, 1ULL << 40, 16 * MIB, &size, e) < 0 ||
+	if (probe_params_only(params, touch_params_table, e) < 0 || probe_size(params, "size", 4096, 1ULL << 40, 16 * MIB, &size, e) < 0 ||
 	    probe_u64(params, "hold_ms", 0, 600000, 0, &hold, e) < 0)
 		return NULL;
 	if (size % 4096)
@@ -173,6 +180,7 @@ static json_t *touch_unpack(const union probe_params *p)
 const struct probe_kind probe_touch = {
 	.name = "touch",
 	.job = "probe.touch",
+	.params = touch_params_table,
 	.parse = touch_parse,
 	.pack = touch_pack,
 	.unpack = touch_unpack,

@@ -141,7 +141,7 @@ class BadInputMixin:
 
     def test_bad_query(self):
         self.refused("PUT", "/v1/knobs/thp.enabled?dry_run=maybe", 400, "request.bad_query", {"value": "never"})
-        self.refused("PATCH", "/v1/knobs?force=1", 400, "request.unknown_query", {"knobs": {"thp.enabled": "never"}})
+        self.refused("PATCH", "/v1/knobs?forcibly=1", 400, "request.unknown_query", {"knobs": {"thp.enabled": "never"}})
         self.refused("GET", "/v1/knobs?name=thp.enabled", 400, "request.unknown_query")
 
     def test_wrong_method(self):

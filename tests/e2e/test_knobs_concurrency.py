@@ -1,6 +1,6 @@
 """8 clients changing and reading knobs at once (on a generated tree, so the real /sys is not
 hammered): no request fails, every acknowledged change is in history in the order it was
-acknowledged, each change starts from the previous one's value, and the database is intact."""
+acknowledged (one that found every knob at its value says unchanged and records nothing), each change starts from the previous one's value, and the database is intact."""
 import random
 import threading
 import time
@@ -26,6 +26,7 @@ class KnobsConcurrencyTest(DaemonTest):
         acked = []          # (op_id, client) in the order each client saw its answer
         failures = []
         reads = [0]
+        unchanged = [0]     # answers that changed nothing (and recorded nothing)
         lock = threading.Lock()
         stop = time.monotonic() + SECONDS
 
@@ -52,6 +53,10 @@ class KnobsConcurrencyTest(DaemonTest):
                     with lock:
                         if names is None:
                             reads[0] += 1
+                        elif r.json["status"] == "unchanged":
+                            # every knob already had its value: nothing written, nothing recorded
+                            self.assertEqual((r.json["operation_id"], r.json["changed"]), (None, False))
+                            unchanged[0] += 1
                         else:
                             self.assertEqual(r.json["status"], "ok")
                             acked.append((r.json["operation_id"], seed))

@@ -1,5 +1,5 @@
 """The generated man pages and shell completion: `man -l` renders mempolicyd(8),
-mempolicyd.conf(5) and mempolicyctl(8) with every option and command --help shows, and bash's
+mempolicyd.conf(5) and mempolicyctl(1) with every option and command --help shows, and bash's
 completion function, driven as bash would drive it, offers the commands, options, and the knob
 names, page sizes and node ids the daemon reports."""
 import os
@@ -38,7 +38,8 @@ def ctl_commands():
     res = []
     for c in cmds:
         h = run(CTL, *c.split(), "--help")
-        res.append((c, sorted(set(re.findall(r"^  (--[a-z-]+)", h, re.M)))))
+        # "  -m, --membind NODES": run's numactl short options stand before the long name
+        res.append((c, sorted(set(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z-]+)", h, re.M)))))
     return res
 
 
@@ -46,7 +47,7 @@ def ctl_commands():
 class ManPages(unittest.TestCase):
     def test_mempolicyctl_page_has_every_command_and_option(self):
         page = render(run(CTL, "--man"))
-        self.assertIn("MEMPOLICYCTL(8)", page)
+        self.assertIn("MEMPOLICYCTL(1)", page)   # a user's command: section 1
         cmds = ctl_commands()
         self.assertGreater(len(cmds), 10)
         for words, opts in cmds:
@@ -54,8 +55,15 @@ class ManPages(unittest.TestCase):
             section = re.split(r"\n   (?=\S)", page.split("\n   " + words, 1)[1], 1)[0]
             for o in opts:
                 self.assertIn(o, section, "%s: %s" % (words, o))
-        for o in ("--socket", "--json", "--version", "MEMPOLICYD_SOCKET"):
-            self.assertIn(o, page)
+        # every global option of --help, and the environment it names
+        helped = re.findall(r"^  (--[a-z-]+)", run(CTL, "--help").split("Commands:")[0], re.M)
+        self.assertTrue({"--socket", "--url", "--cacert", "--token-file", "--json"} <= set(helped), helped)
+        for o in helped + ["MEMPOLICYD_SOCKET", "MEMPOLICYD_URL", "MEMPOLICYD_TOKEN"]:
+            self.assertRegex(page, r"\n\s+%s\b" % re.escape(o), o)
+        # run's numactl short options are in its section
+        section = re.split(r"\n   (?=\S)", page.split("\n   run", 1)[1], 1)[0]
+        for o in ("-m, --membind", "-N, --cpunodebind", "-C, --physcpubind", "-l, --localalloc"):
+            self.assertIn(o, section)
 
     def test_daemon_pages_have_every_option_and_setting(self):
         # A test build lists its hooks after the options; they are never installed, nor in the page.
@@ -124,7 +132,11 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.complete("mempolicyctl pool resize 2M --"),
                          sorted(["--help", "--json", "--total", "--node", "--batch", "--deadline", "--compact",
                                  "--dry-run", "--no-wait"]))
-        self.assertEqual(self.complete("mempolicyctl --"), sorted(["--socket", "--json", "--help", "--version"]))
+        self.assertEqual(self.complete("mempolicyctl --"), sorted(["--socket", "--url", "--cacert", "--token-file",
+                                                                  "--json", "--help", "--version"]))
+        # a global option's value is not taken for the command word
+        self.assertEqual(self.complete("mempolicyctl --url https://h:1 --token-file t po"), ["pool"])
+        self.assertIn("-m", self.complete("mempolicyctl run -"))
 
     def test_words_from_the_daemon(self):
         self.assertEqual(self.complete("mempolicyctl pool resize "), ["1G", "2M"])

@@ -54,7 +54,8 @@ class ProbeFrameworkTest(DaemonTest):
     def test_list_names_every_kind_with_its_job(self):
         r = self.d.get("/v1/probes")
         self.assertEqual(r.status, 200, r.raw)
-        self.assertIn({"kind": "touch", "job": "probe.touch"}, r.json["probes"])
+        self.assertIn({"kind": "touch", "job": "probe.touch",
+                       "params": {"size": "size", "hold_ms": "integer", "thp": "list"}}, r.json["probes"])
 
     def test_touch_runs_in_a_bound_child_and_is_recorded(self):
         cpu = sorted(os.sched_getaffinity(0))[0]
@@ -118,7 +119,8 @@ class ProbeFrameworkTest(DaemonTest):
     def test_history_compare_lines_runs_up_per_metric(self):
         a = wait_job(self.d, self.start("touch", {"size": "4M"})["id"])
         b = wait_job(self.d, self.start("touch", {"size": "8M"})["id"])
-        k = self.d.request("PUT", "/v1/knobs/thp.enabled", {"value": self.thp0})   # an operation of another kind
+        # an operation of another kind (forced: setting the value in force records nothing otherwise)
+        k = self.d.request("PUT", "/v1/knobs/thp.enabled?force=true", {"value": self.thp0})
         self.assertEqual(k.status, 200, k.raw)
         ids = [a["operation_id"], b["operation_id"], k.json["operation_id"]]
         r = self.d.get("/v1/history/compare?ids=%d,%d,%d" % tuple(ids))

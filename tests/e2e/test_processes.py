@@ -237,7 +237,9 @@ class ProcessPlacementReal(SpecDaemonTest):
         api = self.call("GET", "/v1/processes/%d?mappings=false" % c.pid).json
         p = self.d.ctl("proc", "show", str(c.pid))
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("process %d (python3), started at %d" % (c.pid, start_time(c.pid)), p.stdout)
+        # the start as a wall-clock time, and the clock ticks --start-time takes
+        self.assertRegex(p.stdout, r"process %d \(python3\), started at 20\d\d-\d\d-\d\dT[0-9:.]+Z \(start time %d\)"
+                         % (c.pid, start_time(c.pid)))
         self.assertRegex(p.stdout, r"(?m)^NODE\s+BASE\s+THP\s+TOTAL")
         self.assertRegex(p.stdout, r"(?m)^bind:0\s+1\s+64 KiB\s+100\.0%")
         for n in api["nodes"]:

@@ -100,13 +100,13 @@ class Paging(DaemonTest):
         # the CLI prints the command for the next page, and that command gets it
         p = self.d.ctl("schedule", "list", "--limit", "4")
         self.assertEqual(p.returncode, 0, p.stderr)
-        more = [l for l in p.stdout.splitlines() if l.startswith("more: ")]
-        self.assertEqual(len(more), 1, p.stdout)
+        more = [l for l in p.stderr.splitlines() if l.startswith("more: ")]   # a hint: stderr
+        self.assertEqual(len(more), 1, p.stderr)
         args = more[0].split()[2:]
         self.assertEqual(args[:5], ["schedule", "list", "--limit", "4", "--cursor"])
         p = self.d.ctl(*args[:6])
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertNotIn("more: ", p.stdout)
+        self.assertNotIn("more: ", p.stderr)
         self.assertEqual([int(l.split()[0]) for l in p.stdout.splitlines()[1:]], ids[4:])
 
     def test_jobs_are_paged_with_a_cursor_bound_to_list_and_filters(self):
@@ -131,8 +131,8 @@ class Paging(DaemonTest):
 
         p = self.d.ctl("job", "list", "--status", "ok", "--limit", "3")
         self.assertEqual(p.returncode, 0, p.stderr)
-        more = [l for l in p.stdout.splitlines() if l.startswith("more: ")]
-        self.assertEqual(len(more), 1, p.stdout)
+        more = [l for l in p.stderr.splitlines() if l.startswith("more: ")]   # a hint: stderr
+        self.assertEqual(len(more), 1, p.stderr)
         args = more[0].split()[2:]
         self.assertEqual(args[:7], ["job", "list", "--status", "ok", "--limit", "3", "--cursor"])
         p = self.d.ctl(*args[:8])

@@ -107,6 +107,10 @@ class KillInsideTransactions(unittest.TestCase):
         transaction, so the operation reads interrupted after the restart, with no half record."""
         for n in (1, 2):
             with self.subTest(step=n):
+                # the tree as generated: the change below differs from it (step 1 left its knobs
+                # written, and a change to the values in force records nothing, so reaches no fault)
+                self.tree.write("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never")
+                self.tree.write("sys/kernel/mm/transparent_hugepage/defrag", "always defer defer+madvise [madvise] never")
                 self.start("knob_record:%d" % n)
                 try:
                     self.d.request("PATCH", "/v1/knobs", {"knobs": {"thp.enabled": "never", "thp.defrag": "defer"}})

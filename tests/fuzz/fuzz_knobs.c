@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < n_all; i++)
 		read_file(knobs_at(app.knobs, i), before[i], sizeof before[i]);
-	rc = knobs_set(&app, &who, knobs, true, &out, &e);
+	rc = knobs_set(&app, &who, knobs, true, false, &out, &e);
 	for (size_t i = 0; i < n_all; i++) {
 		read_file(knobs_at(app.knobs, i), now, sizeof now);
 		FZ_ASSERT(!strcmp(before[i], now), "a dry run changed %s", knobs_at(app.knobs, i)->name);
