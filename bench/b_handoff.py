@@ -19,11 +19,8 @@ METHOD = ("GET /v1/health over the Unix socket on a new connection each time (co
 
 
 def _uid(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("Uid:"):
-                return int(line.split()[1])
-    return None
+    uid = bl.proc_status(pid, "Uid")
+    return int(uid) if uid is not None else None
 
 
 def _timed(path):
@@ -47,11 +44,6 @@ def _timed(path):
     return ms
 
 
-def _p99(xs):
-    s = sorted(xs)
-    return s[max(0, -(-len(s) * 99 // 100) - 1)]
-
-
 def run(ctx):
     n = 300 if ctx.rounds <= 2 else 2000
     warm = 50
@@ -65,21 +57,13 @@ def run(ctx):
         if _uid(sep.pid) in (0, None) or _uid(one.pid) != 0:
             raise bl.BenchError("the daemons serve as uid %s and %s (want mempolicyd's and 0: run as root "
                                 "with the mempolicyd user)" % (_uid(sep.pid), _uid(one.pid)))
-        a, b = [], []
-        for i in range(warm + n):
-            if i % 2:   # who goes first alternates too
-                y, x = _timed(one.socket), _timed(sep.socket)
-            else:
-                x, y = _timed(sep.socket), _timed(one.socket)
-            if i >= warm:
-                a.append(x)
-                b.append(y)
+        a, b = bl.alternating(warm, n, lambda: _timed(sep.socket), lambda: _timed(one.socket))
         m = METHOD.format(n=n, warm=warm)
         rows.append(bl.row("handoff.p50", "a request on a new Unix connection, accepted by the helper and handed "
                            "over vs accepted by the serving process, median", "ms", a, b, ref_name="--user root",
                            goal="<= 1.1x", goal_check=lambda d, r: r is not None and r <= 1.1, method=m))
-        rows.append(bl.row("handoff.p99", "... the same, p99 (nearest rank)", "ms", [_p99(a)], [_p99(b)],
-                           ref_name="--user root", method=m))
+        rows.append(bl.row("handoff.p99", "... the same, p99 (nearest rank)", "ms", [bl.p99_nearest_rank(a)],
+                           [bl.p99_nearest_rank(b)], ref_name="--user root", method=m))
     except (bl.BenchError, OSError) as e:
         rows.append(bl.unavailable("handoff", "a request through the accept hand-off vs accepted in process", str(e)))
     finally:

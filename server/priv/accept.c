@@ -243,31 +243,16 @@ static bool read_reports(struct acceptor *a)
 {
 	for (;;) {
 		struct priv_handoff m;
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(4 * sizeof(int))];
-		} ctl;
-		struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
-		ssize_t n = recvmsg(a->chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int nfds, rc = priv_handoff_read(a->chan, MSG_DONTWAIT, &m, NULL, &nfds);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno != EAGAIN && errno != EWOULDBLOCK;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-					int f;
-					memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-					close(f);
-				}
-		if (n == 0)
+		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+			return false;
+		if (rc == 0 || (rc < 0 && rc != -EBADMSG))
 			return true;
-		if ((size_t)n == sizeof m && m.magic == PRIV_HANDOFF_MAGIC && m.type == PRIV_HANDOFF_CLOSED)
+		if (rc == 1 && m.magic == PRIV_HANDOFF_MAGIC && m.type == PRIV_HANDOFF_CLOSED && !nfds)
 			forget(m.id);
 		else
-			log_warn("privileged helper: ignored a malformed report on the hand-off channel (%zd bytes)", n);
+			log_warn("privileged helper: ignored a malformed report on the hand-off channel");
 	}
 }
 

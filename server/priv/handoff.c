@@ -18,6 +18,26 @@ uint64_t priv_conn_id(int fd)
 	return c;
 }
 
+/* See priv_handoff_read: the descriptors of mh, the first kept in *first when first is not NULL. */
+static int cmsg_fds(struct msghdr *mh, int *first)
+{
+	int n = 0;
+
+	if (first)
+		*first = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, n++) {
+				int f;
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+				if (first && *first < 0)
+					*first = f;
+				else
+					close(f);
+			}
+	return n;
+}
+
 int priv_handoff_chan(void)
 {
 	return handoff_chan;
@@ -35,51 +55,47 @@ void priv_handoff_release(void)
 	handoff_chan = -1;
 }
 
-int priv_handoff_recv(int chan, int *fd, uint64_t *id)
+int priv_handoff_read(int chan, int flags, struct priv_handoff *m, int *fd, int *nfds)
 {
-	struct priv_handoff m;
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(4 * sizeof(int))];
 	} ctl;
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
-	int got = -1, extra = 0;
 	ssize_t n;
 
-	*fd = -1;
+	if (fd)
+		*fd = -1;
+	*nfds = 0;
 	do
-		n = recvmsg(chan, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(chan, &mh, flags | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return errno == ECONNRESET ? -EPIPE : -errno;
+		return -errno;
+	*nfds = cmsg_fds(&mh, fd);
+	if (n == 0)
+		return 0;
+	return (size_t)n == sizeof *m && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? 1 : -EBADMSG;
+}
+
+int priv_handoff_recv(int chan, int *fd, uint64_t *id)
+{
+	struct priv_handoff m;
+	int got, nfds, rc = priv_handoff_read(chan, 0, &m, &got, &nfds);
+
+	*fd = -1;
+	if (rc < 0 && rc != -EBADMSG)
+		return rc == -ECONNRESET ? -EPIPE : rc;
+	if (rc == 1 && m.magic == PRIV_HANDOFF_MAGIC && m.type == PRIV_HANDOFF_CONN && m.id && nfds == 1) {
+		*fd = got;
+		*id = m.id;
+		return 0;
+	}
 	/* Whatever came attached is ours to close unless it is the one connection. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int f;
-				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-				if (got < 0) {
-					got = f;
-				} else {
-					close(f);
-					extra++;
-				}
-			}
-	if (n == 0) {
-		if (got >= 0)
-			close(got);
-		return -EPIPE;
-	}
-	if ((size_t)n != sizeof m || m.magic != PRIV_HANDOFF_MAGIC || m.type != PRIV_HANDOFF_CONN || !m.id ||
-	    got < 0 || extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		if (got >= 0)
-			close(got);
-		return -EPROTO;
-	}
-	*fd = got;
-	*id = m.id;
-	return 0;
+	if (got >= 0)
+		close(got);
+	return rc == 0 ? -EPIPE : -EPROTO;
 }
 
 void priv_handoff_closed(int chan, uint64_t id)

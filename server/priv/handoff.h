@@ -37,6 +37,12 @@ struct priv_handoff {
 /* The identifier of the connection on fd: its socket cookie; 0 when fd is not a socket. */
 uint64_t priv_conn_id(int fd);
 
+/* One datagram of the channel, either side's (flags: recvmsg's; EINTR retried). The descriptors
+ * it carried: how many in *nfds, the first in *fd (owned by the caller, -1 when none came; with fd
+ * NULL it is closed too), every other closed. 1 when it is exactly a struct priv_handoff (then in
+ * *m), -EBADMSG for any other datagram, 0 at the channel's end, or -errno. */
+int priv_handoff_read(int chan, int flags, struct priv_handoff *m, int *fd, int *nfds);
+
 /* ---- the serving side's end (handoff.c) ------------------------------------------------------ */
 
 /* The serving side's end of the channel (owned by this module from priv_start on; priv_stop
