@@ -605,10 +605,12 @@ int http_serve(struct http *h, const struct app *app, mp_err *e)
 		jobs_on_end(app->jobs, job_ended, h->waits);
 	if (!(h->auth = auth_new(h->lim.auth_fails)))
 		return mp_nomem(e);
+	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->lim.max_connections, e)))
+		return -1;
 	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
 		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
 	h->fd_unix = -1;   /* libmicrohttpd's now */
-	if (h->handoff >= 0 && !(h->incoming = incoming_start(h->handoff, h->d_unix, h->lim.max_connections, e)))
+	if (h->incoming && incoming_start(h->incoming, h->d_unix, e) < 0)
 		return -1;
 	if (h->fd_tcp >= 0) {
 		if (!(h->d_tcp = start_daemon(h, h->fd_tcp, h->tls.cert != NULL)))

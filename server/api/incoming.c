@@ -23,6 +23,7 @@ struct incoming {
 	pthread_cond_t freed;
 	unsigned open;             /* added to libmicrohttpd and not closed since */
 	bool stop;
+	bool started;              /* th runs (incoming_start succeeded) */
 };
 
 /* Waits, under in->mu, until a connection may be added; false when stopping. libmicrohttpd
@@ -81,26 +82,30 @@ static void *incoming_main(void *arg)
 	return NULL;
 }
 
-struct incoming *incoming_start(int chan, struct MHD_Daemon *d, unsigned max, mp_err *e)
+struct incoming *incoming_new(int chan, unsigned max, mp_err *e)
 {
 	struct incoming *in = calloc(1, sizeof *in);
-	int rc;
 
 	if (!in) {
 		mp_nomem(e);
 		return NULL;
 	}
 	in->chan = chan;
-	in->d = d;
 	in->max = max;
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->freed, NULL);
-	if ((rc = pthread_create(&in->th, NULL, incoming_main, in)) != 0) {
-		mp_fail(e, MPE_HTTP_START, rc, "cannot start the thread that takes connections from the helper");
-		incoming_free(in);
-		return NULL;
-	}
 	return in;
+}
+
+int incoming_start(struct incoming *in, struct MHD_Daemon *d, mp_err *e)
+{
+	int rc;
+
+	in->d = d;
+	if ((rc = pthread_create(&in->th, NULL, incoming_main, in)) != 0)
+		return mp_fail(e, MPE_HTTP_START, rc, "cannot start the thread that takes connections from the helper");
+	in->started = true;
+	return 0;
 }
 
 void incoming_closed(struct incoming *in, uint64_t id)
@@ -117,7 +122,7 @@ void incoming_closed(struct incoming *in, uint64_t id)
 
 void incoming_stop(struct incoming *in)
 {
-	if (!in)
+	if (!in || !in->started)
 		return;
 	pthread_mutex_lock(&in->mu);
 	in->stop = true;
@@ -125,6 +130,7 @@ void incoming_stop(struct incoming *in)
 	pthread_mutex_unlock(&in->mu);
 	priv_handoff_shutdown(in->chan);
 	pthread_join(in->th, NULL);
+	in->started = false;
 }
 
 void incoming_free(struct incoming *in)

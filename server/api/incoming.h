@@ -10,11 +10,15 @@
 struct MHD_Daemon;
 struct incoming;
 
-/* Starts the thread that takes each connection from chan (borrowed: the hand-off channel) and
- * adds it to d (borrowed, started without a listening socket), keeping at most max of them open
- * at once: at max it takes no more, so that the helper stops accepting and clients wait in the
- * backlog, as they do for a libmicrohttpd at its connection limit. NULL with e set on failure. */
-struct incoming *incoming_start(int chan, struct MHD_Daemon *d, unsigned max, mp_err *e);
+/* The receiver of chan (borrowed: the hand-off channel), which will keep at most max connections
+ * open at once: at max it takes no more, so that the helper stops accepting and clients wait in
+ * the backlog, as they do for a libmicrohttpd at its connection limit. Made before the daemon it
+ * feeds starts, so that its workers, which report closes to it, see it whole. NULL when out of
+ * memory (e set). */
+struct incoming *incoming_new(int chan, unsigned max, mp_err *e);
+/* Starts the thread that takes each connection and adds it to d (borrowed, started without a
+ * listening socket). 0, or -1 with e set. */
+int incoming_start(struct incoming *in, struct MHD_Daemon *d, mp_err *e);
 /* The connection id that incoming added has closed (libmicrohttpd's NOTIFY_CLOSED): its slot is
  * free and the helper is told. Safe with NULL, and after incoming_stop. */
 void incoming_closed(struct incoming *in, uint64_t id);
