@@ -172,7 +172,10 @@ static void client_start(struct client *c, uid_t uid)
 			_exit(2);
 		if (write(3, "c", 1) != 1)
 			_exit(3);
-		(void)!read(3, &x, 1);   /* until the test closes its end */
+		/* Until the test closes its end; 'h' first: shut the sending side only (a half-close). */
+		while (read(3, &x, 1) == 1 && x == 'h')
+			if (shutdown(s, SHUT_WR) < 0 || write(3, "h", 1) != 1)
+				_exit(4);
 		_exit(0);
 	}
 	close(ctl[1]);
@@ -182,6 +185,15 @@ static void client_start(struct client *c, uid_t uid)
 	ck_assert_int_eq(getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
 	ck_assert_int_eq(uc.pid, c->pid);
 	ck_assert(c->id == priv_conn_id(c->fd));
+}
+
+/* The client shuts its sending side and stays: once it answers, the shutdown is done. */
+static void client_half_close(struct client *c)
+{
+	char x;
+
+	ck_assert_int_eq(write(c->ctl, "h", 1), 1);
+	ck_assert_int_eq(read(c->ctl, &x, 1), 1);
 }
 
 /* The client closes its connection and exits; the serving side keeps its end. Once waitpid has
@@ -495,7 +507,8 @@ START_TEST(a_compromised_serving_side_launches_nothing_beyond_the_residual)
 END_TEST
 
 /* The helper's records are bounded: a serving side that never reports a close does not make them
- * grow, it only loses the oldest identities. A reported close ends an identity at once. Hostile
+ * grow, it only loses the oldest identities. A reported close ends an identity at once, and so
+ * does a client's half-close. Hostile
  * datagrams on the hand-off channel change nothing and the helper goes on accepting. */
 START_TEST(the_records_are_bounded_and_a_reported_close_ends_an_identity)
 {
@@ -540,6 +553,12 @@ START_TEST(the_records_are_bounded_and_a_reported_close_ends_an_identity)
 	m = spawn_msg("reported", NOBODY, c[5].id);
 	ck_assert_int_eq(ask(m, sizeof *m, c[5].fd), -ENOTCONN);   /* dead all the same */
 	ck_assert_int_eq(marker_owner("reported"), -1);
+	free(m);
+	/* A client that shut its sending side has said all it will: its identity ends too. */
+	client_half_close(&c[3]);
+	m = spawn_msg("half-closed", NOBODY, c[3].id);
+	ck_assert_int_eq(ask(m, sizeof *m, c[3].fd), -ENOTCONN);
+	ck_assert_int_eq(marker_owner("half-closed"), -1);
 	free(m);
 	/* The other records are as they were. */
 	m = spawn_msg("after-junk", NOBODY, c[4].id);
