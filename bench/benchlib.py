@@ -27,6 +27,36 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def proc_status(pid, key):
+    """The first field of the line `key:` of /proc/PID/status, or None."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return line.split()[1]
+    return None
+
+
+def alternating(warm, n, measure_a, measure_b):
+    """warm + n pairs, the two measured back to back and which goes first alternating (the second
+    of a pair finds caches warm); the last n of each, as two lists."""
+    a, b = [], []
+    for i in range(warm + n):
+        if i % 2:
+            y, x = measure_b(), measure_a()
+        else:
+            x, y = measure_a(), measure_b()
+        if i >= warm:
+            a.append(x)
+            b.append(y)
+    return a, b
+
+
+def p99_nearest_rank(xs):
+    """The nearest-rank 99th percentile (the sample at rank ceil(0.99 n))."""
+    s = sorted(xs)
+    return s[max(0, -(-len(s) * 99 // 100) - 1)]
+
+
 def row(id, title, unit, daemon_samples, ref_samples=None, ref_name=None, better="lower", goal=None,
         goal_check=None, method="", extra=None):
     """A comparison row from raw samples: medians, ratio daemon/reference, goal verdict.

@@ -23,6 +23,8 @@
 #include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
+#include "server/priv/accept.h"
+#include "server/priv/handoff.h"
 #include "server/priv/priv.h"
 #include "server/kernel/sandbox.h"
 #include "server/log.h"
@@ -199,13 +201,6 @@ int main(int argc, char **argv)
 		}
 		if (priv_lookup_user(cfg.user, &user, &e) < 0 || statedir_prepare(cfg.db, DEFAULT_DB, &user, &e) < 0)
 			goto fail;
-		/* Before the store and before any thread: the helper is a fork of this image, holding the
-		 * knob catalogue and the roots, and nothing else of the daemon. */
-		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &e) < 0)
-			goto fail;
-		/* The helper's copy was made by the fork: from now on this side's catalogue says that
-		 * another, privileged process writes (what a knob's "writable" reports). */
-		knobs_set_writer_privileged(app.knobs);
 	} else {
 		statedir_mkparents(cfg.db);
 	}
@@ -223,6 +218,20 @@ int main(int argc, char **argv)
 	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
 		goto fail;
 	if (cfg.user) {
+		/* The helper takes the Unix socket and alone accepts on it, so that the client of a
+		 * launch is what the kernel said at accept, never the serving side's word (server/priv/
+		 * handoff.h). Its records are bounded at twice what libmicrohttpd may hold. */
+		struct priv_accept acc = { .listen_fd = http_unix_listener(http), .max_conns = 2 * lim.max_connections,
+					   .serving_uid = user.uid };
+		/* Before the store and before any thread (http_listen starts none): the helper is a fork
+		 * of this image, holding the knob catalogue, the roots and the listener, and nothing else
+		 * of the daemon. */
+		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &acc, &e) < 0)
+			goto fail;
+		http_hand_off(http, priv_handoff_chan());
+		/* The helper's copy was made by the fork: from now on this side's catalogue says that
+		 * another, privileged process writes (what a knob's "writable" reports). */
+		knobs_set_writer_privileged(app.knobs);
 		if (priv_drop(&user, &e) < 0 || statedir_check(cfg.db, &user, &e) < 0)
 			goto fail;
 		log_info("privilege separation: serving as %s (uid %d) with no capabilities; kernel writes by the helper",

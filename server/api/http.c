@@ -43,6 +43,14 @@ static void run_slow(void *arg)
 	s->slow = SLOW_DONE;
 }
 
+/* Not by comparing daemons: with a thread pool a connection belongs to a worker's daemon. */
+bool http_on_unix_socket(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	return ai && ai->client_addr && ai->client_addr->sa_family == AF_UNIX;
+}
+
 static struct conn *conn_of(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -123,9 +131,7 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	const struct caller *who = conn_caller(conn_of(conn));
 
-	/* Not by comparing daemons: with a thread pool a connection belongs to a worker's daemon. */
-	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	bool tcp = !ai || !ai->client_addr || ai->client_addr->sa_family != AF_UNIX;
+	bool tcp = !http_on_unix_socket(conn);
 
 	s->rq.app = h->app;
 	s->rq.conn = conn;

@@ -19,6 +19,9 @@ struct http {
 	char *unix_path;           /* owned; unlinked at stop if still our socket (and not systemd's) */
 	struct unix_socket_id unix_id;
 	bool unix_inherited;       /* systemd's socket: left open for the next start, never shut down */
+	int handoff;               /* borrowed: the helper's hand-off channel, -1 when libmicrohttpd
+	                            * accepts on fd_unix itself (no privilege separation) */
+	struct incoming *incoming; /* owned: takes the helper's connections (with handoff only) */
 	char *tcp_hosts[3];        /* owned: the Host values the plain TCP listener answers to */
 	struct tls_files tls;      /* owned: cert and key set when the TCP listener speaks TLS */
 	struct auth *auth;         /* owned: failed authentications per peer (TLS only) */
@@ -32,6 +35,8 @@ struct http {
  * http as its closure. */
 enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				const char *version, const char *upload, size_t *upload_size, void **con_cls);
+/* True when the connection came in on the Unix socket (not the TCP listener). */
+bool http_on_unix_socket(struct MHD_Connection *conn);
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
 
 #endif

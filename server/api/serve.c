@@ -12,10 +12,12 @@
 #include "server/api/auth.h"
 #include "server/api/edge.h"
 #include "server/api/http.h"
+#include "server/api/incoming.h"
 #include "server/api/slow.h"
 #include "server/api/waits.h"
 #include "server/jobs/jobs.h"
 #include "server/log.h"
+#include "server/priv/handoff.h"
 
 /* Admission happens here, the moment libmicrohttpd has accepted (conn.c decides). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -28,6 +30,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		/* The TCP listener speaks TLS when it has a certificate: a refusal cannot be written there. */
 		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd, h->tls.cert != NULL) : NULL;
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		/* Before libmicrohttpd's close(): the socket still names the connection. */
+		if (h->incoming && http_on_unix_socket(conn)) {
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+			incoming_closed(h->incoming, ci ? priv_conn_id(ci->connect_fd) : 0);
+		}
 		conn_closed(h->conns, *socket_ctx);
 		*socket_ctx = NULL;
 	}
@@ -42,9 +49,18 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("libmicrohttpd: %s", line);
 }
 
-/* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). */
+/* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). fd -1:
+ * no listening socket, the connections come from the helper (MHD_add_connection); incoming.c
+ * holds them to max-connections, and libmicrohttpd's limit is twice that, because it splits its
+ * limit over its workers and picks one by the fd's number and counts that lag behind the adds, so
+ * at its exact limit a worker over its share would close a connection silently. */
 static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 {
+	unsigned limit = fd < 0 ? 2 * h->lim.max_connections : h->lim.max_connections;
+	struct MHD_OptionItem listen_opts[] = {
+		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	/* With a trust list libmicrohttpd asks the client for a certificate but does not require
 	 * one: api/auth.c verifies it on every request. */
 	struct MHD_OptionItem tls_opts[] = {
@@ -55,14 +71,14 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 	};
 
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-				MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0), 0,
+				MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0) | (fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0), 0,
 				NULL, NULL, http_on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
-				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_ARRAY, fd >= 0 ? listen_opts : &listen_opts[1],
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)CONN_WORKERS,
 				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
-				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
+				MHD_OPTION_CONNECTION_LIMIT, limit,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, h,
@@ -84,7 +100,7 @@ struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_add
 		h->tls = *tls;
 		memset(tls, 0, sizeof *tls);
 	}
-	h->fd_unix = h->fd_tcp = -1;
+	h->fd_unix = h->fd_tcp = h->handoff = -1;
 	h->lim = *lim;
 	if (unix_fd >= 0) {
 		h->fd_unix = unix_fd;
@@ -116,6 +132,19 @@ fail:
 	return NULL;
 }
 
+int http_unix_listener(const struct http *h)
+{
+	return h->fd_unix;
+}
+
+void http_hand_off(struct http *h, int chan)
+{
+	/* The helper has its own copy: from here this process cannot accept on the Unix socket. */
+	close(h->fd_unix);
+	h->fd_unix = -1;
+	h->handoff = chan;
+}
+
 /* The job runner's end-of-job hook (jobs_on_end), under its lock. */
 static void job_ended(void *cls, int64_t job_id)
 {
@@ -132,9 +161,13 @@ int http_serve(struct http *h, const struct app *app, mp_err *e)
 		jobs_on_end(app->jobs, job_ended, h->waits);
 	if (!(h->auth = auth_new(h->lim.auth_fails)))
 		return mp_nomem(e);
+	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->lim.max_connections, e)))
+		return -1;
 	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
 		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
 	h->fd_unix = -1;   /* libmicrohttpd's now */
+	if (h->incoming && incoming_start(h->incoming, h->d_unix, e) < 0)
+		return -1;
 	if (h->fd_tcp >= 0) {
 		if (!(h->d_tcp = start_daemon(h, h->fd_tcp, h->tls.cert != NULL)))
 			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s%s", h->tcp_hosts[0],
@@ -163,6 +196,8 @@ void http_stop(struct http *h)
 	d[1] = h->d_tcp;
 	if (h->unix_path && !h->unix_inherited)
 		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
+	/* Under privilege separation the helper accepts: it stops when the channel ends. */
+	incoming_stop(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
@@ -193,6 +228,7 @@ void http_stop(struct http *h)
 		close(h->fd_unix);
 	if (h->fd_tcp >= 0)
 		close(h->fd_tcp);
+	incoming_free(h->incoming);   /* the workers that report closes have stopped */
 	conn_table_free(h->conns);
 	waits_free(h->waits);
 	auth_free(h->auth);

@@ -38,9 +38,9 @@ struct spawn_spec {
 	int stdout_fd;               /* > 0: the child's stdout (a pipe the caller reads; the child's
 	                              * copy is the only one of the caller's fds that survives exec);
 	                              * 0: /dev/null like stdin and stderr */
-	int peer_fd;                 /* borrowed: the client's Unix connection, whose SO_PEERCRED the
-	                              * privileged helper checks uid/gid/groups against; -1 when none
-	                              * (the in-process path does not need it) */
+	int peer_fd;                 /* borrowed: the client's Unix connection, which the privileged
+	                              * helper accepted and checks uid/gid/groups against its record
+	                              * of; -1 when none (the in-process path does not need it) */
 };
 
 /* The step of the child's set-up that failed. */

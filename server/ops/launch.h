@@ -26,8 +26,8 @@ struct launch_who {
 	const char *name;            /* borrowed; "" when the uid has no name */
 	const gid_t *groups;         /* borrowed: the caller's supplementary groups */
 	size_t ngroups;
-	int conn_fd;                 /* borrowed: the caller's connection, for the privileged helper to
-	                              * read SO_PEERCRED from itself; -1 when none */
+	int conn_fd;                 /* borrowed: the caller's connection, which the privileged helper
+	                              * accepted and knows the client of; -1 when none */
 };
 
 /* A validated launch request. Everything the forked child reads is here, allocated before fork. */

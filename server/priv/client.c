@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/priv/chans.h"
+#include "server/priv/handoff.h"
 #include "server/log.h"
 
 /* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
@@ -69,6 +70,7 @@ void priv_stop(void)
 	for (int i = 0; i < nchans; i++)
 		close(chans[i].fd);
 	nchans = nfree = nalive = 0;
+	priv_handoff_release();
 	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
 		;

@@ -2,9 +2,9 @@
  * serving side's are in client_spawn.c).
  *
  * The daemon packs the spawn_spec into the fixed-size message (counted strings, typed policy and
- * CPUs) and sends the client's connection with it; the helper unpacks it, checking every count and
- * string again, takes the identity from SO_PEERCRED/SO_PEERGROUPS of that connection (a daemon
- * that lies about the uid gets -EPERM), and forks through the same spawn_start (kernel/spawn.c) the in-process path
+ * CPUs) and names the client's connection, sending it along; the helper unpacks it, checking every
+ * count and string again, takes the identity from its own record of that connection (accept.c: a
+ * daemon that names another connection, or lies about the uid, gets -EPERM), and forks through the same spawn_start (kernel/spawn.c) the in-process path
  * uses. The helper never blocks a channel on a child: PRIV_REAP is a WNOHANG wait, and the
  * daemon's watcher asks once the child's pidfd says it exited (ops/children.c). */
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/priv/accept.h"
 #include "server/priv/helper.h"
 #include "server/priv/priv.h"
 #include "server/kernel/topology.h"
@@ -44,26 +45,6 @@ static cpu_set_t *cpus_of(const uint64_t *bits, size_t *size)
 	return cpus;
 }
 
-/* The client's identity from its own connection: a Unix stream socket, peer credentials set. */
-static int peer_of(int fd, struct ucred *uc, gid_t *groups, size_t *ngroups)
-{
-	socklen_t l = sizeof *uc, gl = (socklen_t)(PRIV_SPAWN_GROUPS * sizeof *groups);
-	int domain;
-	socklen_t dl = sizeof domain;
-
-	if (fd < 0)
-		return -EBADF;
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0)
-		return errno == ENOTSOCK ? -ENOTSOCK : -EBADF;
-	if (domain != AF_UNIX || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &l) < 0 || l != sizeof *uc ||
-	    uc->uid == (uid_t)-1 || uc->pid <= 0)
-		return -ENOTCONN;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &gl) < 0)
-		gl = 0;   /* as the API does: then no supplementary group is granted */
-	*ngroups = gl / sizeof *groups;
-	return 0;
-}
-
 /* Splits n NUL-terminated strings off *p (bounded by end) into out; -EBADMSG when they run past. */
 static int take_strs(const char **p, const char *end, uint32_t n, char **out)
 {
@@ -80,9 +61,7 @@ static int take_strs(const char **p, const char *end, uint32_t n, char **out)
 int priv_check_spawn(const struct helper *h, const void *msg)
 {
 	const struct priv_spawn *m = msg;
-	gid_t peer_groups[PRIV_SPAWN_GROUPS];
-	size_t npeer = 0;
-	struct ucred uc;
+	struct priv_ident who;
 	int rc;
 
 	/* Counts that must add up, before anything is read. */
@@ -90,17 +69,17 @@ int priv_check_spawn(const struct helper *h, const void *msg)
 	    m->data_len < 1 || m->data_len > PRIV_SPAWN_DATA || m->thp > SPAWN_THP_EXCEPT_ADVISED ||
 	    m->set_policy > 1 || m->has_cpus > 1 || m->maxnode > IDSET_MAX + 1)
 		return -EINVAL;
-	if ((rc = peer_of(h->in_fd, &uc, peer_groups, &npeer)) < 0)
+	if ((rc = priv_accept_identity(m->conn_id, h->in_fd, &who)) < 0)
 		return rc;
 	/* Who may be who: a client is itself, with its own groups at most; root may be anyone. */
-	for (uint32_t i = 0; i < m->ngroups && uc.uid != 0; i++) {
+	for (uint32_t i = 0; i < m->ngroups && who.uid != 0; i++) {
 		size_t j = 0;
-		while (j < npeer && peer_groups[j] != m->groups[i])
+		while (j < who.ngroups && who.groups[j] != m->groups[i])
 			j++;
-		if (j == npeer)
+		if (j == who.ngroups)
 			return -EPERM;
 	}
-	if (uc.uid != 0 && (m->uid != uc.uid || m->gid != uc.gid))
+	if (who.uid != 0 && (m->uid != who.uid || m->gid != who.gid))
 		return -EPERM;
 	return 0;
 }

@@ -42,10 +42,15 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e);
 
 /* Forks the helper over the catalogue and roots (borrowed; the helper keeps its copy-on-write
  * image of them). Call as root, before any thread starts and before the store is opened: the
- * helper closes every fd but its end of the socketpair and stdio. probe_mem_pct is the share of
- * free memory a probe may take, which the helper checks itself. 0, or -1 with MPE_PRIV_START. */
+ * helper closes every fd but its ends of the socketpairs and stdio. probe_mem_pct is the share of
+ * free memory a probe may take, which the helper checks itself. With acc, the helper also takes
+ * acc->listen_fd, the API's Unix listening socket, and is from then on the one process that
+ * accepts on it (server/priv/accept.h): the caller closes its own copy and takes the connections
+ * from priv_handoff_chan(). Without, no connection has an identity the helper knows, and it
+ * refuses every launch. 0, or -1 with MPE_PRIV_START. */
+struct priv_accept;
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
-	       mp_err *e);
+	       const struct priv_accept *acc, mp_err *e);
 
 /* The calling process becomes u: supplementary groups, gid, uid; every capability set empty
  * (effective, permitted, inheritable, ambient, bounding); no_new_privs. Checked afterwards from
@@ -82,8 +87,9 @@ long priv_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
 int priv_cg_mems(int dirfd, const char *text);
 
-/* spawn_start through the helper: s->peer_fd (borrowed) goes along for the helper to read the
- * client's credentials from. The pid, or -errno with *step. */
+/* spawn_start through the helper: s->peer_fd (borrowed), the client's connection as the helper
+ * handed it over, goes along with its identifier, and the helper takes the client's credentials
+ * from its own record of it. The pid, or -errno with *step. */
 pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
 /* spawn_reap of a child the helper started; without nohang it polls (the helper never blocks a
  * channel on a child). */

@@ -15,8 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "server/priv/accept.h"
 #include "server/priv/caps.h"
 #include "server/priv/chans.h"
+#include "server/priv/handoff.h"
 #include "server/priv/helper.h"
 
 int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
@@ -38,38 +40,51 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 	return 0;
 }
 
+/* The helper's descriptors after the fork: its channels, then the hand-off channel and the API's
+ * listening socket when it has one. */
+#define HELPER_FDS (PRIV_CHANNELS + 2)
+
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
-	       mp_err *e)
+	       const struct priv_accept *acc, mp_err *e)
 {
-	int sv[PRIV_CHANNELS][2], ours[PRIV_CHANNELS], n, err;
+	/* sv[PRIV_CHANNELS] is the hand-off channel; in the child, keep[HELPER_FDS - 1] is the
+	 * listener's copy (-1 without one). */
+	int sv[PRIV_CHANNELS + 1][2], ours[PRIV_CHANNELS], n, err;
 	pid_t parent = getpid(), pid;
 
-	for (n = 0; n < PRIV_CHANNELS; n++)
+	for (n = 0; n < PRIV_CHANNELS + 1; n++)
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv[n]) < 0)
 			goto fail;
 	if ((pid = fork()) < 0)
 		goto fail;
 	if (pid == 0) {
-		int fds[PRIV_CHANNELS];
+		int keep[HELPER_FDS], fds[HELPER_FDS];
 		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
-		 * 3 + PRIV_CHANNELS - 1) and stdio (the log). */
+		 * 3 + PRIV_CHANNELS - 1), the hand-off channel and the listener (the next two), and
+		 * stdio (the log). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
-		for (int i = 0; i < PRIV_CHANNELS; i++)
+		for (int i = 0; i < PRIV_CHANNELS + 1; i++) {
 			close(sv[i][0]);
-		for (int i = 0; i < PRIV_CHANNELS; i++) {
-			/* Above every fd in use, then down to 3 + i: no dup2 overwrites a channel not yet moved. */
-			int hi = fcntl(sv[i][1], F_DUPFD, 64 + i);
-			if (hi < 0)
-				_exit(1);
-			sv[i][1] = hi;
+			keep[i] = sv[i][1];
 		}
-		for (int i = 0; i < PRIV_CHANNELS; i++)
-			if ((fds[i] = dup2(sv[i][1], 3 + i)) < 0)
+		keep[HELPER_FDS - 1] = acc ? acc->listen_fd : -1;
+		/* Above every fd in use, then down to 3 + i: no dup2 overwrites one not yet moved. */
+		for (int i = 0; i < HELPER_FDS; i++)
+			if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD, 64 + i)) < 0)
 				_exit(1);
-		syscall(SYS_close_range, 3U + PRIV_CHANNELS, ~0U, 0U);
+		for (int i = 0; i < HELPER_FDS; i++) {
+			fds[i] = -1;
+			if (keep[i] >= 0 && (fds[i] = dup2(keep[i], 3 + i)) < 0)
+				_exit(1);
+		}
+		syscall(SYS_close_range, 3U + HELPER_FDS, ~0U, 0U);
 		if (priv_helper_caps() < 0)
+			_exit(1);
+		/* Without a listener nobody is accepted: no connection has an identity, and every
+		 * launch is refused (the unit tests of the other requests start it so). */
+		if (acc && priv_accept_start(fds[PRIV_CHANNELS + 1], fds[PRIV_CHANNELS], acc) < 0)
 			_exit(1);
 		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root, probe_mem_pct);
 		_exit(0);
@@ -78,7 +93,12 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		close(sv[i][1]);
 		ours[i] = sv[i][0];
 	}
+	close(sv[PRIV_CHANNELS][1]);
 	priv_chans_adopt(ours, PRIV_CHANNELS, pid);
+	if (acc)
+		priv_handoff_adopt(sv[PRIV_CHANNELS][0]);
+	else
+		close(sv[PRIV_CHANNELS][0]);
 	return 0;
 fail:
 	err = errno;

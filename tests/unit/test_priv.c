@@ -14,13 +14,17 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/parse.h"
+#include "server/api/listen.h"
 #include "server/kernel/knobs.h"
+#include "server/priv/accept.h"
 #include "server/priv/act.h"
+#include "server/priv/handoff.h"
 #include "server/priv/helper.h"
 #include "server/priv/priv.h"
 #include "server/probes/typed.h"
@@ -38,9 +42,13 @@ static char root[64], sys_root[96], proc_root[96];
 static struct knob_catalogue *cat;
 
 #define PROBE_SHARE_PCT 50   /* the helper's share of free memory: 2 GiB of the tree's 4 */
+static char api_path[128];
 
 static void make_tree(void)
 {
+	struct unix_socket_id sid;
+	int fd;
+
 	snprintf(root, sizeof root, "/tmp/mpd-priv-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	snprintf(sys_root, sizeof sys_root, "%s/sys", root);
@@ -62,7 +70,27 @@ static void make_tree(void)
 	put(proc_root, "4242/numa_maps", "7f0000000000 default anon=1 N0=1");
 	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
 	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
-	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, PROBE_SHARE_PCT, NULL), 0);
+	/* The API's listening socket goes to the helper, as the daemon's does: a launch names a
+	 * connection the helper accepted (test_priv_identity.c plays the attacker against that). */
+	snprintf(api_path, sizeof api_path, "%s/api.sock", root);
+	ck_assert_int_ge(fd = listen_unix_socket(api_path, &sid, NULL), 0);
+	struct priv_accept acc = { .listen_fd = fd, .max_conns = 16, .serving_uid = (uid_t)-1 };
+	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, PROBE_SHARE_PCT, &acc, NULL), 0);
+	close(fd);
+}
+
+/* A connection of this process (root) to the API socket: the client's end in *client, the end
+ * the helper handed over returned, its identifier in *id. */
+static int accepted(int *client, uint64_t *id)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	memcpy(sa.sun_path, api_path, strlen(api_path) + 1);
+	ck_assert_int_ge(*client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(connect(*client, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &fd, id), 0);
+	return fd;
 }
 
 static void drop_tree(void)
@@ -483,6 +511,9 @@ END_TEST
 
 /* ---- PRIV_SPAWN / PRIV_REAP ------------------------------------------------------------------ */
 
+/* The connection the launches of the test name. */
+static uint64_t spawn_conn_id;
+
 /* A spawn of argv (NULL-terminated) with cwd "/", as uid/gid, packed as the daemon packs it. */
 static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gid)
 {
@@ -490,6 +521,7 @@ static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gi
 
 	ck_assert_ptr_nonnull(m);
 	m->h = hdr(PRIV_SPAWN, sizeof *m);
+	m->conn_id = spawn_conn_id;
 	m->uid = uid;
 	m->gid = gid;
 	for (; argv[m->argc]; m->argc++) {
@@ -501,45 +533,6 @@ static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gi
 	return m;
 }
 
-/* One end of a socketpair made by a process running as uid 65534: its SO_PEERCRED says nobody. */
-static int nobody_socket(void)
-{
-	int carrier[2], got = -1;
-	pid_t pid;
-
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, carrier), 0);
-	ck_assert_int_ge(pid = fork(), 0);
-	if (pid == 0) {
-		int sv[2];
-		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } ctl = { 0 };
-		struct iovec iov = { .iov_base = "x", .iov_len = 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
-		    socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-			_exit(1);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &sv[0], sizeof(int));
-		_exit(sendmsg(carrier[1], &mh, 0) == 1 ? 0 : 1);
-	}
-	{
-		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-		char x;
-		struct iovec iov = { .iov_base = &x, .iov_len = 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
-		int st;
-		ck_assert_int_eq(recvmsg(carrier[0], &mh, 0), 1);
-		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof got);
-		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		ck_assert_int_eq(st, 0);
-	}
-	close(carrier[0]);
-	close(carrier[1]);
-	return got;
-}
-
 /* Every spawn below would run "touch <marker>": none may have, so nothing was started. */
 static char marker[PATH_MAX];
 
@@ -547,29 +540,27 @@ START_TEST(malformed_spawns_are_refused)
 {
 	const char *argv[] = { "/usr/bin/touch", marker, NULL };
 	struct priv_spawn *m;
-	int sv[2], pfd[2], udp, nobody;
+	int sv[2], pfd[2], udp, client;
 	struct priv_reap rp = { .h = hdr(PRIV_REAP, sizeof rp), .pid = 1 };
 
 	make_tree();
 	snprintf(marker, sizeof marker, "%s/spawned", root);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* Every malformed launch below names a live root client's connection: only the message is
+	 * wrong. Who may be whom: test_priv_identity.c. */
+	sv[0] = accepted(&client, &spawn_conn_id);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd), 0);
+	sv[1] = pfd[0];
 	ck_assert_int_eq(pipe(pfd), 0);
 	ck_assert_int_ge(udp = socket(AF_INET, SOCK_DGRAM, 0), 0);
-	nobody = nobody_socket();
 	m = spawn_msg(argv, 0, 0);
-	/* No connection with it, a pipe, an Internet socket: no identity to take. */
+	/* No connection with it, a pipe, an Internet socket, a socket the helper did not accept:
+	 * no identity to take. */
 	ck_assert_int_eq(send_raw(m, sizeof *m), -EBADF);
 	ck_assert_int_eq(send_raw_fd(m, sizeof *m, pfd[0]), -ENOTSOCK);
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, udp), -ENOTCONN);
-	/* The daemon's word against the socket's: nobody asking to run as root, or as itself with
-	 * root's gid or a group it lacks. */
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
-	m->uid = 65534;
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
-	m->gid = 65534;
-	m->ngroups = 1;
-	m->groups[0] = 0;
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, nobody), -EPERM);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, udp), -EPERM);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[1]), -EPERM);
+	m->conn_id = priv_conn_id(sv[1]);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[1]), -ENOTCONN);
 	free(m);
 	/* Oversized counts. */
 	m = spawn_msg(argv, 0, 0);
@@ -647,14 +638,14 @@ START_TEST(malformed_spawns_are_refused)
 	ck_assert_int_eq(send_raw(&rp, sizeof rp), -ECHILD);
 	rp.pid = 0;
 	ck_assert_int_eq(send_raw(&rp, sizeof rp), -EINVAL);
-	usleep(100 * 1000);
+	/* Every launch was refused, so none was started: nothing to wait for. */
 	ck_assert_int_eq(access(marker, F_OK), -1);
 	close(sv[0]);
 	close(sv[1]);
+	close(client);
 	close(pfd[0]);
 	close(pfd[1]);
 	close(udp);
-	close(nobody);
 	assert_untouched();
 	assert_alive();
 	drop_tree();
@@ -778,20 +769,21 @@ START_TEST(hostile_typed_probe_parameters_start_nothing)
 }
 END_TEST
 
-/* A valid spawn runs, as the socket's peer, and its exit status comes back through PRIV_REAP. */
+/* A valid spawn runs, as the connection's client, and its exit status comes back through PRIV_REAP. */
 START_TEST(spawn_runs_and_reaps_through_the_helper)
 {
 	char *argv[] = { "/bin/sh", "-c", "touch \"$M\"; exit 7", NULL };
 	char env_m[PATH_MAX + 2];
 	char *envp[] = { env_m, NULL };
 	int sv[2], st = -1;
+	uint64_t id;
 	enum spawn_step step;
 	pid_t pid;
 
 	make_tree();
 	snprintf(marker, sizeof marker, "%s/spawned", root);
 	snprintf(env_m, sizeof env_m, "M=%s", marker);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	sv[0] = accepted(&sv[1], &id);
 	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
 				.peer_fd = sv[0] };
 	ck_assert(priv_active());

@@ -1,0 +1,585 @@
+/* A compromised serving side against the helper (issue 17, item 2), on the real kernel, as root.
+ *
+ * This program is built from the daemon's own code. It makes the API's Unix listening socket as
+ * the daemon does (listen_unix_socket), forks the real helper with it (priv_start), then becomes
+ * the serving process (priv_drop to the mempolicyd user, sandbox_serving) and misbehaves: every
+ * request type of the closed set, with hostile contents, with every descriptor it holds — the
+ * helper's channels and the hand-off channel, a copy of the listening socket, a socket connected
+ * to a root-owned listener, TCP sockets, its own connection to the API socket, a root client's
+ * connection that has since closed, and live connections of a root and a nobody client — and
+ * names every connection identifier it knows with each of them.
+ *
+ * The residual docs/DESIGN.md states (Security, "Who a launch is for") is all that may act: a
+ * launch as a client whose connection is open at that moment, within what that client may do (as
+ * itself; as anyone when it is root). Every other launch is refused before anything is forked: a
+ * refusal is the helper's answer, which comes after its decision, and a launch that did start is
+ * reaped and its marker file looked at, so no sleep proves an absence. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server/api/listen.h"
+#include "server/kernel/knobs.h"
+#include "server/kernel/sandbox.h"
+#include "server/kernel/spawn.h"
+#include "server/priv/accept.h"
+#include "server/priv/handoff.h"
+#include "server/priv/priv.h"
+#include "tests/unit/check_main.h"
+
+static char root[64], sys_root[96], proc_root[96];
+
+#include "tests/unit/tree.h"
+
+#define THP "kernel/mm/transparent_hugepage/"
+#define POOL "kernel/mm/hugepages/hugepages-2048kB/"
+#define NOBODY 65534
+
+static char api_path[128], host_path[128], marks[128];
+static struct knob_catalogue *cat;
+static struct priv_user served;
+static int api_copy = -1, host_listener = -1, tcp_listener = -1;
+
+/* A client process connected to the API socket, and the serving side's end of its connection. */
+struct client {
+	pid_t pid;
+	int ctl;       /* closing it ends the client */
+	int fd;        /* the connection as the helper handed it over */
+	uint64_t id;
+};
+
+/* ---- the daemon's start, as server/main.c does it ------------------------------------------- */
+
+/* A root process that removes the tree once this one has exited (the serving side cannot: the
+ * files are root's and the launched programs'), also when a check failed. */
+static void janitor(void)
+{
+	int p[2];
+	pid_t pid;
+	char x;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		char *argv[] = { "rm", "-rf", root, NULL };
+		/* Only the pipe: the helper's channels must end with the test process. */
+		if (dup2(p[0], 3) < 0 || syscall(SYS_close_range, 4U, ~0U, 0U) < 0 || setsid() < 0)
+			_exit(1);
+		(void)!read(3, &x, 1);
+		execv("/bin/rm", argv);
+		_exit(1);
+	}
+	close(p[0]);   /* p[1] stays open in this process until it exits */
+}
+
+static void setup(unsigned max_conns)
+{
+	struct unix_socket_id sid;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_in si = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	mp_err e = { 0 };
+	int fd;
+
+	snprintf(root, sizeof root, "/tmp/mpd-ident-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	ck_assert_int_eq(chmod(root, 0755), 0);   /* the clients and the dropped side reach the sockets */
+	janitor();
+	snprintf(sys_root, sizeof sys_root, "%s/sys", root);
+	snprintf(proc_root, sizeof proc_root, "%s/proc", root);
+	put(sys_root, THP "enabled", "always [madvise] never");
+	put(sys_root, POOL "nr_hugepages", "0");
+	put(sys_root, "devices/system/node/online", "0");
+	put(sys_root, "fs/cgroup/a/cpuset.mems", "");
+	put(proc_root, "sys/vm/compact_memory", "0");
+	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
+	snprintf(marks, sizeof marks, "%s/marks", root);
+	ck_assert_int_eq(mkdir(marks, 0700), 0);
+	ck_assert_int_eq(chmod(marks, 01777), 0);   /* a launch as nobody may leave its marker */
+	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
+	ck_assert_msg(priv_lookup_user("mempolicyd", &served, &e) == 0, "%s (make user)", e.detail);
+
+	snprintf(api_path, sizeof api_path, "%s/api.sock", root);
+	ck_assert_msg((fd = listen_unix_socket(api_path, &sid, &e)) >= 0, "%s", e.detail);
+	api_copy = dup(fd);   /* the daemon closes its copy; an attacker that kept one gains nothing */
+	/* Some root daemon's socket on the host, which the dropped side can still connect to. */
+	snprintf(host_path, sizeof host_path, "%s/host.sock", root);
+	memcpy(sa.sun_path, host_path, strlen(host_path) + 1);
+	ck_assert_int_ge(host_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(bind(host_listener, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(chmod(host_path, 0666), 0);
+	ck_assert_int_eq(listen(host_listener, 8), 0);
+	ck_assert_int_ge(tcp_listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(bind(tcp_listener, (struct sockaddr *)&si, sizeof si), 0);
+	ck_assert_int_eq(listen(tcp_listener, 8), 0);
+
+	struct priv_accept acc = { .listen_fd = fd, .max_conns = max_conns, .serving_uid = served.uid };
+	ck_assert_msg(priv_start(cat, sys_root, proc_root, 50, &acc, &e) == 0, "%s", e.detail);
+	ck_assert_int_ge(priv_handoff_chan(), 0);
+	close(fd);   /* as http_hand_off does */
+}
+
+/* The serving process from here: the daemon's user, no capabilities, the seccomp filter. */
+static void become_serving_side(void)
+{
+	mp_err e = { 0 };
+
+	ck_assert_msg(priv_drop(&served, &e) == 0, "%s", e.detail);
+	ck_assert_msg(sandbox_serving(&e) >= 0, "%s", e.detail);
+	ck_assert_int_eq(geteuid(), served.uid);
+}
+
+static void teardown(void)
+{
+	priv_stop();
+	knobs_free(cat);
+}
+
+/* ---- clients ---------------------------------------------------------------------------------- */
+
+/* Connects a process of uid to the API socket and takes the connection the helper hands over.
+ * Before become_serving_side only: a root client needs root to start. */
+static void client_start(struct client *c, uid_t uid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred uc;
+	socklen_t l = sizeof uc;
+	int ctl[2];
+	char x;
+
+	memcpy(sa.sun_path, api_path, strlen(api_path) + 1);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl), 0);
+	ck_assert_int_ge(c->pid = fork(), 0);
+	if (c->pid == 0) {
+		int s;
+		/* Nothing of the serving side's stays open here: the helper's channels must end with it. */
+		if (dup2(ctl[1], 3) < 0 || syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
+			_exit(1);
+		if (uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
+			_exit(1);
+		if ((s = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+			_exit(2);
+		if (write(3, "c", 1) != 1)
+			_exit(3);
+		/* Until the test closes its end; 'h' first: shut the sending side only (a half-close). */
+		while (read(3, &x, 1) == 1 && x == 'h')
+			if (shutdown(s, SHUT_WR) < 0 || write(3, "h", 1) != 1)
+				_exit(4);
+		_exit(0);
+	}
+	close(ctl[1]);
+	c->ctl = ctl[0];
+	ck_assert_int_eq(read(c->ctl, &x, 1), 1);
+	ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &c->fd, &c->id), 0);
+	ck_assert_int_eq(getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
+	ck_assert_int_eq(uc.pid, c->pid);
+	ck_assert(c->id == priv_conn_id(c->fd));
+}
+
+/* The client shuts its sending side and stays: once it answers, the shutdown is done. */
+static void client_half_close(struct client *c)
+{
+	char x;
+
+	ck_assert_int_eq(write(c->ctl, "h", 1), 1);
+	ck_assert_int_eq(read(c->ctl, &x, 1), 1);
+}
+
+/* The client closes its connection and exits; the serving side keeps its end. Once waitpid has
+ * it, its socket is released: the hang-up is there to see. */
+static void client_end(struct client *c)
+{
+	int st;
+
+	close(c->ctl);
+	ck_assert_int_eq(waitpid(c->pid, &st, 0), c->pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* ---- requests --------------------------------------------------------------------------------- */
+
+static struct priv_hdr hdr(uint32_t type, uint32_t len)
+{
+	return (struct priv_hdr){ .magic = PRIV_MAGIC, .type = type, .len = len };
+}
+
+static long ask(void *msg, size_t len, int fd)
+{
+	struct priv_reply rep;
+	int back, rc = priv_exchange(msg, len, fd, &rep, &back);
+
+	ck_assert_msg(rc == 0, "the helper did not answer: %s", strerror(-rc));
+	if (back >= 0)
+		close(back);
+	return (long)rep.rc;
+}
+
+/* A launch of `touch <marks>/<name>` as uid (gid the same), for the connection id. */
+static struct priv_spawn *spawn_msg(const char *name, uid_t uid, uint64_t id)
+{
+	struct priv_spawn *m = calloc(1, sizeof *m);
+	char marker[PATH_MAX];
+	const char *argv[] = { "/usr/bin/touch", marker, "/", NULL };   /* the last string is the cwd */
+
+	ck_assert_ptr_nonnull(m);
+	snprintf(marker, sizeof marker, "%s/%s", marks, name);
+	m->h = hdr(PRIV_SPAWN, sizeof *m);
+	m->conn_id = id;
+	m->uid = uid;
+	m->gid = uid;
+	m->argc = 2;
+	for (int i = 0; argv[i]; i++) {
+		memcpy(m->data + m->data_len, argv[i], strlen(argv[i]) + 1);
+		m->data_len += (uint32_t)strlen(argv[i]) + 1;
+	}
+	return m;
+}
+
+/* The owner of <marks>/<name>, or -1 when there is none. */
+static long marker_owner(const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", marks, name);
+	return stat(path, &st) == 0 ? (long)st.st_uid : -1;
+}
+
+/* rc is a launch's answer: a pid when the helper started it. A launch that should have been
+ * refused is collected before the test fails, so that the failure names what it ran. */
+static void expect_refused(long rc, const char *what, int fd)
+{
+	int st;
+
+	if (rc > 0) {
+		priv_reap((pid_t)rc, &st, false);
+		ck_abort_msg("%s through fd %d was started (pid %ld)", what, fd, rc);
+	}
+	ck_assert_msg(rc < 0, "%s through fd %d: %ld", what, fd, rc);
+}
+
+/* A launch that should run: it is collected, and its marker says as whom it ran. */
+static void expect_ran_as(long rc, const char *name, uid_t uid)
+{
+	int st = -1;
+
+	ck_assert_msg(rc > 0, "the launch %s was refused: %s", name, strerror((int)-rc));
+	ck_assert_int_eq(priv_reap((pid_t)rc, &st, false), 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_eq(marker_owner(name), (long)uid);
+}
+
+/* Every descriptor open in this process, in out (at most max). */
+static int open_fds(int *out, int max)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024 && n < max; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			out[n++] = fd;
+	return n;
+}
+
+/* A request of type t whose contents are out of what the helper accepts, into buf; its size. */
+static size_t hostile(uint32_t t, void *buf, size_t cap)
+{
+	memset(buf, 0, cap);
+	switch (t) {
+	case PRIV_KNOB_WRITE: {
+		struct priv_knob_write *m = buf;
+		*m = (struct priv_knob_write){ .h = hdr(t, sizeof *m), .index = 0 };
+		for (size_t i = 0; i < knobs_count(cat); i++)
+			if (!strcmp(knobs_at(cat, i)->name, "thp.enabled"))
+				m->index = (uint32_t)i;
+		memcpy(m->value, "never\nalways", 13);   /* two values, one of them a second line */
+		return sizeof *m;
+	}
+	case PRIV_POOL_WRITE: {
+		struct priv_pool *m = buf;
+		*m = (struct priv_pool){ .h = hdr(t, sizeof *m), .size_kb = 2048, .node = -1, .count = (uint64_t)INT64_MAX + 1 };
+		return sizeof *m;
+	}
+	case PRIV_POOL_RUN: {
+		struct priv_pool_run *m = buf;
+		*m = (struct priv_pool_run){ .h = hdr(t, sizeof *m), .size_kb = 2048, .node = -1, .max_steps = 1,
+					     .from = 0, .goal = 512, .batch = 0 };
+		return sizeof *m;
+	}
+	case PRIV_COMPACT: {
+		/* It has no contents: with a descriptor it is refused, without it is the compaction the
+		 * serving side is lent (not sent below). */
+		struct priv_compact *m = buf;
+		*m = (struct priv_compact){ .h = hdr(t, sizeof *m) };
+		return sizeof *m;
+	}
+	case PRIV_PROC_OPEN: {
+		struct priv_proc_open *m = buf;
+		*m = (struct priv_proc_open){ .h = hdr(t, sizeof *m), .pid = 4242, .file = PROC_FILE_END };
+		return sizeof *m;
+	}
+	case PRIV_MIGRATE: {
+		struct priv_migrate *m = buf;
+		*m = (struct priv_migrate){ .h = hdr(t, sizeof *m), .pid = 4242, .start_time = 777, .maxnode = 2 };
+		m->from[0] = 1;
+		m->to[0] = 1ULL << 9;   /* a node past maxnode */
+		return sizeof *m;
+	}
+	case PRIV_COLLAPSE: {
+		struct priv_collapse *m = buf;
+		*m = (struct priv_collapse){ .h = hdr(t, sizeof *m), .start = 4096, .len = 4096 };
+		return sizeof *m;   /* acts only on a pidfd: none of these descriptors is one */
+	}
+	case PRIV_CG_MEMS: {
+		struct priv_cg_mems *m = buf;
+		*m = (struct priv_cg_mems){ .h = hdr(t, sizeof *m) };
+		m->nodes[0] = 1;
+		return sizeof *m;   /* acts only in a cgroup directory: none of these is one */
+	}
+	case PRIV_SPAWN: {
+		struct priv_spawn *m = spawn_msg("matrix", 0, 0);
+		memcpy(buf, m, sizeof *m);
+		free(m);
+		return sizeof *m;
+	}
+	case PRIV_REAP: {
+		struct priv_reap *m = buf;
+		*m = (struct priv_reap){ .h = hdr(t, sizeof *m), .pid = 1 };
+		return sizeof *m;
+	}
+	case PRIV_PROBE_START: {
+		struct priv_probe_start *m = buf;
+		/* A kind past the probe table. (Starting a probe of a real kind is lent to the serving
+		 * side, as any admin may through the API: stdout may well be a pipe's write end.) */
+		*m = (struct priv_probe_start){ .h = hdr(t, sizeof *m), .kind = UINT32_MAX };
+		return sizeof *m;
+	}
+	case PRIV_KILL: {
+		struct priv_kill *m = buf;
+		*m = (struct priv_kill){ .h = hdr(t, sizeof *m), .pid = 1 };
+		return sizeof *m;
+	}
+	}
+	ck_abort_msg("request type %u has no hostile message here: add one", t);
+	return 0;
+}
+
+/* Nothing a refused request could have reached has changed. */
+static void assert_untouched(void)
+{
+	char buf[128];
+
+	get(sys_root, THP "enabled", buf, sizeof buf);
+	ck_assert_str_eq(buf, "always [madvise] never");
+	get(sys_root, POOL "nr_hugepages", buf, sizeof buf);
+	ck_assert_str_eq(buf, "0");
+	get(proc_root, "sys/vm/compact_memory", buf, sizeof buf);
+	ck_assert_str_eq(buf, "0");
+	get(sys_root, "fs/cgroup/a/cpuset.mems", buf, sizeof buf);
+	ck_assert_str_eq(buf, "");
+}
+
+/* ---- the tests -------------------------------------------------------------------------------- */
+
+START_TEST(a_compromised_serving_side_launches_nothing_beyond_the_residual)
+{
+	struct client closed, live_root, live_nobody, self;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_in si;
+	socklen_t sl = sizeof si;
+	int fds[256], nfds, host_peer, tcp_peer, tcp_fresh;
+	_Alignas(8) static unsigned char buf[sizeof(struct priv_spawn)];
+	struct priv_spawn *m;
+
+	setup(64);
+	client_start(&closed, 0);
+	client_start(&live_root, 0);
+	client_start(&live_nobody, NOBODY);
+	client_end(&closed);
+	ck_assert_int_eq(getsockname(tcp_listener, (struct sockaddr *)&si, &sl), 0);
+	become_serving_side();
+
+	/* What it can still reach after the drop: a root daemon's socket on the host (its peer reads
+	 * uid 0), TCP sockets (no credentials at all), and the API socket itself (its own uid). */
+	memcpy(sa.sun_path, host_path, strlen(host_path) + 1);
+	ck_assert_int_ge(host_peer = socket(AF_UNIX, SOCK_STREAM, 0), 0);
+	ck_assert_int_eq(connect(host_peer, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_ge(tcp_peer = socket(AF_INET, SOCK_STREAM, 0), 0);
+	ck_assert_int_eq(connect(tcp_peer, (struct sockaddr *)&si, sizeof si), 0);
+	ck_assert_int_ge(tcp_fresh = socket(AF_INET, SOCK_STREAM, 0), 0);
+	{
+		struct sockaddr_un api = { .sun_family = AF_UNIX };
+		struct ucred uc;
+		socklen_t l = sizeof uc;
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		memcpy(api.sun_path, api_path, strlen(api_path) + 1);
+		ck_assert_int_eq(connect(s, (struct sockaddr *)&api, sizeof api), 0);
+		ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &self.fd, &self.id), 0);
+		ck_assert_int_eq(getsockopt(self.fd, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
+		ck_assert_int_eq(uc.uid, served.uid);
+	}
+	nfds = open_fds(fds, 256);
+	/* The descriptors named above are among them; so are the helper's channels and the
+	 * hand-off channel (the serving side's ends), the listener's copy, the host listener's and
+	 * TCP listener's copies, the closed client's and the live clients' connections. */
+	ck_assert_int_ge(nfds, 12);
+
+	/* Every request type with hostile contents, with no descriptor and with each one (a launch
+	 * as root naming no connection; below, naming each). */
+	for (uint32_t t = 1; t < PRIV_TYPE_END; t++)
+		for (int i = -1; i < nfds; i++) {
+			size_t len = hostile(t, buf, sizeof buf);
+			int fd = i < 0 ? -1 : fds[i];
+			if (t == PRIV_COMPACT && fd < 0)
+				continue;
+			ck_assert_msg(ask(buf, len, fd) < 0, "request type %u with fd %d was carried out", t, fd);
+		}
+
+	/* A launch as root, and one as nobody, through every descriptor naming every connection
+	 * identifier this side knows (and none, and the descriptor's own): only a live client's own
+	 * connection may act for it. */
+	uint64_t ids[] = { 0, closed.id, live_root.id, live_nobody.id, self.id, priv_conn_id(api_copy) };
+	for (int i = -1; i < nfds; i++) {
+		int fd = i < 0 ? -1 : fds[i];
+		for (size_t k = 0; k <= sizeof ids / sizeof ids[0]; k++) {
+			uint64_t id = k < sizeof ids / sizeof ids[0] ? ids[k] : priv_conn_id(fd);
+			m = spawn_msg("as-root", 0, id);
+			if (!(fd == live_root.fd && id == live_root.id))
+				expect_refused(ask(m, sizeof *m, fd), "a launch as uid 0", fd);
+			free(m);
+			m = spawn_msg("as-nobody", NOBODY, id);
+			if (!(fd == live_nobody.fd && id == live_nobody.id) && !(fd == live_root.fd && id == live_root.id))
+				expect_refused(ask(m, sizeof *m, fd), "a launch as nobody", fd);
+			free(m);
+		}
+	}
+	/* Named ones, for the record of why: the listener, the closed connection, a root peer that is
+	 * not a client, TCP, the serving side itself, a live client's connection under another's id. */
+	m = spawn_msg("as-root", 0, priv_conn_id(api_copy));
+	ck_assert_int_eq(ask(m, sizeof *m, api_copy), -ENOTCONN);
+	m->conn_id = closed.id;
+	ck_assert_int_eq(ask(m, sizeof *m, closed.fd), -ENOTCONN);
+	m->conn_id = priv_conn_id(host_peer);
+	ck_assert_int_eq(ask(m, sizeof *m, host_peer), -ENOTCONN);
+	m->conn_id = priv_conn_id(tcp_peer);
+	ck_assert_int_eq(ask(m, sizeof *m, tcp_peer), -ENOTCONN);
+	m->conn_id = live_root.id;
+	ck_assert_int_eq(ask(m, sizeof *m, live_nobody.fd), -EPERM);
+	m->conn_id = live_nobody.id;
+	ck_assert_int_eq(ask(m, sizeof *m, live_nobody.fd), -EPERM);   /* nobody may not be root */
+	free(m);
+	m = spawn_msg("as-self", served.uid, self.id);
+	ck_assert_int_eq(ask(m, sizeof *m, self.fd), -EPERM);
+	free(m);
+	ck_assert_int_eq(marker_owner("as-root"), -1);
+	ck_assert_int_eq(marker_owner("as-nobody"), -1);
+	ck_assert_int_eq(marker_owner("as-self"), -1);
+	ck_assert_int_eq(marker_owner("matrix"), -1);
+	assert_untouched();
+
+	/* The residual, exactly: a live client's own connection launches as that client, and a root
+	 * client's as root (root may launch as anyone through the API). */
+	m = spawn_msg("nobody-residual", NOBODY, live_nobody.id);
+	expect_ran_as(ask(m, sizeof *m, live_nobody.fd), "nobody-residual", NOBODY);
+	free(m);
+	m = spawn_msg("root-residual", 0, live_root.id);
+	expect_ran_as(ask(m, sizeof *m, live_root.fd), "root-residual", 0);
+	free(m);
+	/* ... until the client hangs up: its identity ends with its connection. */
+	client_end(&live_root);
+	m = spawn_msg("root-after", 0, live_root.id);
+	expect_refused(ask(m, sizeof *m, live_root.fd), "a launch as uid 0 after the client closed", live_root.fd);
+	ck_assert_int_eq(marker_owner("root-after"), -1);
+	free(m);
+	client_end(&live_nobody);
+	teardown();
+}
+END_TEST
+
+/* The helper's records are bounded: a serving side that never reports a close does not make them
+ * grow, it only loses the oldest identities. A reported close ends an identity at once, and so
+ * does a client's half-close. Hostile
+ * datagrams on the hand-off channel change nothing and the helper goes on accepting. */
+START_TEST(the_records_are_bounded_and_a_reported_close_ends_an_identity)
+{
+	struct client c[6], late;
+	struct priv_handoff junk = { .magic = PRIV_HANDOFF_MAGIC, .type = PRIV_HANDOFF_CONN, .id = 1 };
+	struct priv_spawn *m;
+	char name[32];
+
+	setup(4);
+	for (int i = 0; i < 6; i++)
+		client_start(&c[i], NOBODY);
+	become_serving_side();
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof name, "bound-%d", i);
+		m = spawn_msg(name, NOBODY, c[i].id);
+		if (i < 2) {
+			ck_assert_int_eq(ask(m, sizeof *m, c[i].fd), -ENOTCONN);   /* dropped at the bound */
+			ck_assert_int_eq(marker_owner(name), -1);
+		} else {
+			expect_ran_as(ask(m, sizeof *m, c[i].fd), name, NOBODY);
+		}
+		free(m);
+	}
+	/* c[5] reported closed while its client still holds it; junk on the hand-off channel, with
+	 * descriptors attached: a wrong size, a connection "handed back" to the helper, a wrong type. */
+	priv_handoff_closed(priv_handoff_chan(), c[5].id);
+	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, 3, c[2].fd), 3);
+	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, sizeof junk, c[3].fd), (ssize_t)sizeof junk);
+	junk.type = 77;
+	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, sizeof junk, -1), (ssize_t)sizeof junk);
+	/* Still accepting. The acceptor reads what is queued on the channel before it accepts, so
+	 * once this connection is here every datagram above has been read. */
+	{
+		struct sockaddr_un api = { .sun_family = AF_UNIX };
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		memcpy(api.sun_path, api_path, strlen(api_path) + 1);
+		ck_assert_int_eq(connect(s, (struct sockaddr *)&api, sizeof api), 0);
+		ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &late.fd, &late.id), 0);
+		ck_assert(late.id == priv_conn_id(late.fd));
+		close(s);
+	}
+	m = spawn_msg("reported", NOBODY, c[5].id);
+	ck_assert_int_eq(ask(m, sizeof *m, c[5].fd), -ENOTCONN);   /* dead all the same */
+	ck_assert_int_eq(marker_owner("reported"), -1);
+	free(m);
+	/* A client that shut its sending side has said all it will: its identity ends too. */
+	client_half_close(&c[3]);
+	m = spawn_msg("half-closed", NOBODY, c[3].id);
+	ck_assert_int_eq(ask(m, sizeof *m, c[3].fd), -ENOTCONN);
+	ck_assert_int_eq(marker_owner("half-closed"), -1);
+	free(m);
+	/* The other records are as they were. */
+	m = spawn_msg("after-junk", NOBODY, c[4].id);
+	expect_ran_as(ask(m, sizeof *m, c[4].fd), "after-junk", NOBODY);
+	free(m);
+	for (int i = 0; i < 6; i++)
+		client_end(&c[i]);
+	teardown();
+}
+END_TEST
+
+static Suite *identity_suite(void)
+{
+	Suite *s = suite_create("priv_identity");
+	TCase *tc = tcase_create("hostile serving side");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_compromised_serving_side_launches_nothing_beyond_the_residual);
+	tcase_add_test(tc, the_records_are_bounded_and_a_reported_close_ends_an_identity);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+MPD_CHECK_MAIN(identity_suite)
