@@ -64,6 +64,7 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 #define R_BODY  0x2   /* takes a JSON object body (Content-Type application/json) */
 #define R_SLOW  0x4   /* scans: runs off the HTTP workers at idle priority (api/slow.c) */
 #define R_TAIL  0x8   /* the pattern's last {} matches the rest of the path, '/' included */
+#define R_PRIV  0x10  /* acts through the privileged helper: 503 priv.lost at once once it is lost */
 
 struct route {
 	const char *method;

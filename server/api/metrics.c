@@ -12,6 +12,8 @@
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/metrics.h"
+#include "server/priv/act.h"
+#include "server/priv/proto.h"
 #include "server/store/metrics_seed.h"
 
 #define CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
@@ -86,6 +88,29 @@ static void knobs(FILE *f, bool om, const struct app *app)
 	}
 }
 
+/* The helper's state, and what it was asked for by type: a request the serving side sent, counted
+ * before it is sent (what a caller could make the privileged side do, e.g. open procfs files). */
+static void helper(FILE *f, bool om)
+{
+	const char *state = act_helper_state(), *name;
+
+	fprintf(f, "# HELP mempolicyd_degraded 1 once the privileged helper is lost: changes are refused (503 "
+		   "priv.lost) and the daemon exits after answering what is in flight.\n"
+		   "# TYPE mempolicyd_degraded gauge\nmempolicyd_degraded %d\n", act_helper_lost());
+	fprintf(f, "# HELP mempolicyd_privileged_helper_up 1 while the privileged helper answers, 0 once it is lost "
+		   "(absent without privilege separation).\n# TYPE mempolicyd_privileged_helper_up gauge\n");
+	if (strcmp(state, "none"))
+		fprintf(f, "mempolicyd_privileged_helper_up %d\n", !strcmp(state, "running"));
+	fprintf(f, "# HELP mempolicyd_privileged_requests%s Requests the serving side sent the privileged helper, by "
+		   "type.\n# TYPE mempolicyd_privileged_requests%s counter\n", om ? "" : "_total", om ? "" : "_total");
+	if (!strcmp(state, "none"))
+		return;
+	for (unsigned t = 1; t < PRIV_TYPE_END; t++) {
+		uint64_t n = act_helper_requests(t, &name);
+		fprintf(f, "mempolicyd_privileged_requests_total{type=\"%s\"} %llu\n", name, (unsigned long long)n);
+	}
+}
+
 int api_metrics_get(struct req *rq, mp_err *e)
 {
 	static const char *const no_query[] = { NULL };
@@ -110,6 +135,7 @@ int api_metrics_get(struct req *rq, mp_err *e)
 	fprintf(f, "# HELP mempolicyd_store_size_bytes The database's size on disk, its write-ahead log included.\n"
 		   "# TYPE mempolicyd_store_size_bytes gauge\nmempolicyd_store_size_bytes %lld\n",
 		(long long)(bytes < 0 ? 0 : bytes));
+	helper(f, om);
 	metrics_write_counters(f, om);
 	if (om)
 		fputs("# EOF\n", f);
