@@ -74,6 +74,7 @@ static const struct option long_opts[] = {
 	{ "list-errors", no_argument,       NULL, 'E' },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
+	{ "test-job-workers", required_argument, NULL, 'J' },
 #endif
 	{ "man",         no_argument,       NULL, OPT_MAN },   /* not in --help: the build's man pages */
 	{ "man-conf",    no_argument,       NULL, OPT_MAN + 1 },
@@ -148,7 +149,8 @@ static void usage(FILE *f)
 	}
 #ifdef MPD_TEST_HOOKS
 	fprintf(f, "\nThis build has test hooks (never install it):\n"
-		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
+		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n"
+		"  --test-job-workers N the job runner's workers (1..8, default 2): with 1, a job queues behind a held one\n");
 #endif
 }
 
@@ -354,6 +356,7 @@ void config_free(struct config *c)
 			free(*slot);
 	}
 	free(c->test_clock);
+	free(c->test_job_workers);
 }
 
 int config_parse_args(int argc, char **argv, struct config *c)
@@ -382,6 +385,10 @@ int config_parse_args(int argc, char **argv, struct config *c)
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);
+			break;
+		case 'J':
+			free(c->test_job_workers);
+			c->test_job_workers = strdup(optarg);
 			break;
 		case OPT_NO_SECCOMP:
 			config_set(c, 'Z', "false");
