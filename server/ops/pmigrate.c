@@ -175,6 +175,13 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
 		return;
 	}
+	/* Nothing of it is read for a caller it is no longer the caller's (the read is the helper's). */
+	if (proc_check_identity(a->app->procfs_root, a->pid, a->start_time) < 0) {
+		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
+		goto out;
+	}
+	if (pact_still_theirs(a, pidfd, false, out) < 0)
+		goto out;
 	job_progress(ctx, json_pack("{s:s}", "phase", "reading placement"));
 	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &before)) < 0) {
 		fail_with(out, kr == -ESTALE ? ESRCH : -kr, "%s: %s", "reading the placement before");
