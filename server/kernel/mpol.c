@@ -72,7 +72,10 @@ long mpol_migrate_checked(const char *procfs_root, pid_t pid, uint64_t start_tim
 	int pidfd;
 
 	/* migrate_pages(2) takes a pid, not a pidfd: the bracket (proc.h) is what makes the start
-	 * time checked before it name the process moved. */
+	 * time checked before it name the process moved. Checked once before the pidfd too, so that
+	 * a pid reused is -ESTALE whether or not its new process still runs. */
+	if ((rc = proc_check_identity(procfs_root, pid, start_time)) < 0)
+		return rc;
 	if ((pidfd = proc_pidfd(pid)) < 0)
 		return pidfd;
 	if ((rc = proc_check_identity(procfs_root, pid, start_time)) == 0) {
