@@ -27,7 +27,7 @@ import time
 import unittest
 
 from lib import Daemon, bracketed, free_port, real_file, real_write
-from test_probes_framework import child_pids
+from test_probes_framework import child_pids, held_thp_probe, restored_at_start
 from test_privsep import children, have_user
 
 USER = "mempolicyd"
@@ -72,10 +72,6 @@ def curl_as(user, sock, method, path, body=None):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     out, code = p.stdout.rsplit("\n", 1)
     return int(code), json.loads(out) if out else None
-
-
-def other_thp(value):
-    return "never" if value != "never" else "always"
 
 
 @unittest.skipUnless(os.geteuid() == 0 and have_user(), "needs root and the %s user" % USER)
@@ -132,14 +128,7 @@ class HelperLost(Base):
             os.close(fd)
 
     def test_helper_killed_mid_probe(self):
-        thp0 = bracketed(real_file(ENABLED))
-        self.addCleanup(real_write, ENABLED, thp0)
-        first = other_thp(thp0)
-        r = self.d.request("POST", "/v1/probes/touch", {"size": "4M", "thp": [first], "hold_ms": 60000})
-        self.assertEqual(r.status, 202, r.raw)
-        job_id = r.json["id"]
-        wait_until(lambda: bracketed(real_file(ENABLED)) == first, what="the pass's THP setting")
-        wait_until(lambda: self.job(job_id)["progress"].get("pass") == 1, what="the pass")
+        job_id, thp0, first = held_thp_probe(self, self.d)
         self.kill_helper()
         self.degraded()
         # nobody could put thp.enabled back: its row stays, and the probe says why it failed
@@ -151,14 +140,7 @@ class HelperLost(Base):
                          [("thp.enabled", "restore_failed")])
         # the next start puts it back before serving, and records it
         self.d.start()
-        self.assertEqual(bracketed(real_file(ENABLED)), thp0)
-        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
-        ops = self.d.get("/v1/history?kind=probe.restore").json["operations"]
-        self.assertEqual(len(ops), 1, ops)
-        op = self.d.get("/v1/history/%d" % ops[0]["id"]).json
-        self.assertEqual((op["status"], op["source"]), ("ok", "daemon"))
-        self.assertEqual([(x["target"], x["value"], x["status"]) for x in op["result"]["restored"]],
-                         [("thp.enabled", thp0, "restored")])
+        restored_at_start(self, self.d, thp0)
         self.assertEqual(self.d.get("/v1/health").json["status"], "ok")
 
     @unittest.skipUnless(os.path.exists(HP), "no 2 MiB hugetlb pool")
@@ -185,17 +167,12 @@ class HelperLost(Base):
 
 class ServingSideKilled(Base):
     def test_helper_and_its_probe_child_die_with_the_serving_side(self):
-        thp0 = bracketed(real_file(ENABLED))
-        self.addCleanup(real_write, ENABLED, thp0)
-        first = other_thp(thp0)
         # a program root launched: the user's own work, which runs on (DESIGN, Security)
         r = self.d.request("POST", "/v1/processes", body={"argv": ["sleep", "120"], "env": {"PATH": "/usr/bin:/bin"}})
         self.assertEqual(r.status, 201, r.raw)
         launched = r.json["pid"]
         self.addCleanup(lambda: os.path.exists("/proc/%d" % launched) and os.kill(launched, signal.SIGKILL))
-        r = self.d.request("POST", "/v1/probes/touch", {"size": "4M", "thp": [first], "hold_ms": 60000})
-        self.assertEqual(r.status, 202, r.raw)
-        job_id = r.json["id"]
+        _, thp0, _ = held_thp_probe(self, self.d)
         helper = self.helper()
         # the pass's child, once the helper has forked it
         probe = wait_until(lambda: [p for p in child_pids(helper) if p != launched], what="the probe child")
