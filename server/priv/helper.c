@@ -362,9 +362,10 @@ static void *serve(void *arg)
 	}
 	/* Fail closed on this side too: EOF on any channel (a zero-length datagram reads as one) is
 	 * the serving side stopped, dead or broken, so the whole helper ends now rather than serve
-	 * the channels left. Its probe children die with the threads that forked them
-	 * (PR_SET_PDEATHSIG); the serving side sees EPIPE on every channel. */
+	 * the channels left, killing the probe children it started first (they run as root, holding
+	 * knobs and pools changed); the serving side sees EPIPE on every channel. */
 	log_info("privileged helper: a channel closed; exiting");
+	priv_kill_probes();
 	_exit(0);
 }
 

@@ -59,6 +59,15 @@ def exited(pidfd, timeout):
     return bool(p.poll(timeout * 1000))
 
 
+def state(pid):
+    """What a failed check of pid's exit shows of it."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return " ".join(l.strip() for l in f if l.startswith(("State", "PPid", "Uid", "SigBlk", "SigIgn")))
+    except OSError as e:
+        return str(e)
+
+
 def metric(text, name, labels=""):
     m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
     return float(m.group(1)) if m else None
@@ -181,7 +190,7 @@ class ServingSideKilled(Base):
         try:
             self.d.stop(signal.SIGKILL)
             self.assertTrue(exited(fds[0], 30), "the helper outlived the serving side")
-            self.assertTrue(exited(fds[1], 30), "the probe child outlived the helper")
+            self.assertTrue(exited(fds[1], 30), "the probe child %d outlived the helper: %s" % (probe[0], state(probe[0])))
             self.assertFalse(exited(fds[2], 0), "the launched program died with the daemon")
         finally:
             for fd in fds:
