@@ -87,7 +87,7 @@
 	X(NODES_NOT_IN_TOPOLOGY,        "nodes.not_in_topology",        UNPROCESSABLE, "a node that is not online or has no memory") \
 	X(PROCESS_BAD_PID,              "process.bad_pid",              INVALID,       "a pid that is not a decimal number from 1 to 4194304") \
 	X(PROCESS_NOT_FOUND,            "process.not_found",            NOT_FOUND,     "no process has this pid, or it exited while being read") \
-	X(PROCESS_CHANGED,              "process.changed",              CONFLICT,      "the pid now names another process than the start time given (pids are reused)") \
+	X(PROCESS_CHANGED,              "process.changed",              CONFLICT,      "the pid now names another process than the start time given (pids are reused), or the process is no longer the caller's (it exec'd a set-uid program after the request)") \
 	X(PROCESS_DENIED,               "process.denied",               KERNEL,        "the kernel refuses the daemon the process's files (another namespace, not dumpable)") \
 	X(PROCESS_UNREADABLE,           "process.unreadable",           INTERNAL,      "the process's procfs files have a shape the daemon does not know, or could not be read") \
 	X(CGROUP_BAD_PATH,              "cgroup.bad_path",              INVALID,       "a cgroup path with .., an empty or hidden segment, a NUL, or a symlink out of the mount") \
@@ -119,6 +119,7 @@
 	X(CONFIG_DB_IN_USE,             "config.db_in_use",             CONFLICT,      "start-up: another daemon already serves this database") \
 	X(CONFIG_USER,                  "config.user",                  INVALID,       "start-up: --user (default mempolicyd as root) names no user or another uid 0, or the database's directory is not writable by it") \
 	X(PRIV_START,                   "priv.start",                   INTERNAL,      "start-up: the privileged helper could not be started, or the daemon could not drop its privileges") \
+	X(PRIV_LOST,                    "priv.lost",                    UNAVAILABLE,   "the privileged helper is gone (a channel to it closed): no change is made; the daemon answers what is in flight, exits non-zero and its service manager starts it again") \
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
 	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \
 	X(HTTP_TOO_MANY_CONNECTIONS,    "http.too_many_connections",    UNAVAILABLE,   "the caller's uid (over TCP, its address) holds all the connections it may, or only those kept for root and the admin group are left") \

@@ -85,6 +85,7 @@ static const struct option long_opts[] = {
 	{ "list-reasons", no_argument,      NULL, OPT_LIST + 1 },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
+	{ "test-job-workers", required_argument, NULL, 'J' },
 #endif
 	{ "man",         no_argument,       NULL, OPT_MAN },   /* not in --help: the build's man pages */
 	{ "man-conf",    no_argument,       NULL, OPT_MAN + 1 },
@@ -165,7 +166,8 @@ static void usage(FILE *f)
 	}
 #ifdef MPD_TEST_HOOKS
 	fprintf(f, "\nThis build has test hooks (never install it):\n"
-		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n");
+		"  --test-clock FILE    the wall clock reads FILE (ns since the epoch), again on SIGUSR2\n"
+		"  --test-job-workers N the job runner's workers (1..8, default 2): with 1, a job queues behind a held one\n");
 #endif
 }
 
@@ -396,6 +398,7 @@ void config_free(struct config *c)
 			free(*slot);
 	}
 	free(c->test_clock);
+	free(c->test_job_workers);
 }
 
 int config_parse_args(int argc, char **argv, struct config *c)
@@ -428,6 +431,10 @@ int config_parse_args(int argc, char **argv, struct config *c)
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);
+			break;
+		case 'J':
+			free(c->test_job_workers);
+			c->test_job_workers = strdup(optarg);
 			break;
 		case OPT_NO_SECCOMP:
 			config_set(c, 'Z', "false");

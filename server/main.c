@@ -81,6 +81,73 @@ static int serving_sandbox(bool on, mp_err *e)
 	return 0;
 }
 
+/* How long a daemon whose helper is lost keeps answering before it stops (changes 503 priv.lost,
+ * /v1/health and /metrics say degraded): long enough for a client or a scrape to see why, short
+ * enough that the service manager's restart comes soon. */
+#define LOST_HOLD_S 5
+/* The exit status then: non-zero, so that Restart=on-failure starts the daemon again. */
+#define EXIT_HELPER_LOST 3
+
+/* The helper is lost (priv_on_lost): only the main thread takes SIGUSR1, so this wakes it. */
+static void wake_main(void)
+{
+	kill(getpid(), SIGUSR1);
+}
+
+/* The next signal of sigs, pinging the watchdog (if any) at half its interval; timeout_s > 0
+ * bounds the wait (0 returned when it passes). */
+static int next_signal(const sigset_t *sigs, uint64_t watchdog_usec, int64_t timeout_s)
+{
+	int64_t deadline = clk_mono_ns() + timeout_s * 1000000000LL;
+	int sig;
+
+	for (;;) {
+		int64_t left = timeout_s > 0 ? deadline - clk_mono_ns() : INT64_MAX, wd = (int64_t)watchdog_usec * 500;
+		int64_t wait = watchdog_usec && wd < left ? wd : left;
+		struct timespec ts = { (time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL) };
+		if (left <= 0)
+			return 0;
+		if (wait == INT64_MAX) {
+			if (sigwait(sigs, &sig) == 0)
+				return sig;
+			continue;
+		}
+		if ((sig = sigtimedwait(sigs, NULL, &ts)) > 0)
+			return sig;
+		if (errno == EAGAIN && watchdog_usec)
+			sd_say("WATCHDOG=1");
+	}
+}
+
+/* Fail closed: the helper is lost. Changes are refused already (R_PRIV, act_helper_lost); the
+ * daemon goes on answering for LOST_HOLD_S (SIGTERM or SIGINT end it sooner), then stops as on
+ * SIGTERM, answering what is in flight. */
+static void lost_hold(const sigset_t *sigs, uint64_t watchdog_usec)
+{
+	int sig;
+
+	sd_say("STATUS=degraded: the privileged helper is lost; changes are refused; stopping in %d s", LOST_HOLD_S);
+	log_error("the privileged helper is lost: serving degraded for %d s, then stopping (exit status %d)",
+		  LOST_HOLD_S, EXIT_HELPER_LOST);
+	while ((sig = next_signal(sigs, watchdog_usec, LOST_HOLD_S)) != 0 && sig != SIGTERM && sig != SIGINT)
+		;
+	sd_say("STOPPING=1\nSTATUS=stopping: the privileged helper is lost");
+}
+
+/* The job runner's workers: 2; a test build may say otherwise (--test-job-workers, 1..8). */
+static int job_workers(const struct config *cfg)
+{
+#ifdef MPD_TEST_HOOKS
+	uint64_t v;
+
+	if (cfg->test_job_workers && parse_u64(cfg->test_job_workers, &v) == 0)   /* checked at start */
+		return (int)v;
+#else
+	(void)cfg;
+#endif
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg = { 0 };
@@ -135,6 +202,16 @@ int main(int argc, char **argv)
 		}
 		app.probe_mem_pct = (unsigned)v;
 	}
+#ifdef MPD_TEST_HOOKS
+	{
+		uint64_t v;
+		if (cfg.test_job_workers && (parse_u64(cfg.test_job_workers, &v) < 0 || v < 1 || v > 8)) {
+			fprintf(stderr, "mempolicyd: --test-job-workers wants 1 to 8, not '%s'\n", cfg.test_job_workers);
+			rc = 2;
+			goto out;
+		}
+	}
+#endif
 	app.sysfs_root = cfg.sysfs_root;
 	app.procfs_root = cfg.procfs_root;
 	if (cfg.admin_group) {
@@ -229,6 +306,13 @@ int main(int argc, char **argv)
 		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &acc, &e) < 0)
 			goto fail;
 		http_hand_off(http, priv_handoff_chan());
+		/* The helper's exit (SIGCHLD: it is this process's only child then) and a broken channel
+		 * (wake_main) come to the main thread; blocked after the fork, so the helper does not
+		 * inherit them blocked, and before any thread starts. */
+		priv_on_lost(wake_main);
+		sigaddset(&sigs, SIGCHLD);
+		sigaddset(&sigs, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 		/* The helper's copy was made by the fork: from now on this side's catalogue says that
 		 * another, privileged process writes (what a knob's "writable" reports). */
 		knobs_set_writer_privileged(app.knobs);
@@ -265,7 +349,7 @@ int main(int argc, char **argv)
 	if (!(app.children = children_open(&app, &e)))
 		goto fail;
 	sd_say("STATUS=recovering what the previous daemon left unfinished");
-	if (jobs_start(app.jobs, 2, &e) < 0)
+	if (jobs_start(app.jobs, job_workers(&cfg), &e) < 0)
 		goto fail;
 	if ((n = history_mark_unfinished(app.store, clk_wall_ns(), &e)) < 0)
 		goto fail;
@@ -293,16 +377,13 @@ int main(int argc, char **argv)
 	 * be stuck if shutdown or a signal handler hung. */
 	watchdog_usec = sd_watchdog_usec();
 	for (;;) {
-		if (watchdog_usec) {
-			struct timespec ts = { (time_t)(watchdog_usec / 2000000), (long)(watchdog_usec / 2 % 1000000) * 1000 };
-			sig = sigtimedwait(&sigs, NULL, &ts);
-			if (sig < 0) {
-				if (errno == EAGAIN)
-					sd_say("WATCHDOG=1");
-				continue;
-			}
-		} else if (sigwait(&sigs, &sig) != 0) {
-			continue;
+		sig = next_signal(&sigs, watchdog_usec, 0);
+		if (sig == SIGCHLD || sig == SIGUSR1) {
+			if (!priv_check_helper())
+				continue;   /* a SIGUSR1 from outside: nothing is lost */
+			lost_hold(&sigs, watchdog_usec);
+			rc = EXIT_HELPER_LOST;
+			goto out;
 		}
 		if (sig == SIGHUP) {
 			/* The configuration is read only at start; SIGHUP runs retention now (after an export). */

@@ -66,6 +66,7 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 #define R_TAIL  0x8   /* the pattern's last {} matches the rest of the path, '/' included */
 #define R_CALLER 0x10 /* runs as the caller (launch, migrate, collapse): needs a uid from SO_PEERCRED, so a
                        * caller without one (TCP, a token) is 403 before the body is read, as R_ADMIN is */
+#define R_PRIV  0x20  /* acts through the privileged helper: 503 priv.lost at once once it is lost */
 
 struct route {
 	const char *method;

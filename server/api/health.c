@@ -1,6 +1,8 @@
-/* GET /v1/health: is the daemon up, on which kernel, with which capabilities. */
+/* GET /v1/health: is the daemon up, on which kernel, with which capabilities; "degraded" once
+ * the privileged helper is lost (changes are refused, the daemon is about to exit). */
 #include "server/api/api.h"
 #include "common/parse.h"
+#include "server/ops/helper_state.h"
 #include "server/store/db.h"
 
 int api_health_get(struct req *rq, mp_err *e)
@@ -24,8 +26,9 @@ int api_health_get(struct req *rq, mp_err *e)
 		json_array_append_new(hugetlb, json_string(sz));
 	}
 	schema = store_version(rq->app->store);
-	return req_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:i, s:{s:b, s:o, s:o, s:b, s:b, s:b, s:i}}",
-		"status", "ok",
+	return req_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:b, s:o, s:o, s:b, s:b, s:b, s:i}}",
+		"status", ops_helper_lost() ? "degraded" : "ok",
+		"privileged_helper", ops_helper_state(),
 		"version", MPD_VERSION,
 		"kernel_release", c->kernel_release,
 		"schema_version", schema,

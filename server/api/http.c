@@ -16,6 +16,7 @@
 #include "server/api/waits.h"
 #include "server/jobs/jobs.h"
 #include "server/log.h"
+#include "server/ops/helper_state.h"
 
 /* Per-request state between libmicrohttpd's calls. */
 struct reqstate {
@@ -186,6 +187,13 @@ static void decide_early(struct http *h, struct MHD_Connection *conn, const char
 		mp_fail(&s->early, MPE_AUTH_FORBIDDEN, 0, "%s", s->rq.who.token
 			? "a token has no uid: what runs as the caller needs a caller known from the Unix socket"
 			: "what runs as the caller is only accepted on the Unix socket, where the caller is known");
+		goto unroute;
+	}
+	/* Fail closed: once the helper is lost nothing that needs it is tried (it would fail with a
+	 * broken pipe, misreported as the kernel's refusal) until the daemon's restart. */
+	if ((s->route->flags & R_PRIV) && ops_helper_lost()) {
+		mp_fail(&s->early, MPE_PRIV_LOST, 0, "the privileged helper is gone: no change can be made; the "
+			"daemon exits once what is in flight is answered, and its service manager starts it again");
 		goto unroute;
 	}
 	if (s->route->flags & R_BODY) {

@@ -34,6 +34,7 @@ int api_metrics_get(struct req *rq, mp_err *e)
 	fprintf(f, "# HELP mempolicyd_store_size_bytes The database's size on disk, its write-ahead log included.\n"
 		   "# TYPE mempolicyd_store_size_bytes gauge\nmempolicyd_store_size_bytes %lld\n",
 		(long long)(bytes < 0 ? 0 : bytes));
+	gauges_write_helper(f, om);
 	metrics_write_counters(f, om);
 	if (om)
 		fputs("# EOF\n", f);

@@ -36,10 +36,9 @@ int api_process_get(struct req *rq, mp_err *e)
 	    req_query_u64(rq, "start_time", 1, INT64_MAX, &start, e) < 0 ||
 	    req_query_bool(rq, "mappings", &mappings, e) < 0 || req_query_bool(rq, "sample", &sample, e) < 0)
 		return -1;
-	if (process_read_opts(rq->app, pid, start, mappings ? 0 : PL_NO_ENDS, &p, e) < 0)
+	/* Who may see it is judged before anything only the privileged side may open is opened. */
+	if (process_read_for(rq->app, pid, start, mappings ? 0 : PL_NO_ENDS, &who, process_may_read, &p, e) < 0)
 		return -1;
-	if (process_may_read(&who, &p, e) < 0)
-		goto fail;
 	if (sample && (op_id = process_sample_record(rq->app, &who, &p, started_ns, e)) < 0)
 		goto fail;
 	if (!(out = placement_json(&p, mappings))) {

@@ -1,7 +1,8 @@
 /* The static route table and the router beside it; the first matching line wins. The request
  * pipeline (api/http.c) asks route_find and answers 404 (no pattern matches), 405 (the pattern
  * matches but not the method, with Allow), 413, 414, 415 and 403 (R_ADMIN) before any handler
- * runs; 403 also for R_CALLER (what runs as the caller) when the caller has no uid. */
+ * runs; 403 also for R_CALLER (what runs as the caller) when the caller has no uid, and 503
+ * priv.lost for R_PRIV (the route acts through the privileged helper, which is lost). */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,9 +16,9 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/topology",                   api_topology_get,      0 },
 	/* knobs */
 	{ "GET",    "/v1/knobs",                      api_knobs_list,        0 },
-	{ "PATCH",  "/v1/knobs",                      api_knobs_patch,       R_ADMIN | R_BODY },
+	{ "PATCH",  "/v1/knobs",                      api_knobs_patch,       R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/knobs/{}",                   api_knob_get,          0 },
-	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY },
+	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY | R_PRIV },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
 	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */
@@ -26,7 +27,7 @@ const struct route api_routes[] = {
 	/* hugepages */
 	{ "GET",    "/v1/hugepages",                  api_hugepages_list,    0 },
 	{ "GET",    "/v1/hugepages/{}",               api_hugepages_get,     0 },
-	{ "PUT",    "/v1/hugepages/{}",               api_hugepages_put,     R_ADMIN | R_BODY },
+	{ "PUT",    "/v1/hugepages/{}",               api_hugepages_put,     R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/hugepages/{}/availability",  api_hugepages_avail,   0 },
 	/* jobs */
 	{ "GET",    "/v1/jobs",                       api_jobs_list,         0 },
@@ -38,23 +39,23 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/schedules/{}",               api_schedule_get,      0 },
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
 	/* processes: a launch runs as the caller, so any local user may (ops/launch.c decides) */
-	{ "POST",   "/v1/processes",                  api_processes_launch,  R_CALLER | R_BODY },
+	{ "POST",   "/v1/processes",                  api_processes_launch,  R_CALLER | R_BODY | R_PRIV },
 	/* ... or checks and records a launch whose process is the caller itself (numactl's way) */
 	{ "POST",   "/v1/processes/self",             api_processes_self,    R_CALLER | R_BODY },
 	/* processes */
 	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
 	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
 	/* the process's own user may migrate it (ops/pmigrate.c decides); collapse needs CAP_SYS_NICE */
-	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_CALLER | R_BODY },
-	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_CALLER | R_BODY },
+	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_CALLER | R_BODY | R_PRIV },
+	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_CALLER | R_BODY | R_PRIV },
 	/* cgroups: the path is the rest of the URL (R_TAIL) */
 	{ "GET",    "/v1/cgroups",                    api_cgroup_root_get,   0 },
-	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY },
+	{ "PUT",    "/v1/cgroups",                    api_cgroup_root_put,   R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/cgroups/{}",                 api_cgroup_get,        R_TAIL },
-	{ "PUT",    "/v1/cgroups/{}",                 api_cgroup_put,        R_ADMIN | R_BODY | R_TAIL },
+	{ "PUT",    "/v1/cgroups/{}",                 api_cgroup_put,        R_ADMIN | R_BODY | R_TAIL | R_PRIV },
 	/* probes */
 	{ "GET",    "/v1/probes",                     api_probes_list,       0 },
-	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY },
+	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY | R_PRIV },
 	/* bearer tokens for the TLS listener: root on the Unix socket only (api/tokens.c decides) */
 	{ "GET",    "/v1/tokens",                     api_tokens_list,       R_ADMIN },
 	{ "POST",   "/v1/tokens",                     api_tokens_create,     R_ADMIN | R_BODY },

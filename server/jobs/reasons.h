@@ -21,7 +21,9 @@
 	X(NO_PROGRESS,      "no_progress",      "a batch gained nothing: the kernel gave no more pages for a target (partial)") \
 	X(NOT_MOVED,        "not_moved",        "the kernel left some of the process's pages where they were (partial)") \
 	X(NOT_COLLAPSED,    "not_collapsed",    "some ranges were not collapsed into huge pages (partial)") \
-	X(TIMEOUT,          "timeout",          "a probe's pass ran past its time limit and was stopped (failed)")
+	X(TIMEOUT,          "timeout",          "a probe's pass ran past its time limit and was stopped (failed)") \
+	X(PROCESS_CHANGED,  "process.changed",  "the target process is no longer the caller's (it exec'd a set-uid program, or exited) when the job acted (failed)") \
+	X(PRIV_LOST,        "priv.lost",        "the privileged helper was lost while the job ran; nothing more was done (failed)")
 
 enum job_reason {
 	JR_NONE = 0,                 /* no reason: the status says it all */

@@ -68,11 +68,24 @@ long mpol_migrate_pages(pid_t pid, const struct mpol_mask *from, const struct mp
 long mpol_migrate_checked(const char *procfs_root, pid_t pid, uint64_t start_time, const struct mpol_mask *from,
 			  const struct mpol_mask *to)
 {
-	int rc;
+	long rc;
+	int pidfd;
 
+	/* migrate_pages(2) takes a pid, not a pidfd: the bracket (proc.h) is what makes the start
+	 * time checked before it name the process moved. Checked once before the pidfd too, so that
+	 * a pid reused is -ESTALE whether or not its new process still runs. */
 	if ((rc = proc_check_identity(procfs_root, pid, start_time)) < 0)
 		return rc;
-	return mpol_migrate_pages(pid, from, to);
+	if ((pidfd = proc_pidfd(pid)) < 0)
+		return pidfd;
+	if ((rc = proc_check_identity(procfs_root, pid, start_time)) == 0) {
+		rc = mpol_migrate_pages(pid, from, to);
+		/* It exited in between: the pid may have named another process by the syscall. */
+		if (proc_pidfd_alive(pidfd) < 0)
+			rc = -ESRCH;
+	}
+	close(pidfd);
+	return rc;
 }
 
 /* ---- the probe ------------------------------------------------------------------------------ */

@@ -66,7 +66,9 @@ void mpol_mask_from(const idset *nodes, struct mpol_mask *m);
 int mpol_set(int mode_and_flags, const struct mpol_mask *m);
 long mpol_migrate_pages(pid_t pid, const struct mpol_mask *from, const struct mpol_mask *to);
 /* migrate_pages(2) of the process that pid names if it still started at start_time (-ESTALE,
- * -ESRCH otherwise), by this process. Pages not moved, or -errno. */
+ * -ESRCH otherwise), by this process, inside a pidfd bracket: -ESRCH also when the process exited
+ * by the end of the call (which process the pid named at the syscall cannot be told then). Pages
+ * not moved, or -errno. */
 long mpol_migrate_checked(const char *procfs_root, pid_t pid, uint64_t start_time, const struct mpol_mask *from,
 			  const struct mpol_mask *to);
 

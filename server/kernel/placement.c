@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/kernel/proc.h"
@@ -227,8 +228,48 @@ int pl_read(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expe
 int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
 		 struct placement *p)
 {
-	char *text = NULL; /* owned: status */
+	return pl_read_gated(procfs_root, open, pid, expect_start, flags, NULL, p);
+}
+
+/* status into p, and the gate's verdict on it. */
+static int read_status(const char *procfs_root, pid_t pid, const struct pl_gate *gate, struct placement *p)
+{
+	char *text = NULL; /* owned */
 	size_t len;
+	int rc;
+
+	if ((rc = proc_read_file(procfs_root, pid, "status", 64 * 1024, &text, &len)) == 0 &&
+	    (rc = pl_parse_status(p, text)) == 0 && gate)
+		rc = gate->may(gate->arg, p) ? PL_REFUSED : 0;
+	free(text);
+	return rc;
+}
+
+int pl_owned_by(const char *procfs_root, pid_t pid, uid_t uid)
+{
+	struct placement p;
+	char path[4096];
+	struct stat sb;
+	int rc;
+
+	pl_init(&p);
+	if ((rc = read_status(procfs_root, pid, NULL, &p)) < 0)
+		return rc;
+	if (p.uid != (long)uid || p.euid != (long)uid || p.suid != (long)uid)
+		return -EPERM;
+	/* Dumpable: procfs gives a non-dumpable process's files to root, but not its directory
+	 * /proc/PID, which always shows the effective uid (task_dump_owner's exception for procps):
+	 * so its status file. */
+	if (snprintf(path, sizeof path, "%s/%d/status", procfs_root, (int)pid) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	if (stat(path, &sb) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return sb.st_uid == uid ? 0 : -EPERM;
+}
+
+int pl_read_gated(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
+		  const struct pl_gate *gate, struct placement *p)
+{
 	uint64_t st0, st1;
 	struct side_read sr = { .root = procfs_root, .open = open, .pid = pid, .want_ends = !(flags & PL_NO_ENDS) };
 	pthread_t th;
@@ -244,9 +285,8 @@ int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t
 		goto out;
 	}
 	p->start_time = st0;
-	if ((rc = proc_read_file(procfs_root, pid, "status", 64 * 1024, &text, &len)) < 0)
-		goto out;
-	if ((rc = pl_parse_status(p, text)) < 0)
+	/* The caller is judged here, on what anyone may read, before the first guarded open. */
+	if ((rc = read_status(procfs_root, pid, gate, p)) != 0)
 		goto out;
 	/* A zombie has no memory left to place; its files read empty. */
 	if (p->zombie) {
@@ -279,6 +319,15 @@ int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t
 	} else {
 		apply_ends(p, &sr);
 	}
+	/* Again on the status now: the uids may have changed under the reads (an exec of a set-uid
+	 * program keeps the pid and the start time), and what was read is shown only if the caller
+	 * may see the process as it is after them. */
+	if (gate && (rc = read_status(procfs_root, pid, gate, p)) != 0)
+		goto out;
+	if (p->zombie) {
+		rc = -ESRCH;
+		goto out;
+	}
 	if ((rc = proc_start_time(procfs_root, pid, &st1)) < 0)
 		goto out;
 	if (st1 != st0) {
@@ -287,9 +336,8 @@ int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t
 	}
 	rc = pl_summarise(p);
 out:
-	free(text);
 	free(sr.ends);
-	if (rc < 0) {
+	if (rc != 0) {
 		int line = p->bad_line;
 		pl_free(p);
 		p->bad_line = line;

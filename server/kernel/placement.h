@@ -185,4 +185,25 @@ int pl_read(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expe
 int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
 		 struct placement *p);
 
+/* Who may see the guarded files (numa_maps, smaps, smaps_rollup, maps: the ones the privileged
+ * helper opens under separation). may() is called with p's stat and status read (pid, start
+ * time, name, uids), before any guarded file is opened, so that a caller who may not see the
+ * process costs no privileged open; and again on status read once more after them, so that a
+ * process that exec'd a set-uid program in between is not shown. 0 goes on; PL_REFUSED stops
+ * the read, which returns PL_REFUSED (the gate keeps its own reason). */
+#define PL_REFUSED 1
+struct pl_gate {
+	int (*may)(void *arg, const struct placement *p);
+	void *arg;                     /* borrowed */
+};
+/* Whether uid may act on pid as the kernel's PTRACE_MODE_READ_REALCREDS would let it, uid part:
+ * every uid of the process (real, effective, saved) is uid, and it is dumpable (procfs gives a
+ * non-dumpable process's directory to root). 0, -EPERM when not (an exec of a set-uid program
+ * makes it so), -ESRCH when there is no such process, another -errno. */
+int pl_owned_by(const char *procfs_root, pid_t pid, uid_t uid);
+
+/* pl_read_opts behind a gate (NULL: the daemon's own read, no caller to check). */
+int pl_read_gated(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
+		  const struct pl_gate *gate, struct placement *p);
+
 #endif

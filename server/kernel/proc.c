@@ -175,6 +175,15 @@ int proc_check_identity(const char *procfs_root, pid_t pid, uint64_t expected)
 	return now == expected ? 0 : -ESTALE;
 }
 
+int proc_pidfd_alive(int pidfd)
+{
+	/* Signal 0 sends nothing: ESRCH once the process exited; EPERM (another user's process, no
+	 * CAP_KILL) still says it lives. */
+	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno == EPERM)
+		return 0;
+	return errno == ESRCH ? -ESRCH : -EBADF;
+}
+
 int proc_read_lines(const char *procfs_root, proc_open_fn open_fn, pid_t pid, enum proc_file f, proc_line_fn fn,
 		    void *arg)
 {

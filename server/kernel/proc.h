@@ -63,5 +63,10 @@ int proc_read_lines(const char *procfs_root, proc_open_fn open, pid_t pid, enum 
  * pid reused after its start time was checked cannot be hit. An fd, or -errno (-ESRCH: no such
  * process; -ENOSYS before Linux 5.3). */
 int proc_pidfd(pid_t pid);
+/* After acting by pid: 0 while the process pidfd (borrowed) names has not exited, -ESRCH once it
+ * has, -EBADF for an fd that is not a pidfd. A pidfd does not keep the pid from being reused once
+ * the process is reaped; what it gives is the bracket: open it, check the identity by pid, act by
+ * pid, then this: while the process it names lives, the pid cannot have named another one. */
+int proc_pidfd_alive(int pidfd);
 
 #endif

@@ -2,12 +2,15 @@
 #include "server/ops/gauges.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/parse.h"
 #include "server/app.h"
 #include "server/jobs/jobs.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
+#include "server/priv/act.h"
+#include "server/priv/proto.h"
 
 /* A label value as the format wants it: backslash, double quote and newline escaped. Knob values
  * are the kernel's text, which is not ours to trust. */
@@ -123,4 +126,27 @@ void gauges_write(const struct app *app, FILE *f, bool om)
 	pools(f, app);
 	jobs_now(f, app);
 	knobs(f, om, app);
+}
+
+/* The helper's state, and what it was asked for by type: a request the serving side sent, counted
+ * before it is sent (what a caller could make the privileged side do, e.g. open procfs files). */
+void gauges_write_helper(FILE *f, bool om)
+{
+	const char *state = act_helper_state(), *name;
+
+	fprintf(f, "# HELP mempolicyd_degraded 1 once the privileged helper is lost: changes are refused (503 "
+		   "priv.lost) and the daemon exits after answering what is in flight.\n"
+		   "# TYPE mempolicyd_degraded gauge\nmempolicyd_degraded %d\n", act_helper_lost());
+	fprintf(f, "# HELP mempolicyd_privileged_helper_up 1 while the privileged helper answers, 0 once it is lost "
+		   "(absent without privilege separation).\n# TYPE mempolicyd_privileged_helper_up gauge\n");
+	if (strcmp(state, "none"))
+		fprintf(f, "mempolicyd_privileged_helper_up %d\n", !strcmp(state, "running"));
+	fprintf(f, "# HELP mempolicyd_privileged_requests%s Requests the serving side sent the privileged helper, by "
+		   "type.\n# TYPE mempolicyd_privileged_requests%s counter\n", om ? "" : "_total", om ? "" : "_total");
+	if (!strcmp(state, "none"))
+		return;
+	for (unsigned t = 1; t < PRIV_TYPE_END; t++) {
+		uint64_t n = act_helper_requests(t, &name);
+		fprintf(f, "mempolicyd_privileged_requests_total{type=\"%s\"} %llu\n", name, (unsigned long long)n);
+	}
 }

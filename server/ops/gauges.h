@@ -15,4 +15,8 @@ struct app;
  * knob that cannot be read is left out (the scrape still answers). */
 void gauges_write(const struct app *app, FILE *f, bool om);
 
+/* Writes mempolicyd_degraded, mempolicyd_privileged_helper_up (with privilege separation only) and
+ * mempolicyd_privileged_requests_total{type}: the privileged helper's state and what it was asked. */
+void gauges_write_helper(FILE *f, bool om);
+
 #endif

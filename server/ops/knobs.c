@@ -322,7 +322,9 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	} else {
 		const struct item *f = &items[fail];
 		int err = f->err;
-		enum mp_code code = restore_failed ? MPE_KNOB_ROLLBACK_FAILED
+		/* A write the helper never answered is not the kernel's refusal. */
+		bool lost = act_helper_lost();
+		enum mp_code code = lost ? MPE_PRIV_LOST : restore_failed ? MPE_KNOB_ROLLBACK_FAILED
 				    : mismatch ? MPE_KNOB_READBACK_MISMATCH : MPE_KNOB_KERNEL_REFUSED;
 		size_t restored = 0;
 		for (int j = 0; j < fail; j++)
@@ -331,7 +333,10 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 		char tail[96] = "";
 		if (fail > 0)
 			snprintf(tail, sizeof tail, "; %zu of %d knob(s) already written were restored", restored, fail);
-		if (mismatch)
+		if (lost)
+			mp_fail(e, code, 0, "%s = %s was not written: the privileged helper is gone (the daemon exits and "
+				"its service manager starts it again)%s", f->k->name, f->new_value, tail);
+		else if (mismatch)
 			mp_fail(e, code, err, "%s = %s was accepted but reads back differently%s", f->k->name,
 				f->new_value, tail);
 		else

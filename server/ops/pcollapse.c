@@ -94,6 +94,10 @@ static void collapse_run(struct job_ctx *ctx, void *arg, struct job_outcome *out
 		snprintf(out->error, sizeof out->error, "process %d exited or its pid was reused", (int)a->pid);
 		goto out;
 	}
+	/* Collapse is for admins (the route is R_ADMIN), so check_owner is false and this checks the
+	 * process lives; the rule is the one migrate uses, should the route ever open up. */
+	if (pact_still_theirs(a, r.pidfd, false, out) < 0)
+		goto out;
 	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &before)) < 0) {
 		out->err_no = kr == -ESTALE ? ESRCH : -kr;
 		snprintf(out->error, sizeof out->error, "reading the placement before: %s", strerror(out->err_no));
@@ -200,9 +204,7 @@ json_t *collapse_submit(const struct app *app, const char *pid_text, const json_
 	}
 	if (pact_target(app, pid_text, body, who, &t, e) < 0)
 		goto out;
-	a->app = app;
-	a->pid = t.pid;
-	a->start_time = t.start_time;
+	pact_args_target(a, app, &t, who);
 	req = a->has_range
 		? json_pack("{s:i, s:I, s:{s:I, s:I}}", "pid", (int)a->pid, "start_time", (json_int_t)a->start_time,
 			    "range", "start", (json_int_t)a->start, "length", (json_int_t)(a->end - a->start))

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "server/app.h"
 #include "server/clock.h"
@@ -28,12 +28,26 @@ static const char *const counters[] = { "pgmigrate_success", "pgmigrate_fail", "
 
 /* ---- shared with pcollapse.c ------------------------------------------------------------------ */
 
+/* The kernel's PTRACE_MODE_READ_REALCREDS for migrate_pages, as far as it concerns the caller
+ * (a process_rule): every uid of the target is the caller's, and the target is dumpable. */
+static int may_move(const struct app *app, const struct proc_caller *who, const struct placement *p, mp_err *e)
+{
+	int rc = pl_owned_by(app->procfs_root, p->pid, who->uid);
+
+	if (rc == 0)
+		return 0;
+	if (rc == -ESRCH)
+		return mp_fail(e, MPE_PROCESS_NOT_FOUND, ESRCH, "no process %d", (int)p->pid);
+	return mp_fail(e, MPE_AUTH_FORBIDDEN, 0, "process %d is not yours: only root, the admin group or its own user "
+		       "may move its pages", (int)p->pid);
+}
+
 int pact_target(const struct app *app, const char *pid_text, const json_t *body, const struct pact_caller *who,
 		struct pact_target *t, mp_err *e)
 {
 	json_t *st = json_object_get(body, "start_time");
+	struct proc_caller pc = { .known = who->known, .admin = who->admin, .uid = who->uid, .name = who->name };
 	uint64_t expect = 0;
-	int rc;
 
 	memset(t, 0, sizeof *t);
 	if (process_pid_parse(pid_text, &t->pid, e) < 0)
@@ -44,26 +58,49 @@ int pact_target(const struct app *app, const char *pid_text, const json_t *body,
 		expect = (uint64_t)json_integer_value(st);
 	if (!who->known)
 		return mp_fail(e, MPE_AUTH_FORBIDDEN, 0, "changing a process needs a caller known from the Unix socket");
-	if (process_read(app, t->pid, expect, &t->before, e) < 0)
+	/* The caller is judged before the placement is read (the privileged side opens it), and
+	 * again after; the job judges it once more right before it acts (pact_still_theirs). */
+	if (process_read_for(app, t->pid, expect, 0, &pc, may_move, &t->before, e) < 0)
 		return -1;
 	t->have_before = true;
 	t->start_time = t->before.start_time;
-	if (who->admin)
+	return 0;
+}
+
+int pact_still_theirs(const struct pact_args *a, int pidfd, bool after, struct job_outcome *out)
+{
+	int rc = proc_pidfd_alive(pidfd);
+
+	if (rc == 0 && a->check_owner)
+		rc = pl_owned_by(a->app->procfs_root, a->pid, a->owner_uid);
+	if (rc == 0)
 		return 0;
-	/* The kernel's PTRACE_MODE_READ_REALCREDS for migrate_pages, as far as it concerns the
-	 * caller: every uid of the target is the caller's, and the target is dumpable. procfs gives
-	 * a non-dumpable process's files to root, but not its directory /proc/PID, which always
-	 * shows the effective uid (task_dump_owner's exception for procps): so its status file. */
-	if (t->before.uid == (long)who->uid && t->before.euid == (long)who->uid && t->before.suid == (long)who->uid) {
-		char path[PATH_MAX];
-		struct stat sb;
-		snprintf(path, sizeof path, "%s/%d/status", app->procfs_root, (int)t->pid);
-		if ((rc = stat(path, &sb)) == 0 && sb.st_uid == who->uid)
-			return 0;
+	out->status = "failed";
+	if (rc == -EPERM) {
+		/* An exec of a set-uid program keeps the pid and the start time: what was authorised at
+		 * submission is not this process any more. */
+		out->reason = JR_PROCESS_CHANGED;
+		out->err_no = EPERM;
+		snprintf(out->error, sizeof out->error, after
+			 ? "process %d is no longer uid %u's (its credentials changed while it was acted on)"
+			 : "process %d is no longer uid %u's (its credentials changed since the request, e.g. it "
+			   "exec'd a set-uid program): nothing was done", (int)a->pid, (unsigned)a->owner_uid);
+		return -1;
 	}
-	pact_target_free(t);
-	return mp_fail(e, MPE_AUTH_FORBIDDEN, 0, "process %d is not yours: only root, the admin group or its own user "
-		       "may move its pages", (int)t->pid);
+	out->err_no = ESRCH;
+	snprintf(out->error, sizeof out->error, after ? "process %d exited while it was acted on"
+		 : "process %d exited or its pid was reused", (int)a->pid);
+	return -1;
+}
+
+void pact_args_target(struct pact_args *a, const struct app *app, const struct pact_target *t,
+		      const struct pact_caller *who)
+{
+	a->app = app;
+	a->pid = t->pid;
+	a->start_time = t->start_time;
+	a->check_owner = !who->admin;
+	a->owner_uid = who->uid;
 }
 
 void pact_target_free(struct pact_target *t)
@@ -129,28 +166,46 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	uint64_t v0[NCOUNTERS], v1[NCOUNTERS], bfrom, afrom;
 	int64_t t0, el;
 	long rc;
-	int kr;
+	int kr, pidfd;
 	json_t *delta;
 
+	/* The bracket: a pidfd opened before the identity check by pid, and checked to name a live
+	 * process after the syscall by pid (proc.h). */
+	if ((pidfd = proc_pidfd(a->pid)) < 0) {
+		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
+		return;
+	}
+	/* Nothing of it is read for a caller it is no longer the caller's (the read is the helper's). */
+	if (proc_check_identity(a->app->procfs_root, a->pid, a->start_time) < 0) {
+		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
+		goto out;
+	}
+	if (pact_still_theirs(a, pidfd, false, out) < 0)
+		goto out;
 	job_progress(ctx, json_pack("{s:s}", "phase", "reading placement"));
 	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &before)) < 0) {
 		fail_with(out, kr == -ESTALE ? ESRCH : -kr, "%s: %s", "reading the placement before");
-		return;
+		goto out;
 	}
 	if (job_cancelled(ctx)) {
 		pl_free(&before);
 		out->status = "cancelled";
-		return;
+		goto out;
 	}
 	mpol_mask_from(&a->from, &from);
 	mpol_mask_from(&a->to, &to);
 	job_progress(ctx, json_pack("{s:s}", "phase", "migrating"));
 	vmstat_read(a->app->procfs_root, counters, NCOUNTERS, v0);
-	/* The pid still names the process of the request, checked as late as we can. */
+	/* The pid still names the process of the request, and it is still the caller's to move,
+	 * checked as late as we can. */
 	if ((kr = proc_check_identity(a->app->procfs_root, a->pid, a->start_time)) < 0) {
 		pl_free(&before);
 		fail_with(out, ESRCH, "%s: %s", "the process exited or its pid was reused");
-		return;
+		goto out;
+	}
+	if (pact_still_theirs(a, pidfd, false, out) < 0) {
+		pl_free(&before);
+		goto out;
 	}
 	t0 = clk_mono_ns();
 	/* Checked once more where it happens (by the privileged helper when one runs). */
@@ -161,13 +216,19 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		pl_free(&before);
 		fail_with(out, rc == -ESTALE ? ESRCH : (int)-rc, "%s: %s", "migrate_pages");
 		out->result = json_pack("{s:I}", "elapsed_ns", (json_int_t)el);
-		return;
+		goto out;
+	}
+	/* After: the pid named that process throughout, and it was still the caller's. */
+	if (pact_still_theirs(a, pidfd, true, out) < 0) {
+		pl_free(&before);
+		out->result = json_pack("{s:I, s:I}", "pages_not_moved", (json_int_t)rc, "elapsed_ns", (json_int_t)el);
+		goto out;
 	}
 	job_progress(ctx, json_pack("{s:s}", "phase", "reading placement after"));
 	if ((kr = pl_read(a->app->procfs_root, act_proc_open, a->pid, a->start_time, &after)) < 0) {
 		pl_free(&before);
 		fail_with(out, kr == -ESTALE ? ESRCH : -kr, "%s: %s", "reading the placement after");
-		return;
+		goto out;
 	}
 	delta = json_object();
 	for (int i = 0; i < NCOUNTERS; i++)
@@ -184,6 +245,8 @@ static void migrate_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	out->reason = rc == 0 ? JR_NONE : JR_NOT_MOVED;
 	pl_free(&before);
 	pl_free(&after);
+out:
+	close(pidfd);
 }
 
 const struct job_kind migrate_job = {
@@ -229,9 +292,7 @@ json_t *migrate_submit(const struct app *app, const char *pid_text, const json_t
 		goto out;
 	if (pact_target(app, pid_text, body, who, &t, e) < 0)
 		goto out;
-	a->app = app;
-	a->pid = t.pid;
-	a->start_time = t.start_time;
+	pact_args_target(a, app, &t, who);
 	idset_format(&a->from, a->from_text, sizeof a->from_text);
 	idset_format(&a->to, a->to_text, sizeof a->to_text);
 	req = json_pack("{s:i, s:I, s:s, s:s}", "pid", (int)a->pid, "start_time", (json_int_t)a->start_time, "from",

@@ -25,19 +25,38 @@ int process_pid_parse(const char *s, pid_t *pid, mp_err *e)
 	return 0;
 }
 
-int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
+struct gate_arg {
+	const struct app *app;             /* borrowed */
+	const struct proc_caller *who;     /* borrowed */
+	process_rule rule;
+	mp_err *e;                         /* borrowed: the rule's refusal */
+};
+
+static int gate_may(void *arg, const struct placement *p)
 {
-	return process_read_opts(app, pid, expect_start, 0, p, e);
+	const struct gate_arg *g = arg;
+
+	return g->rule(g->app, g->who, p, g->e) < 0 ? PL_REFUSED : 0;
 }
 
-int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p,
-		      mp_err *e)
+int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e)
 {
-	int rc = pl_read_opts(app->procfs_root, act_proc_open, pid, expect_start, flags, p);
+	return process_read_for(app, pid, expect_start, 0, NULL, NULL, p, e);
+}
+
+int process_read_for(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags,
+		     const struct proc_caller *who, process_rule rule, struct placement *p, mp_err *e)
+{
+	struct gate_arg g = { .app = app, .who = who, .rule = rule, .e = e };
+	struct pl_gate gate = { .may = gate_may, .arg = &g };
+	bool judged = who && rule && !who->admin;
+	int rc = pl_read_gated(app->procfs_root, act_proc_open, pid, expect_start, flags, judged ? &gate : NULL, p);
 
 	switch (rc) {
 	case 0:
 		return 0;
+	case PL_REFUSED:
+		return -1;
 	case -ESRCH:
 		return mp_fail(e, MPE_PROCESS_NOT_FOUND, ESRCH, "no process %d (or it exited while being read)", (int)pid);
 	case -ESTALE:
@@ -62,8 +81,9 @@ int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, u
 	}
 }
 
-int process_may_read(const struct proc_caller *who, const struct placement *p, mp_err *e)
+int process_may_read(const struct app *app, const struct proc_caller *who, const struct placement *p, mp_err *e)
 {
+	(void)app;
 	if (who->admin)
 		return 0;
 	if (!who->known)

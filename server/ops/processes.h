@@ -24,19 +24,28 @@ struct proc_caller {
 /* A pid from client text ("1".."4194304", strict). 0, or -1 with 400 process.bad_pid. */
 int process_pid_parse(const char *s, pid_t *pid, mp_err *e);
 
+/* A rule on who may see or act on a process, judged on its stat and status (pid, start time,
+ * uids): 0, or -1 with e (403 auth.forbidden). */
+typedef int (*process_rule)(const struct app *app, const struct proc_caller *who, const struct placement *p,
+			    mp_err *e);
+
 /* Reads pid's placement into *p (pl_free it). expect_start 0: any process with this pid; else it
  * must be that one (409 process.changed). 404 process.not_found when there is none or it exited
- * mid-read; 500 process.unreadable for files the parser refuses. */
+ * mid-read; 500 process.unreadable for files the parser refuses. The daemon's own read: no
+ * caller to judge. */
 int process_read(const struct app *app, pid_t pid, uint64_t expect_start, struct placement *p, mp_err *e);
-/* The same with pl_read_opts flags (PL_NO_ENDS for a summary without the mapping list). */
-int process_read_opts(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags, struct placement *p,
-		      mp_err *e);
+/* The same for a caller: with pl_read_opts flags (PL_NO_ENDS for a summary without the mapping
+ * list), and rule(app, who, ...) judged before any file only the privileged side may open is
+ * opened (a caller who may not see the process costs no privileged open) and again after the
+ * reads (pl_read_gated). who NULL or an admin: no rule. */
+int process_read_for(const struct app *app, pid_t pid, uint64_t expect_start, unsigned flags,
+		     const struct proc_caller *who, process_rule rule, struct placement *p, mp_err *e);
 
 /* Who may read a process's placement (its mappings and their addresses): an admin any process;
  * another local caller only a process whose real, effective and saved uid are all its own (the
  * uid part of the kernel's own PTRACE_MODE_READ check for numa_maps); over TCP nobody. 0 or -1
- * with 403 auth.forbidden. */
-int process_may_read(const struct proc_caller *who, const struct placement *p, mp_err *e);
+ * with 403 auth.forbidden. A process_rule. */
+int process_may_read(const struct app *app, const struct proc_caller *who, const struct placement *p, mp_err *e);
 
 /* The placement as the API shows it. with_mappings false: nodes, totals, locality, policies only
  * (the shape recorded in history). NULL on out of memory. */

@@ -126,7 +126,12 @@ static int run_target(struct run *r, struct resize_target *t, struct act_pool *n
 			t->stop = "error";
 			out->status = "failed";
 			out->err_no = -rc;
-			if (t->node < 0)
+			if (act_helper_lost()) {
+				/* Not the kernel's refusal: the write was never made. */
+				out->reason = JR_PRIV_LOST;
+				snprintf(out->error, sizeof out->error, "writing %llu to nr_hugepages: the privileged helper is "
+					 "gone", (unsigned long long)want);
+			} else if (t->node < 0)
 				snprintf(out->error, sizeof out->error, "writing %llu to nr_hugepages: %s",
 					 (unsigned long long)want, strerror(-rc));
 			else

@@ -98,11 +98,13 @@ static int put_back(const struct app *app, const char *what, const char *target,
 	return -EINVAL;
 }
 
-static json_t *put_back_json(const struct app *app, const char *what, const char *target, const char *value)
+static json_t *put_back_json(const struct app *app, const char *what, const char *target, const char *value, int *rc_out)
 {
 	uint64_t now = 0;
 	bool have_now;
 	int rc = put_back(app, what, target, value, &now, &have_now);
+
+	*rc_out = rc;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "what", what, "target", target, "value", value, "status",
 			      rc == 0 ? "restored" : "restore_failed");
 
@@ -121,9 +123,14 @@ json_t *restore_all(struct restore_set *rs)
 	mp_err e = { 0 };
 
 	for (int i = rs->n - 1; i >= 0; i--) {
-		json_array_append_new(out, put_back_json(rs->app, rs->r[i].what, rs->r[i].target, rs->r[i].value));
-		/* A row that cannot be deleted is restored again at the next start: harmless. */
-		if (restores_db_done(rs->app->store, rs->r[i].row, &e) < 0)
+		int rc;
+		json_array_append_new(out, put_back_json(rs->app, rs->r[i].what, rs->r[i].target, rs->r[i].value, &rc));
+		/* Only a value really written back gives up its row: one that was not (the helper is
+		 * gone, a pool's pages are in use) is tried again at the next start. A row that cannot be
+		 * deleted is restored again then too: harmless. */
+		if (rc < 0)
+			log_warn("%s %s stays to be restored at the next start", rs->r[i].what, rs->r[i].target);
+		else if (restores_db_done(rs->app->store, rs->r[i].row, &e) < 0)
 			log_warn("deleting pending restore %lld: %s", (long long)rs->r[i].row, e.detail);
 	}
 	rs->n = 0;
@@ -144,15 +151,22 @@ int restore_at_start(const struct app *app, mp_err *e)
 		return 0;
 	}
 	done = json_array();
+	int64_t now = clk_wall_ns(), *ids = calloc((size_t)n, sizeof *ids);   /* the rows to delete */
+	size_t nids = 0;
 	json_array_foreach(rows, i, row) {
+		int rc;
 		json_t *r = put_back_json(app, json_string_value(json_object_get(row, "what")),
 					  json_string_value(json_object_get(row, "target")),
-					  json_string_value(json_object_get(row, "value")));
-		failed |= strcmp(json_string_value(json_object_get(r, "status")), "restored") != 0;
+					  json_string_value(json_object_get(row, "value")), &rc);
+		failed |= rc < 0;
 		json_object_set(r, "operation_id", json_object_get(row, "op_id"));
 		json_array_append_new(done, r);
+		/* Written back, or never writable on this kernel (the knob or pool is gone, the value is
+		 * not one it takes): the row goes. Anything else (pages in use, the helper gone) stays
+		 * for the next start, and is recorded as restore_failed now. */
+		if (ids && (rc == 0 || rc == -ENOENT || rc == -EINVAL))
+			ids[nids++] = json_integer_value(json_object_get(row, "id"));
 	}
-	int64_t now = clk_wall_ns(), *ids = calloc((size_t)n, sizeof *ids);
 	json_t *result = json_pack("{s:s, s:O}", "note", "values a previous daemon changed and did not put back, "
 				   "restored at start", "restored", done);
 	struct op_record op = {
@@ -165,11 +179,8 @@ int restore_at_start(const struct app *app, mp_err *e)
 	 * the next start, which is harmless; after it, nothing is restored twice. */
 	if (!ids)
 		mp_nomem(e);
-	else {
-		json_array_foreach(rows, i, row)
-			ids[i] = json_integer_value(json_object_get(row, "id"));
-		id = restores_db_record(app->store, &op, ids, (size_t)n, e);
-	}
+	else
+		id = restores_db_record(app->store, &op, ids, nids, e);
 	free(ids);
 	json_decref(result);
 	json_decref(done);

@@ -33,12 +33,14 @@ struct restore_set {
 int restore_save_knob(struct restore_set *rs, const char *knob, mp_err *e);
 /* Saves nr_hugepages of the pool of size_kb (node < 0: the global pool). */
 int restore_save_pool(struct restore_set *rs, uint64_t size_kb, int node, mp_err *e);
-/* Writes every saved value back, newest first, and deletes its row; returns what happened to each
+/* Writes every saved value back, newest first, and deletes the row of each one written back (the
+ * others are left for restore_at_start at the next start); returns what happened to each
  * ([{"what", "target", "value", "status": "restored" | "restore_failed", "errno"?, "now"?}],
  * owned). A pool that could not shrink back (pages in use) is restore_failed with "now". */
 json_t *restore_all(struct restore_set *rs);
 /* At start, before the API serves: restores every row left behind and records a probe.restore
- * operation listing them. Returns how many rows there were, or -1. */
+ * operation listing them; a row whose value could not be written back stays for the next start,
+ * unless this kernel can never take it (ENOENT, EINVAL). Returns how many rows there were, or -1. */
 int restore_at_start(const struct app *app, mp_err *e);
 
 #endif

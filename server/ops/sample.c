@@ -35,7 +35,7 @@ void sample_record(const struct app *app, const struct child_info *ci, unsigned 
 	if (!wait_status && res) {
 		struct placement p;
 		mp_err pe = { 0 };
-		int rc = process_read_opts(app, ci->pid, ci->start_time, PL_NO_ENDS, &p, &pe);
+		int rc = process_read_for(app, ci->pid, ci->start_time, PL_NO_ENDS, NULL, NULL, &p, &pe);
 		if (rc == 0 && p.n_mappings) {
 			json_t *pj = placement_json(&p, false);
 			if (pj)

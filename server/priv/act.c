@@ -17,6 +17,21 @@ static bool by_helper(void)
 	return priv_active();
 }
 
+bool act_helper_lost(void)
+{
+	return by_helper() && priv_lost();
+}
+
+const char *act_helper_state(void)
+{
+	return !by_helper() ? "none" : priv_lost() ? "lost" : "running";
+}
+
+uint64_t act_helper_requests(unsigned type, const char **name)
+{
+	return by_helper() ? priv_requests_sent(type, name) : 0;
+}
+
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
 	return by_helper() ? priv_knob_write(c, k, value) : knob_write(c, k, value);

@@ -21,6 +21,17 @@
 
 union probe_params;   /* server/probes/typed.h */
 
+/* Fail closed (priv.h): true once the helper is lost; always false without one. Callers above
+ * refuse changes with 503 priv.lost then, rather than report the helper's absence as the
+ * kernel's refusal. */
+bool act_helper_lost(void);
+/* "running", "lost", or "none" (no privilege separation): what /v1/health and /metrics say. */
+const char *act_helper_state(void);
+
+/* How many requests of type (enum priv_type, 1 .. PRIV_TYPE_END - 1) the helper was sent, and the
+ * type's name; 0 without a helper or for a type out of the set (*name then untouched). */
+uint64_t act_helper_requests(unsigned type, const char **name);
+
 /* knob_write (kernel/knobs.h). */
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 /* htlb_write_nr: nr_hugepages once (a restore). */

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -12,6 +14,7 @@
 
 #include "server/priv/chans.h"
 #include "server/priv/handoff.h"
+#include "server/priv/helper.h"
 #include "server/log.h"
 
 /* The daemon's ends of the socketpairs, one request in flight on each; a request takes a free one
@@ -30,10 +33,15 @@ static struct chan chans[PRIV_CHANNELS];
 static int nchans;                 /* 0 without a helper */
 static int free_chans[PRIV_CHANNELS], nfree;   /* indices into chans */
 static int nalive;                 /* channels not lost */
-static _Atomic bool lost;          /* a channel was lost */
 static pid_t helper_pid = -1;
 static pthread_mutex_t chan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t chan_freed = PTHREAD_COND_INITIALIZER;
+/* Fail closed: set at the first EOF or EPIPE on any channel (or the helper's exit), never
+ * cleared; from then on every request fails with -EPIPE at once, without a send. */
+static atomic_bool lost;
+static void (*on_lost)(void);      /* main's wake-up, set before any request */
+/* Requests sent, by type: what the helper was asked for (the tests count its opens with it). */
+static atomic_uint_fast64_t sent[PRIV_TYPE_END];
 
 bool priv_active(void)
 {
@@ -42,12 +50,46 @@ bool priv_active(void)
 
 bool priv_lost(void)
 {
-	return lost;
+	return atomic_load(&lost);
 }
 
 pid_t priv_helper_pid(void)
 {
 	return helper_pid;
+}
+
+void priv_on_lost(void (*fn)(void))
+{
+	on_lost = fn;
+}
+
+/* The first caller to see the helper gone says so and wakes main; later ones change nothing. */
+static void mark_lost(const char *why)
+{
+	if (atomic_exchange(&lost, true))
+		return;
+	log_error("the privileged helper is lost (%s): changes are refused with 503 from now on, and the daemon "
+		  "exits once what is in flight is answered", why);
+	if (on_lost)
+		on_lost();
+}
+
+bool priv_check_helper(void)
+{
+	siginfo_t si = { 0 };
+
+	/* WNOWAIT: priv_stop() still reaps it. si_pid stays 0 while it runs. */
+	if (nchans && waitid(P_PID, (id_t)helper_pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == helper_pid)
+		mark_lost(si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? "it was killed by a signal" : "it exited");
+	return priv_lost();
+}
+
+uint64_t priv_requests_sent(unsigned type, const char **name)
+{
+	if (type == 0 || type >= PRIV_TYPE_END)
+		return 0;
+	*name = priv_requests[type].name;
+	return atomic_load(&sent[type]);
 }
 
 void priv_chans_adopt(const int *fds, int n, pid_t helper)
@@ -182,25 +224,32 @@ int priv_exchange(void *msg, size_t len, int send_fd, struct priv_reply *rep, in
 	if (!nchans)
 		return -ENOTCONN;
 	pthread_mutex_lock(&chan_lock);
-	while (!nfree && nalive)
+	while (!nfree && nalive && !priv_lost())
 		pthread_cond_wait(&chan_freed, &chan_lock);
-	if (!nfree) {
+	if (!nfree || priv_lost()) {
 		pthread_mutex_unlock(&chan_lock);
 		return -EPIPE;
 	}
 	i = free_chans[--nfree];
 	pthread_mutex_unlock(&chan_lock);
 	c = &chans[i];
+	if (len >= sizeof(struct priv_hdr)) {
+		const struct priv_hdr *h = msg;
+		if (h->type > 0 && h->type < PRIV_TYPE_END)
+			atomic_fetch_add(&sent[h->type], 1);
+	}
 	rc = exchange_on(c, msg, len, send_fd, rep, fd, &dead);
 	pthread_mutex_lock(&chan_lock);
 	if (dead) {
 		/* Never handed out again, so that no caller waits on it or takes a late answer for its
-		 * own; shut down, so that the helper's thread for it ends. When none is left, every
-		 * privileged request fails with EPIPE at once. */
+		 * own; shut down, so that the helper's thread for it ends (and with it the helper). And
+		 * fail closed: one channel lost is the helper lost, every request from now on fails at
+		 * once (the waiters too), and the daemon exits (main.c). */
 		shutdown(c->fd, SHUT_RDWR);
-		lost = true;
-		if (--nalive == 0)
-			log_error("the privileged helper is gone: kernel writes fail with EPIPE until a restart");
+		nalive--;
+		pthread_mutex_unlock(&chan_lock);
+		mark_lost(rc == -EPROTO ? "an answer that was not the request's" : "a channel to it reached EOF");
+		pthread_mutex_lock(&chan_lock);
 		pthread_cond_broadcast(&chan_freed);
 	} else {
 		free_chans[nfree++] = i;

@@ -360,11 +360,13 @@ static void *serve(void *arg)
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
-	/* A zero-length datagram reads as EOF too: close, so that the daemon sees EPIPE on this
-	 * channel rather than waiting for an answer that will not come. */
-	close(fd);
-	kfs_close(&h.nr);
-	return NULL;
+	/* Fail closed on this side too: EOF on any channel (a zero-length datagram reads as one) is
+	 * the serving side stopped, dead or broken, so the whole helper ends now rather than serve
+	 * the channels left, killing the probe children it started first (they run as root, holding
+	 * knobs and pools changed); the serving side sees EPIPE on every channel. */
+	log_info("privileged helper: a channel closed; exiting");
+	priv_kill_probes();
+	_exit(0);
 }
 
 void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,
@@ -387,6 +389,6 @@ void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, 
 		}
 		pthread_detach(th);
 	}
-	/* The daemon closes every channel together: the first one's EOF ends the helper. */
+	/* The first EOF on any channel ends the helper (serve). */
 	serve(&hs[0]);
 }

@@ -48,6 +48,10 @@ int priv_check_probe_start(const struct helper *h, const void *msg);
 int priv_do_probe_start(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out);
 int priv_do_kill(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out);
 
+/* SIGKILL to every probe child started and not collected: the helper's last act, on EOF and on
+ * its parent's death. Async-signal-safe. */
+void priv_kill_probes(void);
+
 /* The helper's main: one thread per channel, each until EOF on it; returns when the first channel
  * ends. The fds are the helper's ends (owned: each thread closes its own). */
 void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, const char *sysfs_root,

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -168,6 +169,42 @@ int priv_check_child(const struct helper *h, const void *msg)
 	return m->pid <= 0 || m->pad ? -EINVAL : 0;
 }
 
+/* The probe children started and not collected yet: the helper kills them when it ends (their own
+ * PR_SET_PDEATHSIG is the second line: it names the helper thread that forked them). Atomic
+ * slots, 0 free, so that the signal handler (start.c) may walk them. A pid stays the child's
+ * until it is collected, so a slot never names another process. */
+#define PROBE_SLOTS 64
+static _Atomic pid_t probes[PROBE_SLOTS];
+
+static void probe_track(pid_t pid)
+{
+	for (int i = 0; i < PROBE_SLOTS; i++) {
+		pid_t free_slot = 0;
+		if (atomic_compare_exchange_strong(&probes[i], &free_slot, pid))
+			return;
+	}
+	log_warn("privileged helper: more than %d probe children; probe %d dies by PR_SET_PDEATHSIG only",
+		 PROBE_SLOTS, (int)pid);
+}
+
+static void probe_untrack(pid_t pid)
+{
+	for (int i = 0; i < PROBE_SLOTS; i++) {
+		pid_t p = pid;
+		if (atomic_compare_exchange_strong(&probes[i], &p, 0))
+			return;
+	}
+}
+
+void priv_kill_probes(void)
+{
+	for (int i = 0; i < PROBE_SLOTS; i++) {
+		pid_t p = atomic_load(&probes[i]);
+		if (p > 0)
+			kill(p, SIGKILL);
+	}
+}
+
 int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_reap *m = msg;
@@ -184,6 +221,7 @@ int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int 
 		return -errno;
 	if (r == 0)
 		return -EAGAIN;
+	probe_untrack(r);
 	rep->value = (uint64_t)(unsigned)st;
 	return 0;
 }
@@ -278,7 +316,8 @@ int priv_do_probe_start(struct helper *h, const void *msg, struct priv_reply *re
 	s.stdout_fd = h->in_fd;
 	s.die_with_parent = true;   /* with the helper's thread, and so with the daemon */
 	s.peer_fd = -1;
-	rc = spawn_start(&s, &step);
+	if ((rc = spawn_start(&s, &step)) > 0)
+		probe_track(rc);
 	rep->value = step;   /* 0 (no step) when refused before */
 out:
 	free(text);

@@ -63,13 +63,22 @@ int priv_drop(const struct priv_user *u, mp_err *e);
 bool priv_active(void);
 /* Stops the helper (closes the socketpair, reaps it). Safe without one. */
 void priv_stop(void);
-/* True once a channel to the helper was lost — EOF or a socket error on it (the helper died or
- * ended its thread), or an answer that was not the request's (type, sequence number, size) — and
- * stays true: a lost channel is never used again. Requests go on over the channels left; with none
- * left every request answers -EPIPE at once. For the serving side to fail closed on. */
-bool priv_lost(void);
 /* The helper's pid while one runs, else -1. */
 pid_t priv_helper_pid(void);
+
+/* Fail closed. True once a channel to the helper was lost — EOF or a socket error on it (the
+ * helper died or ended its thread), or an answer that was not the request's (type, sequence
+ * number, size) — or the helper exited, and true from then on: every request then fails with
+ * -EPIPE at once, without being sent, over every channel (one channel lost is the helper lost). */
+bool priv_lost(void);
+/* Checks whether the helper exited (a SIGCHLD came): marks it lost if so. Returns priv_lost(). */
+bool priv_check_helper(void);
+/* fn runs once, in the thread that found the helper lost (main.c: it wakes the main thread).
+ * Set before the first request. */
+void priv_on_lost(void (*fn)(void));
+/* Requests of type sent to the helper since start, and the type's name (priv_requests[]): 0 for
+ * a type out of the set (*name untouched). */
+uint64_t priv_requests_sent(unsigned type, const char **name);
 
 /* The requests. Each returns what the direct kernel call would: 0 (or a count) or -errno; -EPIPE
  * when the helper is gone. Up to PRIV_CHANNELS in flight at once (one per socketpair, each served

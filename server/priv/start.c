@@ -44,6 +44,14 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
  * listening socket when it has one. */
 #define HELPER_FDS (PRIV_CHANNELS + 2)
 
+/* PR_SET_PDEATHSIG's signal in the helper: the serving side died. */
+static void helper_orphaned(int sig)
+{
+	(void)sig;
+	priv_kill_probes();
+	_exit(0);
+}
+
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
 	       const struct priv_accept *acc, mp_err *e)
 {
@@ -60,9 +68,18 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 	if (pid == 0) {
 		int keep[HELPER_FDS], fds[HELPER_FDS];
 		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
-		 * 3 + PRIV_CHANNELS - 1), the hand-off channel and the listener (the next two), and
-		 * stdio (the log). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		 * 3 + PRIV_CHANNELS - 1), the hand-off channel and the listener (the next two), and stdio
+		 * (the log). Its parent's death is SIGUSR1, whose
+		 * handler kills the probe children first (nothing else sends the helper SIGUSR1; the
+		 * SIGTERM of a unit's stop stays blocked, as main set it: the helper ends on EOF then,
+		 * after the serving side's orderly stop). */
+		struct sigaction sa = { .sa_handler = helper_orphaned };
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigaction(SIGUSR1, &sa, NULL);
+		pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGUSR1);
 		if (getppid() != parent)
 			_exit(0);
 		for (int i = 0; i < PRIV_CHANNELS + 1; i++) {

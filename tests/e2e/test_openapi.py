@@ -670,13 +670,14 @@ class SpecMatchesRouteTable(unittest.TestCase):
         # The live checks below are only as good as this.
         v = self.v
         health = {"$ref": "#/components/schemas/Health"}
-        good = {"status": "ok", "version": "1", "kernel_release": "6", "schema_version": 4,
+        good = {"status": "ok", "privileged_helper": "running", "version": "1", "kernel_release": "6",
+                "schema_version": 4,
                 "capabilities": {"thp": True, "mthp_sizes": [], "hugetlb_sizes": ["2M"],
                                  "weighted_interleave": False, "numa_balancing": True,
                                  "madv_collapse": True, "cgroup_version": 2}}
         v.check(good, health)
         for bad in (dict(good, extra=1), {k: x for k, x in good.items() if k != "version"},
-                    dict(good, schema_version="4"), dict(good, status="down"),
+                    dict(good, schema_version="4"), dict(good, status="down"), dict(good, privileged_helper="gone"),
                     dict(good, capabilities=dict(good["capabilities"], thp=1)),
                     dict(good, capabilities=dict(good["capabilities"], hugetlb_sizes=[2048]))):
             with self.assertRaises(SchemaMismatch):

@@ -225,31 +225,44 @@ class ProbeCrashTest(DaemonTest):
     changed until the next start, which puts it back before serving and records probe.restore."""
 
     def test_next_start_restores_what_a_killed_probe_changed(self):
-        thp0 = bracketed(real_file(ENABLED))
-        self.addCleanup(real_write, ENABLED, thp0)
-        first = other_thp(thp0)
-        r = self.d.request("POST", "/v1/probes/touch", {"size": "4M", "thp": [first], "hold_ms": 60000})
-        self.assertEqual(r.status, 202, r.raw)
-        job_id = r.json["id"]
-        wait_for(lambda: self.d.sql("SELECT count(*) FROM restores") == [(1,)], what="the restore row")
-        wait_for(lambda: bracketed(real_file(ENABLED)) == first, what="the pass's THP setting")
-        wait_for(lambda: self.d.get("/v1/jobs/%d" % job_id).json["progress"].get("pass") == 1, what="the pass")
+        job_id, thp0, first = held_thp_probe(self, self.d)
         children = child_pids(self.d.proc.pid)
         self.d.stop(signal.SIGKILL)
         self.assertEqual(bracketed(real_file(ENABLED)), first)   # nobody put it back yet
         for pid in children:   # the probe child does not outlive the daemon (PR_SET_PDEATHSIG)
             wait_for(lambda: not os.path.exists("/proc/%d" % pid) or zombie(pid), timeout=5, what="child exit")
         self.d.start()
-        self.assertEqual(bracketed(real_file(ENABLED)), thp0)
-        self.assertEqual(self.d.sql("SELECT count(*) FROM restores"), [(0,)])
-        ops = self.d.get("/v1/history?kind=probe.restore").json["operations"]
-        self.assertEqual(len(ops), 1, ops)
-        op = self.d.get("/v1/history/%d" % ops[0]["id"]).json
-        self.assertEqual(op["status"], "ok")
-        self.assertEqual(op["source"], "daemon")
-        self.assertEqual([(x["target"], x["value"], x["status"]) for x in op["result"]["restored"]],
-                         [("thp.enabled", thp0, "restored")])
+        restored_at_start(self, self.d, thp0)
         self.assertEqual(self.d.get("/v1/jobs/%d" % job_id).json["status"], "interrupted")
+
+
+def held_thp_probe(test, d):
+    """Starts a touch probe whose pass sets thp.enabled to the other value and holds (thp.enabled
+    put back at the test's end whatever happens); returns (job id, the value before, the pass's)
+    once /sys shows it, its restores row is written and the pass runs."""
+    thp0 = bracketed(real_file(ENABLED))
+    test.addCleanup(real_write, ENABLED, thp0)
+    first = other_thp(thp0)
+    r = d.request("POST", "/v1/probes/touch", {"size": "4M", "thp": [first], "hold_ms": 60000})
+    test.assertEqual(r.status, 202, r.raw)
+    job_id = r.json["id"]
+    wait_for(lambda: d.sql("SELECT count(*) FROM restores") == [(1,)], what="the restore row")
+    wait_for(lambda: bracketed(real_file(ENABLED)) == first, what="the pass's THP setting")
+    wait_for(lambda: d.get("/v1/jobs/%d" % job_id).json["progress"].get("pass") == 1, what="the pass")
+    return job_id, thp0, first
+
+
+def restored_at_start(test, d, thp0):
+    """The daemon just started put thp.enabled back to thp0 before serving, and recorded it as its
+    one probe.restore operation."""
+    test.assertEqual(bracketed(real_file(ENABLED)), thp0)
+    test.assertEqual(d.sql("SELECT count(*) FROM restores"), [(0,)])
+    ops = d.get("/v1/history?kind=probe.restore").json["operations"]
+    test.assertEqual(len(ops), 1, ops)
+    op = d.get("/v1/history/%d" % ops[0]["id"]).json
+    test.assertEqual((op["status"], op["source"]), ("ok", "daemon"))
+    test.assertEqual([(x["target"], x["value"], x["status"]) for x in op["result"]["restored"]],
+                     [("thp.enabled", thp0, "restored")])
 
 
 def child_pids(pid):

@@ -491,20 +491,28 @@ START_TEST(a_blocked_request_holds_up_only_its_channel)
 }
 END_TEST
 
-/* A zero-length datagram cannot be told from EOF: it ends that channel's thread, and the daemon
- * side must then see EPIPE on it and go on with the others, never wait for an answer. */
-START_TEST(a_dead_channel_is_dropped_not_waited_on)
+/* Fail closed. A zero-length datagram cannot be told from EOF: it ends the helper (EOF on any
+ * channel is a serving side gone or broken), and the serving side, seeing EPIPE, takes the helper
+ * for lost: every request after fails with EPIPE at once, sent to nobody and never waited on. */
+START_TEST(a_dead_channel_loses_the_helper)
 {
 	struct priv_reply rep;
+	const char *name = NULL;
+	uint64_t sent;
 	int fd;
 
 	make_tree();
+	ck_assert(!priv_lost());
+	ck_assert_int_eq(priv_pool_write(2048, 0, 1), 0);
+	sent = priv_requests_sent(PRIV_POOL_WRITE, &name);
+	ck_assert_str_eq(name, "pool_write");
+	ck_assert_uint_eq(sent, 1);
 	ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
+	ck_assert(priv_lost());
 	for (int i = 0; i < 2 * PRIV_CHANNELS; i++)
-		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), 0);
-	for (int i = 1; i < PRIV_CHANNELS; i++)
-		ck_assert_int_eq(priv_exchange("", 0, -1, &rep, &fd), -EPIPE);
-	ck_assert_int_eq(priv_pool_write(2048, 0, 1), -EPIPE);   /* none left: at once, not a hang */
+		ck_assert_int_eq(priv_pool_write(2048, 0, (uint64_t)i), -EPIPE);
+	ck_assert_uint_eq(priv_requests_sent(PRIV_POOL_WRITE, &name), sent);   /* none was sent */
+	ck_assert_int_eq(priv_proc_open(4242, PROC_NUMA_MAPS), -EPIPE);
 	drop_tree();
 }
 END_TEST
@@ -861,7 +869,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, fields_out_of_range_are_refused);
 	tcase_add_test(tc, valid_requests_act);
 	tcase_add_test(tc, a_blocked_request_holds_up_only_its_channel);
-	tcase_add_test(tc, a_dead_channel_is_dropped_not_waited_on);
+	tcase_add_test(tc, a_dead_channel_loses_the_helper);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
 	tcase_add_test(tc, hostile_typed_probe_parameters_start_nothing);
