@@ -33,6 +33,9 @@ struct app {
 	int64_t max_schedules;           /* the schedules collection's cap (max-schedules) */
 	struct retention retain;         /* what the maintenance pass keeps (retain-*) */
 	unsigned probe_mem_pct;          /* a probe may take this share (%) of free memory */
+	const char *profiles_dir;        /* borrowed from the config: the profiles directory */
+	bool profiles_dir_default;       /* not given: a missing directory means no profiles */
+	const char *profile;             /* borrowed from the config: the active profile, NULL if none */
 };
 
 #endif
