@@ -74,7 +74,8 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 	if ((fd = open_beneath(dfd, dir->path, file)) < 0) {
 		if (fd == -EXDEV || fd == -ELOOP)
 			prof_fail(err, from, MPE_PROFILE_INCLUDE_ESCAPE,
-				  "%s leads outside the profiles directory (a symlink to an absolute path or out of it)", file);
+				  "%s leads outside the profiles directory (a symlink to an absolute path or out of it)",
+				  from == &here ? "the file" : file);
 		else if (fd == -ENOENT)
 			prof_fail(err, from, from == &here ? MPE_PROFILE_NOT_FOUND : MPE_PROFILE_INCLUDE_MISSING,
 				  "no profile %s in the profiles directory", file);
@@ -83,7 +84,7 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 		goto out;
 	}
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		prof_fail(err, from, MPE_PROFILE_UNREADABLE, "%s is not a regular file", file);
+		prof_fail(err, from, MPE_PROFILE_UNREADABLE, "%s is not a regular file", from == &here ? "the file" : file);
 		goto out;
 	}
 	if (sb.st_size > PROF_FILE_MAX) {
