@@ -11,7 +11,7 @@ import shutil
 import tempfile
 
 from faketree import FakeTree
-from lib import CTL, Daemon, DaemonTest, bracketed, real_file
+from lib import DaemonTest, bracketed, real_file
 from test_openapi import SpecDaemonTest
 
 DB_CONF = """# db.conf
@@ -56,7 +56,6 @@ def make_profiles(top):
     """The profiles directory, readable by the daemon's unprivileged user; returns its path."""
     d = os.path.join(top, "profiles.d")
     os.makedirs(d)
-    os.chmod(top, 0o755)
     os.chmod(d, 0o755)
     write(os.path.join(d, "db.conf"), DB_CONF)
     write(os.path.join(d, "base.conf"), BASE_CONF)
@@ -91,12 +90,15 @@ def tree_files(root):
     return out
 
 
-class ProfilesOnTree(SpecDaemonTest):
+class WithProfiles:
+    """A profiles directory made by cls.profiles(top) -> (dir, extra daemon args) before the daemon
+    starts, removed after it stops."""
     @classmethod
     def setUpClass(cls):
         cls.ptop = tempfile.mkdtemp(prefix="mpd-prof-")
-        cls.pdir = make_profiles(cls.ptop)
-        cls.daemon_args = ("--profiles-dir", cls.pdir, "--profile", "db")
+        os.chmod(cls.ptop, 0o755)
+        cls.pdir, extra = cls.profiles(cls.ptop)
+        cls.daemon_args = ("--profiles-dir", cls.pdir) + extra
         super().setUpClass()
 
     @classmethod
@@ -105,6 +107,12 @@ class ProfilesOnTree(SpecDaemonTest):
             super().tearDownClass()
         finally:
             shutil.rmtree(cls.ptop, ignore_errors=True)
+
+
+class ProfilesOnTree(WithProfiles, SpecDaemonTest):
+    @classmethod
+    def profiles(cls, top):
+        return make_profiles(top), ("--profile", "db")
 
     def test_list_names_every_profile_with_its_state(self):
         body = self.call("GET", "/v1/profiles").json
@@ -220,16 +228,14 @@ class ProfilesDirMissing(DaemonTest):
         self.assertIn("/nonexistent/mempolicyd-profiles", r.json["detail"])
 
 
-class ProfilesRealKernel(DaemonTest):
+class ProfilesRealKernel(WithProfiles, DaemonTest):
     """The dry run against this machine's knobs: it reads what /sys shows and writes nothing."""
     T = "/sys/kernel/mm/transparent_hugepage/"
 
     @classmethod
-    def setUpClass(cls):
-        cls.ptop = tempfile.mkdtemp(prefix="mpd-prof-")
-        d = os.path.join(cls.ptop, "p")
+    def profiles(cls, top):
+        d = os.path.join(top, "p")
         os.makedirs(d)
-        os.chmod(cls.ptop, 0o755)
         os.chmod(d, 0o755)
         enabled = real_file(cls.T + "enabled")
         cls.now = bracketed(enabled)
@@ -238,15 +244,7 @@ class ProfilesRealKernel(DaemonTest):
         write(os.path.join(d, "real.conf"),
               "[knobs]\nthp.enabled = %s\nthp.khugepaged.pages_to_scan >= %d\nthp.khugepaged.max_ptes_none <= 511\n"
               "[hugepages.2M]\ntotal >= 0\n" % (cls.other, cls.scan))
-        cls.daemon_args = ("--profiles-dir", d)
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.ptop, ignore_errors=True)
+        return d, ()
 
     def test_diff_reads_the_kernel_and_writes_nothing(self):
         files = [self.T + "enabled", self.T + "khugepaged/pages_to_scan", "/proc/sys/vm/nr_hugepages"]

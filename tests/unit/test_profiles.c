@@ -409,32 +409,33 @@ START_TEST(configmap_layout)
 }
 END_TEST
 
-START_TEST(symlinks_out_refused)
+/* Merging `name` from the directory fails with code; the error's place into *at. */
+static void dir_fails(const char *name, enum mp_code code, struct prof_loc *at)
 {
 	struct prof_dir pd = { .path = dir };
 	struct prof_err e = { 0 };
 	struct prof_doc d;
+
+	ck_assert_int_eq(prof_merge(name, prof_dir_load, &pd, &d, &e), -1);
+	ck_assert_msg(e.e.code == code, "%s: %s", name, e.e.detail);
+	*at = e.loc;
+	prof_doc_free(&d);
+}
+
+START_TEST(symlinks_out_refused)
+{
+	struct prof_loc at;
 	char **names;
 	size_t n;
 
-	ck_assert_int_eq(prof_merge("rel-escape", prof_dir_load, &pd, &d, &e), -1);
-	ck_assert_int_eq(e.e.code, MPE_PROFILE_INCLUDE_ESCAPE);
-	prof_doc_free(&d);
-	ck_assert_int_eq(prof_merge("abs-escape", prof_dir_load, &pd, &d, &e), -1);
-	ck_assert_int_eq(e.e.code, MPE_PROFILE_INCLUDE_ESCAPE);
-	prof_doc_free(&d);
-	ck_assert_int_eq(prof_merge("inc-escape", prof_dir_load, &pd, &d, &e), -1);
-	ck_assert_int_eq(e.e.code, MPE_PROFILE_INCLUDE_ESCAPE);
-	ck_assert_str_eq(e.loc.file, "inc-escape.conf");
-	ck_assert_uint_eq(e.loc.line, 2);
-	ck_assert_uint_eq(e.loc.col, 11);
-	prof_doc_free(&d);
-	ck_assert_int_eq(prof_merge("nothere", prof_dir_load, &pd, &d, &e), -1);
-	ck_assert_int_eq(e.e.code, MPE_PROFILE_NOT_FOUND);
-	prof_doc_free(&d);
-	ck_assert_int_eq(prof_merge("../outside", prof_dir_load, &pd, &d, &e), -1);
-	ck_assert_int_eq(e.e.code, MPE_PROFILE_NOT_FOUND);
-	prof_doc_free(&d);
+	dir_fails("rel-escape", MPE_PROFILE_INCLUDE_ESCAPE, &at);
+	dir_fails("abs-escape", MPE_PROFILE_INCLUDE_ESCAPE, &at);
+	dir_fails("inc-escape", MPE_PROFILE_INCLUDE_ESCAPE, &at);   /* an include of an escaping link */
+	ck_assert_str_eq(at.file, "inc-escape.conf");
+	ck_assert_uint_eq(at.line, 2);
+	ck_assert_uint_eq(at.col, 11);
+	dir_fails("nothere", MPE_PROFILE_NOT_FOUND, &at);
+	dir_fails("../outside", MPE_PROFILE_NOT_FOUND, &at);
 	ck_assert_int_eq(prof_dir_list("/nonexistent-mpd-dir", &names, &n), -ENOENT);
 }
 END_TEST
