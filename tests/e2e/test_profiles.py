@@ -8,10 +8,12 @@ are unchanged). On main there is no /v1/profiles route and no --profiles-dir opt
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+import unittest
 
 from faketree import FakeTree
-from lib import DaemonTest, bracketed, real_file
+from lib import BIN, DaemonTest, bracketed, real_file
 from test_openapi import SpecDaemonTest
 
 DB_CONF = """# db.conf
@@ -214,6 +216,33 @@ class ProfilesOnTree(WithProfiles, SpecDaemonTest):
         p = self.d.ctl("profile", "show", "../etc/passwd")
         self.assertEqual(p.returncode, 2)
         self.assertIn("not a profile name", p.stderr)
+
+
+class ActiveProfileAtStart(unittest.TestCase):
+    def test_a_name_no_profile_can_have_is_refused_before_start(self):
+        with tempfile.TemporaryDirectory(prefix="mpd-prof-") as tmp:
+            p = subprocess.run([os.path.join(BIN, "mempolicyd"), "--user", "root", "--profile", "../etc/x",
+                                "--socket", os.path.join(tmp, "s"), "--db", os.path.join(tmp, "db")],
+                               capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("profile wants a profile name", p.stderr)
+
+
+class ActiveProfileInvalid(WithProfiles, DaemonTest):
+    """An invalid active profile is logged with its place at start; the daemon serves."""
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
+
+    @classmethod
+    def profiles(cls, top):
+        d = make_profiles(top)
+        return d, ("--profile", "typo")
+
+    def test_the_error_is_logged_and_the_daemon_serves(self):
+        self.assertIn("active profile typo: typo.conf:4:3: no knob is named 'thp.enabeld'", self.d.log_text())
+        r = self.d.get("/v1/profiles")
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["active"], "typo")
+        self.assertEqual([p["state"] for p in r.json["profiles"] if p["name"] == "typo"], ["invalid"])
 
 
 class ProfilesDirMissing(DaemonTest):
