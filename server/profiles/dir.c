@@ -67,12 +67,18 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 		prof_fail(err, from, MPE_PROFILE_NOT_FOUND, "'%s' is not a profile name", name);
 		goto out;
 	}
-	if ((dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		prof_fail(err, from, MPE_PROFILE_UNREADABLE, "the profiles directory %s: %s", dir->path, strerror(errno));
-		goto out;
-	}
-	if ((fd = open_beneath(dfd, dir->path, file)) < 0) {
-		if (fd == -EXDEV || fd == -ELOOP)
+	/* A missing directory holds no profile: the same answer as a missing file. */
+	if ((dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fd = -errno;
+	else
+		fd = open_beneath(dfd, dir->path, file);
+	if (fd < 0) {
+		if (dfd < 0 && fd != -ENOENT) {
+			prof_fail(err, from, MPE_PROFILE_UNREADABLE, "the profiles directory %s: %s", dir->path,
+				  strerror(-fd));
+			goto out;
+		}
+		if (fd == -EXDEV)
 			prof_fail(err, from, MPE_PROFILE_INCLUDE_ESCAPE,
 				  "%s leads outside the profiles directory (a symlink to an absolute path or out of it)",
 				  from == &here ? "the file" : file);

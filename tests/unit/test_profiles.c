@@ -522,6 +522,27 @@ START_TEST(host_check)
 }
 END_TEST
 
+START_TEST(missing_directory)
+{
+	struct app app = { .sysfs_root = "/nonexistent", .procfs_root = "/nonexistent",
+			   .profiles_dir = "/nonexistent-mpd-profiles.d", .profiles_dir_default = true };
+	struct prof_err pe = { 0 };
+	json_t *out;
+
+	/* the default directory missing: no profiles, and a name is simply not found */
+	ck_assert_int_eq(profiles_list(&app, &out, &pe), 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(out, "profiles")), 0);
+	json_decref(out);
+	ck_assert_int_eq(profiles_show(&app, "db", &out, &pe), -1);
+	ck_assert_int_eq(pe.e.code, MPE_PROFILE_NOT_FOUND);
+	/* a directory given by the option and missing: an error of its own */
+	app.profiles_dir_default = false;
+	ck_assert_int_eq(profiles_list(&app, &out, &pe), -1);
+	ck_assert_int_eq(pe.e.code, MPE_PROFILE_UNREADABLE);
+	ck_assert_int_eq(pe.e.sys_errno, ENOENT);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("profiles");
@@ -536,6 +557,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(d, make_dirs, drop_dirs);
 	tcase_add_test(d, configmap_layout);
 	tcase_add_test(d, symlinks_out_refused);
+	tcase_add_test(d, missing_directory);
 	tcase_add_checked_fixture(h, make_host, drop_dirs);
 	tcase_add_test(h, host_check);
 	suite_add_tcase(s, p);
