@@ -14,27 +14,7 @@
 #include "server/log.h"
 #include "server/profiles/dir.h"
 
-enum verdict { V_IN_SYNC, V_DIFFERS, V_UNSUPPORTED };
 static const char *const verdict_names[] = { "in_sync", "differs", "unsupported" };
-
-/* One key against the host now. */
-struct key_eval {
-	enum verdict verdict;
-	bool have_now;
-	char now[1024];              /* the kernel's value, as text */
-	char target[PROF_VALUE_MAX]; /* what an apply would write (canonical), when it differs */
-	char reason[192];            /* why unsupported */
-};
-
-/* A checked document: the merge, then every key evaluated. */
-struct checked {
-	struct prof_doc doc;
-	struct key_eval *ev;         /* owned, doc.n of them */
-	bool unsupported_required;
-	struct topology *topo;       /* owned, NULL when the topology cannot be read */
-	struct cg_hier cg;
-	bool have_cg;
-};
 
 static int knob_values_ok(const struct knob *kn, const struct knob_state *st, const struct prof_key *k,
 			  struct prof_err *pe)
@@ -78,7 +58,7 @@ static bool satisfied(const struct prof_key *k, const char *now, bool numeric, u
 	return false;
 }
 
-static void set_target(const struct prof_key *k, bool numeric, struct key_eval *ev)
+static void set_target(const struct prof_key *k, bool numeric, struct profile_eval *ev)
 {
 	uint64_t v;
 	if (numeric && parse_u64(k->vals[0], &v) == 0)
@@ -87,7 +67,7 @@ static void set_target(const struct prof_key *k, bool numeric, struct key_eval *
 		snprintf(ev->target, sizeof ev->target, "%s", k->vals[0]);
 }
 
-static int eval_knob(const struct app *app, const struct prof_key *k, struct key_eval *ev, struct prof_err *pe)
+static int eval_knob(const struct app *app, const struct prof_key *k, struct profile_eval *ev, struct prof_err *pe)
 {
 	const struct knob *kn = knobs_find(app->knobs, k->key);
 	struct knob_state st;
@@ -96,13 +76,13 @@ static int eval_knob(const struct app *app, const struct prof_key *k, struct key
 		if (!knob_name_per_kernel(k->key))
 			return prof_fail(pe, &k->loc, MPE_PROFILE_UNKNOWN_KEY,
 					 "no knob is named '%s' (GET /v1/knobs lists them)", k->key);
-		ev->verdict = V_UNSUPPORTED;
+		ev->verdict = PROF_UNSUPPORTED;
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob");
 		return 0;
 	}
 	knob_read(app->knobs, kn, &st);
 	if (!st.available) {
-		ev->verdict = V_UNSUPPORTED;
+		ev->verdict = PROF_UNSUPPORTED;
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob (%s)", strerror(-st.read_err));
 		return 0;
 	}
@@ -110,19 +90,19 @@ static int eval_knob(const struct app *app, const struct prof_key *k, struct key
 		return -1;
 	ev->have_now = true;
 	snprintf(ev->now, sizeof ev->now, "%s", st.value);
-	ev->verdict = satisfied(k, st.value, kn->type != KNOB_CHOICE, st.num) ? V_IN_SYNC : V_DIFFERS;
+	ev->verdict = satisfied(k, st.value, kn->type != KNOB_CHOICE, st.num) ? PROF_IN_SYNC : PROF_DIFFERS;
 	set_target(k, kn->type != KNOB_CHOICE, ev);
 	return 0;
 }
 
-static void eval_pool(const struct app *app, const struct prof_key *k, struct key_eval *ev)
+static void eval_pool(const struct app *app, const struct prof_key *k, struct profile_eval *ev)
 {
 	char sz[32];
 	uint64_t nr;
 	int rc;
 
 	format_size_kb(k->size_kb, sz, sizeof sz);
-	ev->verdict = V_UNSUPPORTED;
+	ev->verdict = PROF_UNSUPPORTED;
 	if (htlb_size_exists(app->sysfs_root, k->size_kb) != 1) {
 		snprintf(ev->reason, sizeof ev->reason, "this host has no %s hugetlb pages", sz);
 		return;
@@ -138,12 +118,12 @@ static void eval_pool(const struct app *app, const struct prof_key *k, struct ke
 	}
 	ev->have_now = true;
 	snprintf(ev->now, sizeof ev->now, "%llu", (unsigned long long)nr);
-	ev->verdict = satisfied(k, ev->now, true, nr) ? V_IN_SYNC : V_DIFFERS;
+	ev->verdict = satisfied(k, ev->now, true, nr) ? PROF_IN_SYNC : PROF_DIFFERS;
 	set_target(k, true, ev);
 }
 
-static int eval_cgroup(struct checked *ck, const struct app *app, const struct prof_key *k, struct key_eval *ev,
-		       struct prof_err *pe)
+static int eval_cgroup(struct profile_checked *ck, const struct app *app, const struct prof_key *k,
+		       struct profile_eval *ev, struct prof_err *pe)
 {
 	struct cg_state st;
 	idset want;
@@ -155,7 +135,7 @@ static int eval_cgroup(struct checked *ck, const struct app *app, const struct p
 				 "or starting with '.', no leading or trailing '/'", k->cgpath);
 	idset_parse_client(k->vals[0], &want);   /* checked by the parser */
 	idset_format(&want, ev->target, sizeof ev->target);
-	ev->verdict = V_UNSUPPORTED;
+	ev->verdict = PROF_UNSUPPORTED;
 	for (unsigned n = 0; n < IDSET_MAX; n++)
 		if (idset_has(&want, n) && (!ck->topo || !idset_has(&ck->topo->online, n))) {
 			snprintf(ev->reason, sizeof ev->reason, "node %u is not online on this host", n);
@@ -177,19 +157,18 @@ static int eval_cgroup(struct checked *ck, const struct app *app, const struct p
 	close(fd);
 	ev->have_now = true;
 	snprintf(ev->now, sizeof ev->now, "%s", st.mems);
-	ev->verdict = !memcmp(&st.mems_set, &want, sizeof want) ? V_IN_SYNC : V_DIFFERS;
+	ev->verdict = !memcmp(&st.mems_set, &want, sizeof want) ? PROF_IN_SYNC : PROF_DIFFERS;
 	return 0;
 }
 
-static void checked_free(struct checked *ck)
+void profiles_checked_free(struct profile_checked *ck)
 {
 	prof_doc_free(&ck->doc);
 	free(ck->ev);
 	free(ck->topo);
 }
 
-/* Merge and evaluate; -1 with pe on the first error (ck freed by the caller either way). */
-static int check(const struct app *app, const char *name, struct checked *ck, struct prof_err *pe)
+int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe)
 {
 	struct prof_dir dir = { .path = app->profiles_dir };
 
@@ -205,7 +184,7 @@ static int check(const struct app *app, const char *name, struct checked *ck, st
 	ck->have_cg = cg_detect(app->sysfs_root, &ck->cg) == 0;
 	for (size_t i = 0; i < ck->doc.n; i++) {
 		const struct prof_key *k = &ck->doc.keys[i];
-		struct key_eval *ev = &ck->ev[i];
+		struct profile_eval *ev = &ck->ev[i];
 		int rc = 0;
 		if (k->kind == PROF_KNOB)
 			rc = eval_knob(app, k, ev, pe);
@@ -215,7 +194,7 @@ static int check(const struct app *app, const char *name, struct checked *ck, st
 			rc = eval_cgroup(ck, app, k, ev, pe);
 		if (rc < 0)
 			return -1;
-		if (ev->verdict == V_UNSUPPORTED && k->required)
+		if (ev->verdict == PROF_UNSUPPORTED && k->required)
 			ck->unsupported_required = true;
 	}
 	return 0;
@@ -236,14 +215,14 @@ static json_t *error_json(const struct prof_err *pe)
 	return o;
 }
 
-static void state_into(json_t *o, const struct checked *ck)
+static void state_into(json_t *o, const struct profile_checked *ck)
 {
 	json_object_set_new(o, "state", json_string(ck->unsupported_required ? "degraded" : "ok"));
 	json_object_set_new(o, "reasons", ck->unsupported_required ? json_pack("[s]", "unsupported_required")
 								   : json_array());
 }
 
-static json_t *key_json(const struct prof_key *k, const struct key_eval *ev)
+static json_t *key_json(const struct prof_key *k, const struct profile_eval *ev)
 {
 	json_t *vals = json_array(), *o;
 	char sz[32];
@@ -263,8 +242,8 @@ static json_t *key_json(const struct prof_key *k, const struct key_eval *ev)
 	} else {
 		json_object_set_new(o, "cgroup", json_string(k->cgpath));
 	}
-	json_object_set_new(o, "supported", json_boolean(ev->verdict != V_UNSUPPORTED));
-	if (ev->verdict == V_UNSUPPORTED)
+	json_object_set_new(o, "supported", json_boolean(ev->verdict != PROF_UNSUPPORTED));
+	if (ev->verdict == PROF_UNSUPPORTED)
 		json_object_set_new(o, "reason", json_string(ev->reason));
 	return o;
 }
@@ -274,7 +253,7 @@ static void file_path(const struct app *app, const char *name, char *buf, size_t
 	snprintf(buf, len, "%s/%s.conf", app->profiles_dir, name);
 }
 
-static json_t *doc_head(const struct app *app, const struct checked *ck)
+static json_t *doc_head(const struct app *app, const struct profile_checked *ck)
 {
 	json_t *files = json_array(), *o;
 	char path[4200];
@@ -291,12 +270,12 @@ static json_t *doc_head(const struct app *app, const struct checked *ck)
 
 int profiles_show(const struct app *app, const char *name, json_t **out, struct prof_err *pe)
 {
-	struct checked ck;
+	struct profile_checked ck;
 	json_t *keys;
 
 	*out = NULL;
-	if (check(app, name, &ck, pe) < 0) {
-		checked_free(&ck);
+	if (profiles_check(app, name, &ck, pe) < 0) {
+		profiles_checked_free(&ck);
 		return -1;
 	}
 	*out = doc_head(app, &ck);
@@ -304,46 +283,46 @@ int profiles_show(const struct app *app, const char *name, json_t **out, struct 
 	for (size_t i = 0; i < ck.doc.n; i++)
 		json_array_append_new(keys, key_json(&ck.doc.keys[i], &ck.ev[i]));
 	json_object_set_new(*out, "keys", keys);
-	checked_free(&ck);
+	profiles_checked_free(&ck);
 	return 0;
 }
 
-static const char *action_of(const struct prof_key *k, const struct key_eval *ev)
+static const char *action_of(const struct prof_key *k, const struct profile_eval *ev)
 {
-	if (ev->verdict != V_DIFFERS)
+	if (ev->verdict != PROF_DIFFERS)
 		return "none";
 	return k->kind == PROF_POOL ? "resize" : "write";
 }
 
 int profiles_diff(const struct app *app, const char *name, json_t **out, struct prof_err *pe)
 {
-	struct checked ck;
+	struct profile_checked ck;
 	json_t *keys;
 	int count[3] = { 0 };
 
 	*out = NULL;
-	if (check(app, name, &ck, pe) < 0) {
-		checked_free(&ck);
+	if (profiles_check(app, name, &ck, pe) < 0) {
+		profiles_checked_free(&ck);
 		return -1;
 	}
 	*out = doc_head(app, &ck);
 	keys = json_array();
 	for (size_t i = 0; i < ck.doc.n; i++) {
 		const struct prof_key *k = &ck.doc.keys[i];
-		const struct key_eval *ev = &ck.ev[i];
+		const struct profile_eval *ev = &ck.ev[i];
 		json_t *o = key_json(k, ev);
 		json_object_set_new(o, "now", ev->have_now ? json_string(ev->now) : json_null());
 		json_object_set_new(o, "verdict", json_string(verdict_names[ev->verdict]));
 		json_object_set_new(o, "action", json_string(action_of(k, ev)));
-		json_object_set_new(o, "target", ev->verdict == V_DIFFERS ? json_string(ev->target) : json_null());
+		json_object_set_new(o, "target", ev->verdict == PROF_DIFFERS ? json_string(ev->target) : json_null());
 		json_array_append_new(keys, o);
 		count[ev->verdict]++;
 	}
 	json_object_set_new(*out, "keys", keys);
-	json_object_set_new(*out, "summary", json_pack("{s:i, s:i, s:i}", "in_sync", count[V_IN_SYNC], "differs",
-						       count[V_DIFFERS], "unsupported", count[V_UNSUPPORTED]));
+	json_object_set_new(*out, "summary", json_pack("{s:i, s:i, s:i}", "in_sync", count[PROF_IN_SYNC], "differs",
+						       count[PROF_DIFFERS], "unsupported", count[PROF_UNSUPPORTED]));
 	json_object_set_new(*out, "dry_run", json_true());
-	checked_free(&ck);
+	profiles_checked_free(&ck);
 	return 0;
 }
 
@@ -351,14 +330,14 @@ int profiles_diff(const struct app *app, const char *name, json_t **out, struct 
 static json_t *list_entry(const struct app *app, const char *name)
 {
 	struct prof_err pe = { 0 };
-	struct checked ck;
+	struct profile_checked ck;
 	char path[4200];
 	json_t *o;
 
 	file_path(app, name, path, sizeof path);
 	o = json_pack("{s:s, s:s, s:b}", "name", name, "file", path, "active",
 		      app->profile && !strcmp(app->profile, name));
-	if (check(app, name, &ck, &pe) < 0) {
+	if (profiles_check(app, name, &ck, &pe) < 0) {
 		json_object_set_new(o, "state", json_string("invalid"));
 		json_object_set_new(o, "reasons", json_pack("[s]", "invalid_profile"));
 		json_object_set_new(o, "error", error_json(&pe));
@@ -366,7 +345,7 @@ static json_t *list_entry(const struct app *app, const char *name)
 		state_into(o, &ck);
 		json_object_set_new(o, "keys", json_integer((json_int_t)ck.doc.n));
 	}
-	checked_free(&ck);
+	profiles_checked_free(&ck);
 	return o;
 }
 
@@ -415,11 +394,11 @@ void profiles_log_start(const struct app *app)
 	}
 	json_decref(l);
 	if (app->profile) {
-		struct checked ck;
+		struct profile_checked ck;
 		memset(&pe, 0, sizeof pe);
-		if (check(app, app->profile, &ck, &pe) < 0)
+		if (profiles_check(app, app->profile, &ck, &pe) < 0)
 			log_error("active profile %s: %s (apply is not built yet: nothing is applied)", app->profile,
 				  pe.e.detail);
-		checked_free(&ck);
+		profiles_checked_free(&ck);
 	}
 }

@@ -9,7 +9,35 @@
 #include <jansson.h>
 
 #include "server/app.h"
+#include "server/kernel/cgroup.h"
+#include "server/kernel/topology.h"
 #include "server/profiles/profile.h"
+
+enum prof_verdict { PROF_IN_SYNC, PROF_DIFFERS, PROF_UNSUPPORTED };
+
+/* One key against the host now. */
+struct profile_eval {
+	enum prof_verdict verdict;
+	bool have_now;
+	char now[1024];              /* the kernel's value, as text */
+	char target[PROF_VALUE_MAX]; /* what an apply would write (canonical), when it differs */
+	char reason[192];            /* why unsupported */
+};
+
+/* A merged profile checked against this host: what apply and verify (planned) start from. */
+struct profile_checked {
+	struct prof_doc doc;
+	struct profile_eval *ev;     /* owned, doc.n of them, in doc.keys' order */
+	bool unsupported_required;   /* a required key is unsupported: the profile is degraded */
+	struct topology *topo;       /* owned, NULL when the topology cannot be read */
+	struct cg_hier cg;
+	bool have_cg;
+};
+
+/* Merges `name` from the profiles directory and evaluates every key against the kernel now
+ * (reads only). 0, or -1 with pe at the first error; free *ck with profiles_checked_free either way. */
+int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe);
+void profiles_checked_free(struct profile_checked *ck);
 
 /* {"dir", "active", "profiles": [{name, file, active, state, reasons?, error?, keys?}]}. A
  * missing default directory is an empty list. 0 with *out (owned), or -1 with pe->e. */
