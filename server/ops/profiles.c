@@ -360,7 +360,7 @@ int profiles_list(const struct app *app, json_t **out, struct prof_err *pe)
 	if (rc == -ENOENT && app->profiles_dir_default)
 		rc = 0;
 	if (rc < 0) {
-		snprintf(pe->loc.file, sizeof pe->loc.file, "%s", "");
+		pe->loc.file[0] = '\0';   /* an error of the directory: no file, no place */
 		return mp_fail(&pe->e, rc == -ENOMEM ? MPE_INTERNAL_NOMEM : MPE_PROFILE_UNREADABLE, -rc,
 			       "the profiles directory %s cannot be read: %s", app->profiles_dir, strerror(-rc));
 	}

@@ -276,7 +276,8 @@ class ProfilesRealKernel(WithProfiles, DaemonTest):
         return d, ()
 
     def test_diff_reads_the_kernel_and_writes_nothing(self):
-        files = [self.T + "enabled", self.T + "khugepaged/pages_to_scan", "/proc/sys/vm/nr_hugepages"]
+        files = [self.T + "enabled", self.T + "khugepaged/pages_to_scan", self.T + "khugepaged/max_ptes_none",
+                 "/proc/sys/vm/nr_hugepages"]
         before = [real_file(f) for f in files]
         ops = len(self.d.get("/v1/history").json["operations"])
         r = self.d.get("/v1/profiles/real/diff")
@@ -288,7 +289,7 @@ class ProfilesRealKernel(WithProfiles, DaemonTest):
                          (str(self.scan), "in_sync"))
         self.assertEqual(keys["thp.khugepaged.max_ptes_none"]["verdict"], "in_sync")
         self.assertEqual(keys["hugepages.2M.total"]["verdict"], "in_sync")
-        self.assertEqual(keys["hugepages.2M.total"]["now"], real_file("/proc/sys/vm/nr_hugepages")
-                         if os.path.exists("/sys/kernel/mm/hugepages/hugepages-2048kB") else None)
+        pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+        self.assertEqual(keys["hugepages.2M.total"]["now"], real_file(pool) if os.path.exists(pool) else None)
         self.assertEqual([real_file(f) for f in files], before)
         self.assertEqual(len(self.d.get("/v1/history").json["operations"]), ops)
