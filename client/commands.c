@@ -36,6 +36,9 @@ int cmd_cgroup_mems(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_token_create(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_token_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_token_revoke(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_diff(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0, NULL }
 
@@ -231,6 +234,13 @@ const struct command cli_commands[] = {
 	  "already has its value is not written; when every one has, nothing is written or recorded\n"
 	  "and the answer says unchanged (exit 0), so a retry is harmless.\n"
 	  "Example: mempolicyctl knob set thp.enabled=madvise thp.khugepaged.pages_to_scan=4096" },
+	{ "profile", "list", cmd_profile_list, "", 0, NULL,
+	  "the profiles directory: each profile's state (ok, degraded, invalid with file:line:column)", NULL },
+	{ "profile", "show", cmd_profile_show, "NAME", 1, NULL,
+	  "one profile merged with its includes: every key, its comparator, on-drift and source line", NULL },
+	{ "profile", "diff", cmd_profile_diff, "NAME", 1, NULL,
+	  "dry run: each key now and wanted, in sync or not, and what an apply would do (nothing is written)",
+	  "Example: mempolicyctl profile diff db" },
 	{ "history", "", cmd_history_list, "", 0, history_opts,
 	  "recorded operations, newest first", NULL },
 	{ "history", "show", cmd_history_show, "ID", 1, NULL,

@@ -101,6 +101,18 @@
 	X(PROBE_BAD_PARAM,              "probe.bad_param",              UNPROCESSABLE, "a probe parameter out of range (size, threads, duration, node, timeout)") \
 	X(PROBE_TOO_LARGE,              "probe.too_large",              CONFLICT,      "the probe would take more than its share of free memory (the detail says how much is allowed)") \
 	X(PROBE_WORKLOAD_FAILED,        "probe.workload_failed",        KERNEL,        "a probe's workload failed in its child (the detail says which step, errno kept); recorded") \
+	X(PROFILE_NOT_FOUND,            "profile.not_found",            NOT_FOUND,     "no profile NAME.conf in the profiles directory (or a name no profile file can have)") \
+	X(PROFILE_SYNTAX,               "profile.syntax",               UNPROCESSABLE, "a profile line does not parse; the detail names file:line:column and what was expected") \
+	X(PROFILE_UNKNOWN_SECTION,      "profile.unknown_section",      UNPROCESSABLE, "a [section] a profile cannot have, or a hugepage size that does not parse") \
+	X(PROFILE_UNKNOWN_KEY,          "profile.unknown_key",          UNPROCESSABLE, "a key its section does not take (no knob has the name, not total/nodeN, not mems)") \
+	X(PROFILE_BAD_VALUE,            "profile.bad_value",            UNPROCESSABLE, "a value the key does not allow: not in the knob's list, out of its range, not a number or node list, or a comparator the key cannot have") \
+	X(PROFILE_DUPLICATE_KEY,        "profile.duplicate_key",        UNPROCESSABLE, "one file sets (or removes) the same key twice") \
+	X(PROFILE_REMOVE_UNSET,         "profile.remove_unset",         UNPROCESSABLE, "a -key line removes a key no included profile sets") \
+	X(PROFILE_INCLUDE_LOOP,         "profile.include_loop",         UNPROCESSABLE, "profiles include each other in a loop") \
+	X(PROFILE_INCLUDE_ESCAPE,       "profile.include_escape",       UNPROCESSABLE, "a profile file, or a symlink on its way, leads outside the profiles directory") \
+	X(PROFILE_INCLUDE_MISSING,      "profile.include_missing",      UNPROCESSABLE, "an include names a profile the directory does not hold") \
+	X(PROFILE_LIMIT,                "profile.limit",                UNPROCESSABLE, "a profile file, line, key count or include chain beyond its limit") \
+	X(PROFILE_UNREADABLE,           "profile.unreadable",           INTERNAL,      "a profile file or the profiles directory cannot be read (not a regular file, or an I/O error)") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \

@@ -35,6 +35,9 @@ struct app {
 	struct retention retain;         /* what the maintenance pass keeps (retain-*) */
 	unsigned probe_mem_pct;          /* a probe may take this share (%) of free memory */
 	int64_t started_ns;              /* when main() started: /metrics' process_start_time_seconds */
+	const char *profiles_dir;        /* borrowed from the config: the profiles directory */
+	bool profiles_dir_default;       /* not given: a missing directory means no profiles */
+	const char *profile;             /* borrowed from the config: the active profile, NULL if none */
 };
 
 #endif

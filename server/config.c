@@ -78,6 +78,8 @@ static const struct option long_opts[] = {
 	{ "retain-jobs",             required_argument, NULL, OPT_KEEP + 4 },
 	{ "retain-bytes",            required_argument, NULL, OPT_KEEP + 5 },
 	{ "probe-memory-share", required_argument, NULL, 'M' },
+	{ "profiles-dir", required_argument, NULL, 'D' },
+	{ "profile",     required_argument, NULL, 'p' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -146,6 +148,11 @@ static const struct opt_doc {
 	  "takes and a tenth more (0: no cap)", -1, true },
 	{ "probe-memory-share", "PCT", "a probe may take at most this share of free memory", PROBE_DEFAULT_MEM_PCT,
 	  true },
+	{ "profiles-dir", "DIR", "the profiles directory, one NAME.conf each (default " DEFAULT_PROFILES_DIR "; "
+	  "a missing default directory holds no profiles); read at start and on every API read; may be a "
+	  "Kubernetes ConfigMap volume", -1, true },
+	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
+	  "checks it at start and reports it; applying it is not built yet)", -1, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
@@ -230,6 +237,8 @@ static char **config_slot(struct config *c, int opt)
 	case 'Z': return &c->seccomp;
 	case 'l': return &c->log_level;
 	case 'M': return &c->probe_share;
+	case 'D': return &c->profiles_dir;
+	case 'p': return &c->profile;
 	case 'C': return &c->tls_cert;
 	case 'K': return &c->tls_key;
 	case 'A': return &c->tls_client_ca;

@@ -11,6 +11,7 @@
 /* Started as root, the daemon separates privileges by default; --user root is the one way to keep
  * a single process (a machine without the user, a test that needs one process). */
 #define DEFAULT_USER   "mempolicyd"
+#define DEFAULT_PROFILES_DIR "/etc/mempolicyd/profiles.d"
 
 /* Every option, and the name it has in the config file (the same, without the dashes). */
 struct config {
@@ -31,6 +32,8 @@ struct config {
 	char *limit[7];       /* max-connections ... max-connections-per-address, as written; NULL: default */
 	char *keep[6];        /* max-schedules, retain-*: as written; NULL: default */
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
+	char *profiles_dir;   /* NULL: DEFAULT_PROFILES_DIR (set by main()) */
+	char *profile;        /* the active profile's name; NULL: none */
 };
 
 /* The command line, and the file named by --config under it (the command line wins). Returns -1

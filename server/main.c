@@ -33,6 +33,7 @@
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
+#include "server/ops/profiles.h"
 #include "server/ops/restore.h"
 #include "server/probes/probe.h"
 #include "server/ops/schedules.h"
@@ -214,6 +215,16 @@ int main(int argc, char **argv)
 #endif
 	app.sysfs_root = cfg.sysfs_root;
 	app.procfs_root = cfg.procfs_root;
+	app.profiles_dir_default = !cfg.profiles_dir;
+	if (!cfg.profiles_dir) cfg.profiles_dir = strdup(DEFAULT_PROFILES_DIR);
+	app.profiles_dir = cfg.profiles_dir;
+	if (cfg.profile && !prof_name_ok(cfg.profile)) {
+		fprintf(stderr, "mempolicyd: profile wants a profile name ([A-Za-z0-9_-] then [A-Za-z0-9._-]), not '%s'\n",
+			cfg.profile);
+		rc = 2;
+		goto out;
+	}
+	app.profile = cfg.profile;
 	if (cfg.admin_group) {
 		struct group *g = getgrnam(cfg.admin_group);
 		if (!g) {
@@ -361,6 +372,8 @@ int main(int argc, char **argv)
 	/* Retention after recovery: what recovery marks interrupted is finished, and may then age out. */
 	if (!(maint = maint_start(app.store, &app.retain, &e)))
 		goto fail;
+	/* The profiles as this (serving) process can read them; an invalid one is logged, never fatal. */
+	profiles_log_start(&app);
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
 		goto fail;

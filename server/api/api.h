@@ -199,5 +199,8 @@ int api_probe_start(struct req *rq, mp_err *e);
 int api_tokens_list(struct req *rq, mp_err *e);
 int api_tokens_create(struct req *rq, mp_err *e);
 int api_token_revoke(struct req *rq, mp_err *e);
+int api_profiles_list(struct req *rq, mp_err *e);
+int api_profile_get(struct req *rq, mp_err *e);
+int api_profile_diff(struct req *rq, mp_err *e);
 
 #endif

@@ -19,6 +19,10 @@ const struct route api_routes[] = {
 	{ "PATCH",  "/v1/knobs",                      api_knobs_patch,       R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/knobs/{}",                   api_knob_get,          0 },
 	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY | R_PRIV },
+	/* profiles: read-only here (apply comes with its own routes) */
+	{ "GET",    "/v1/profiles",                   api_profiles_list,     0 },
+	{ "GET",    "/v1/profiles/{}",                api_profile_get,       0 },
+	{ "GET",    "/v1/profiles/{}/diff",           api_profile_diff,      0 },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
 	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */

@@ -216,6 +216,25 @@ bool knob_name_quotable(const char *name)
 	return true;
 }
 
+/* "<digits><suffix>" exactly, canonical decimal (no leading zero). */
+static bool digits_then(const char *s, const char *suffix)
+{
+	size_t n = strspn(s, "0123456789");
+	return n > 0 && n < 20 && (s[0] != '0' || n == 1) && !strcmp(s + n, suffix);
+}
+
+bool knob_name_per_kernel(const char *name)
+{
+	static const char sz[] = "thp.size.", wi[] = "mempolicy.weighted_interleave.node";
+
+	if (!strncmp(name, sz, sizeof sz - 1))
+		return digits_then(name + sizeof sz - 1, "kB.enabled") ||
+		       digits_then(name + sizeof sz - 1, "kB.shmem_enabled");
+	if (!strncmp(name, wi, sizeof wi - 1))
+		return digits_then(name + sizeof wi - 1, "");
+	return false;
+}
+
 const char *knob_type_name(enum knob_type t)
 {
 	switch (t) {

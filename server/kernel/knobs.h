@@ -36,6 +36,10 @@ const struct knob *knobs_at(const struct knob_catalogue *c, size_t i);
 /* Exact-name lookup; NULL for anything not in the table. */
 const struct knob *knobs_find(const struct knob_catalogue *c, const char *name);
 const char *knob_type_name(enum knob_type t);
+/* True when name has the shape of an entry the catalogue adds only where the kernel has the file
+ * (thp.size.<N>kB.enabled|shmem_enabled, mempolicy.weighted_interleave.node<N>): a profile naming
+ * one on a kernel without it names a knob this kernel lacks, not an unknown one. */
+bool knob_name_per_kernel(const char *name);
 /* True when name is made of what knob names are made of ([A-Za-z0-9._+-], < 80 bytes), so that
  * it is safe to quote back in an error message; says nothing about whether the knob exists. */
 bool knob_name_quotable(const char *name);

@@ -1,0 +1,180 @@
+#include "server/profiles/dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PROF_DIR_NAMES_MAX 1000
+
+/* Without openat2 (before 5.6): the resolved path must still be inside the resolved directory. */
+static int open_beneath_fallback(int dfd, const char *dir, const char *file)
+{
+	char rdir[PATH_MAX], joined[PATH_MAX], rfile[PATH_MAX];
+	size_t n;
+
+	if (!realpath(dir, rdir))
+		return -errno;
+	snprintf(joined, sizeof joined, "%s/%s", dir, file);
+	if (!realpath(joined, rfile))
+		return -errno;
+	n = strlen(rdir);
+	if (strncmp(rfile, rdir, n) || rfile[n] != '/')
+		return -EXDEV;
+	(void)dfd;
+	return open(rfile, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+}
+
+static int open_beneath(int dfd, const char *dir, const char *file)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dfd, file, &how, sizeof how);
+
+	if (fd >= 0)
+		return (int)fd;
+	if (errno == ENOSYS)
+		return open_beneath_fallback(dfd, dir, file);
+	return -errno;
+}
+
+int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, char **text, size_t *len,
+		  struct prof_err *err)
+{
+	const struct prof_dir *dir = dirp;
+	struct prof_loc here = { .line = 0 };
+	char file[PROF_FILE_NAME_MAX];
+	char *buf = NULL;            /* owned until handed over */
+	struct stat sb;
+	size_t got = 0;
+	int dfd = -1, fd = -1, rc = -1;
+	ssize_t r;
+
+	snprintf(file, sizeof file, "%s.conf", name);
+	snprintf(here.file, sizeof here.file, "%s", file);
+	if (!from)
+		from = &here;
+	if (!prof_name_ok(name)) {
+		prof_fail(err, from, MPE_PROFILE_NOT_FOUND, "'%s' is not a profile name", name);
+		goto out;
+	}
+	/* A missing directory holds no profile: the same answer as a missing file. */
+	if ((dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fd = -errno;
+	else
+		fd = open_beneath(dfd, dir->path, file);
+	if (fd < 0) {
+		if (dfd < 0 && fd != -ENOENT) {
+			prof_fail(err, from, MPE_PROFILE_UNREADABLE, "the profiles directory %s: %s", dir->path,
+				  strerror(-fd));
+			goto out;
+		}
+		if (fd == -EXDEV)
+			prof_fail(err, from, MPE_PROFILE_INCLUDE_ESCAPE,
+				  "%s leads outside the profiles directory (a symlink to an absolute path or out of it)",
+				  from == &here ? "the file" : file);
+		else if (fd == -ENOENT)
+			prof_fail(err, from, from == &here ? MPE_PROFILE_NOT_FOUND : MPE_PROFILE_INCLUDE_MISSING,
+				  "no profile %s in the profiles directory", file);
+		else
+			prof_fail(err, from, MPE_PROFILE_UNREADABLE, "%s: %s", file, strerror(-fd));
+		goto out;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		prof_fail(err, from, MPE_PROFILE_UNREADABLE, "%s is not a regular file", from == &here ? "the file" : file);
+		goto out;
+	}
+	if (sb.st_size > PROF_FILE_MAX) {
+		prof_fail(err, &here, MPE_PROFILE_LIMIT, "larger than %d bytes", PROF_FILE_MAX);
+		goto out;
+	}
+	/* One byte more than the limit, so a file that grew since fstat is still caught. */
+	if (!(buf = malloc(PROF_FILE_MAX + 1))) {
+		mp_nomem(err ? &err->e : NULL);
+		goto out;
+	}
+	while ((r = read(fd, buf + got, PROF_FILE_MAX + 1 - got)) > 0)
+		got += (size_t)r;
+	if (r < 0) {
+		prof_fail(err, &here, MPE_PROFILE_UNREADABLE, "%s", strerror(errno));
+		goto out;
+	}
+	if (got > PROF_FILE_MAX) {
+		prof_fail(err, &here, MPE_PROFILE_LIMIT, "larger than %d bytes", PROF_FILE_MAX);
+		goto out;
+	}
+	*text = buf;
+	*len = got;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int prof_dir_list(const char *path, char ***names, size_t *n)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char **v = NULL;             /* owned until handed over */
+	size_t cnt = 0;
+	int rc = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	if (!(v = calloc(PROF_DIR_NAMES_MAX, sizeof *v))) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)) && cnt < PROF_DIR_NAMES_MAX) {
+		size_t l = strlen(de->d_name);
+		char name[PROF_NAME_MAX];
+		if (l <= 5 || l - 5 >= sizeof name || strcmp(de->d_name + l - 5, ".conf"))
+			continue;
+		memcpy(name, de->d_name, l - 5);
+		name[l - 5] = '\0';
+		if (!prof_name_ok(name))
+			continue;
+		if (!(v[cnt] = strdup(name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		cnt++;
+	}
+	closedir(d);
+	if (rc < 0) {
+		prof_dir_names_free(v, cnt);
+		return rc;
+	}
+	qsort(v, cnt, sizeof *v, cmp_str);
+	*names = v;
+	*n = cnt;
+	return 0;
+}
+
+void prof_dir_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
