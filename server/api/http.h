@@ -22,6 +22,8 @@ struct http {
 	int handoff;               /* borrowed: the helper's hand-off channel, -1 when libmicrohttpd
 	                            * accepts on fd_unix itself (no privilege separation) */
 	struct incoming *incoming; /* owned: takes the helper's connections (with handoff only) */
+	int fd_standby;            /* owned: with handoff, this process's copy of the Unix listener, on
+	                            * which it accepts only once the helper is lost (incoming.c) */
 	char *tcp_hosts[3];        /* owned: the Host values the plain TCP listener answers to */
 	struct tls_files tls;      /* owned: cert and key set when the TCP listener speaks TLS */
 	struct auth *auth;         /* owned: failed authentications per peer (TLS only) */

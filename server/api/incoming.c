@@ -6,7 +6,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -16,6 +19,8 @@
 
 struct incoming {
 	int chan;                  /* borrowed */
+	int standby;               /* borrowed: the Unix listener, accepted on once chan has ended */
+	int wake;                  /* owned: an eventfd incoming_stop writes (wakes a standby accept) */
 	struct MHD_Daemon *d;      /* borrowed */
 	unsigned max;
 	pthread_t th;
@@ -44,6 +49,30 @@ static bool wait_for_room(struct incoming *in)
 	return !in->stop;
 }
 
+/* The next connection on the standby listener: its fd, or -1 when stopping (or the listener
+ * fails). Waits in poll on the listener and the wake eventfd, so incoming_stop ends it. */
+static int standby_accept(struct incoming *in)
+{
+	struct pollfd p[2] = { { .fd = in->standby, .events = POLLIN }, { .fd = in->wake, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (p[1].revents)
+			return -1;
+		if (p[0].revents & (POLLERR | POLLNVAL))
+			return -1;
+		int fd = accept4(in->standby, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			return -1;
+	}
+}
+
 static void *incoming_main(void *arg)
 {
 	struct incoming *in = arg;
@@ -51,8 +80,10 @@ static void *incoming_main(void *arg)
 	 * Unix socket from TCP. */
 	const struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
+	bool standby = false;   /* the helper is lost: accepting on the standby listener */
+
 	for (;;) {
-		uint64_t id;
+		uint64_t id = 0;
 		int fd, rc;
 
 		pthread_mutex_lock(&in->mu);
@@ -61,15 +92,28 @@ static void *incoming_main(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&in->mu);
+		if (standby) {
+			if ((fd = standby_accept(in)) < 0)
+				break;
+			goto add;
+		}
 		if ((rc = priv_handoff_recv(in->chan, &fd, &id)) == -EPROTO) {
 			log_warn("the privileged helper sent something other than a connection: dropped");
 			continue;
 		}
 		if (rc < 0) {
 			if (rc != -EPIPE)
-				log_error("the hand-off channel: %s; no more connections on the Unix socket", strerror(-rc));
-			break;
+				log_error("the hand-off channel: %s; no more connections from the helper", strerror(-rc));
+			pthread_mutex_lock(&in->mu);
+			standby = !in->stop && in->standby >= 0;
+			pthread_mutex_unlock(&in->mu);
+			if (!standby)
+				break;
+			log_warn("the privileged helper accepts no more: this process accepts on the Unix socket until it "
+				 "exits (degraded: no privileged act is possible)");
+			continue;
 		}
+add:
 		/* Counted before it is added: its close may be notified before MHD_add_connection returns. */
 		pthread_mutex_lock(&in->mu);
 		in->open++;
@@ -82,7 +126,7 @@ static void *incoming_main(void *arg)
 	return NULL;
 }
 
-struct incoming *incoming_new(int chan, unsigned max, mp_err *e)
+struct incoming *incoming_new(int chan, int standby, unsigned max, mp_err *e)
 {
 	struct incoming *in = calloc(1, sizeof *in);
 
@@ -91,7 +135,13 @@ struct incoming *incoming_new(int chan, unsigned max, mp_err *e)
 		return NULL;
 	}
 	in->chan = chan;
+	in->standby = standby;
 	in->max = max;
+	if ((in->wake = eventfd(0, EFD_CLOEXEC)) < 0) {
+		free(in);
+		mp_fail(e, MPE_HTTP_START, errno, "eventfd: %s", strerror(errno));
+		return NULL;
+	}
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->freed, NULL);
 	return in;
@@ -129,6 +179,8 @@ void incoming_stop(struct incoming *in)
 	pthread_cond_signal(&in->freed);
 	pthread_mutex_unlock(&in->mu);
 	priv_handoff_shutdown(in->chan);
+	if (eventfd_write(in->wake, 1) < 0)
+		log_warn("waking the standby accept: %s", strerror(errno));
 	pthread_join(in->th, NULL);
 	in->started = false;
 }
@@ -137,6 +189,7 @@ void incoming_free(struct incoming *in)
 {
 	if (!in)
 		return;
+	close(in->wake);
 	pthread_cond_destroy(&in->freed);
 	pthread_mutex_destroy(&in->mu);
 	free(in);

@@ -100,7 +100,7 @@ struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_add
 		h->tls = *tls;
 		memset(tls, 0, sizeof *tls);
 	}
-	h->fd_unix = h->fd_tcp = h->handoff = -1;
+	h->fd_unix = h->fd_tcp = h->handoff = h->fd_standby = -1;
 	h->lim = *lim;
 	if (unix_fd >= 0) {
 		h->fd_unix = unix_fd;
@@ -139,8 +139,12 @@ int http_unix_listener(const struct http *h)
 
 void http_hand_off(struct http *h, int chan)
 {
-	/* The helper has its own copy: from here this process cannot accept on the Unix socket. */
-	close(h->fd_unix);
+	/* The helper has its own copy and alone accepts on it while it lives. This process keeps
+	 * its copy on standby, accepting on it only once the helper is lost: the degraded window
+	 * (a new client is told 503 priv.lost and health says degraded, rather than refused). A
+	 * connection accepted here has no record in the helper, so it can never be named for a
+	 * privileged act: holding the listener lends the serving side nothing (DESIGN, Security). */
+	h->fd_standby = h->fd_unix;
 	h->fd_unix = -1;
 	h->handoff = chan;
 }
@@ -161,7 +165,7 @@ int http_serve(struct http *h, const struct app *app, mp_err *e)
 		jobs_on_end(app->jobs, job_ended, h->waits);
 	if (!(h->auth = auth_new(h->lim.auth_fails)))
 		return mp_nomem(e);
-	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->lim.max_connections, e)))
+	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->fd_standby, h->lim.max_connections, e)))
 		return -1;
 	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
 		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
@@ -229,6 +233,8 @@ void http_stop(struct http *h)
 	if (h->fd_tcp >= 0)
 		close(h->fd_tcp);
 	incoming_free(h->incoming);   /* the workers that report closes have stopped */
+	if (h->fd_standby >= 0)
+		close(h->fd_standby);
 	conn_table_free(h->conns);
 	waits_free(h->waits);
 	auth_free(h->auth);

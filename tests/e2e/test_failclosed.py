@@ -26,7 +26,7 @@ import tempfile
 import time
 import unittest
 
-from lib import Daemon, bracketed, free_port, real_file, real_write
+from lib import Daemon, UnixHTTPConnection, bracketed, free_port, real_file, real_write
 from test_probes_framework import child_pids, held_thp_probe, restored_at_start
 from test_privsep import children, have_user
 
@@ -157,13 +157,25 @@ class HelperLost(Base):
         n0 = int(real_file(HP))
         self.addCleanup(real_write, HP, str(n0))
         helper = self.helper()
+        # The helper accepts every new connection on the Unix socket: while it is stopped only a
+        # connection it handed over before is served. One, kept alive, carries what is asked then.
+        kept = UnixHTTPConnection(self.d.socket)
+        self.addCleanup(kept.close)
+
+        def ask(method, path, body=None):
+            kept.request(method, path, body=None if body is None else json.dumps(body).encode(),
+                         headers={"Content-Type": "application/json"} if body is not None else {})
+            r = kept.getresponse()
+            return r.status, json.loads(r.read() or b"null")
+
+        self.assertEqual(ask("GET", "/v1/health")[0], 200)   # handed over, served
         # Stopped, the helper takes the job's first run of steps and never answers it: the job is
         # running, waiting on the helper, when the helper dies.
         os.kill(helper, signal.SIGSTOP)
-        r = self.d.request("PUT", "/v1/hugepages/2M", body={"total": n0 + 4, "batch": 1})
-        self.assertEqual(r.status, 202, r.raw)
-        job_id = r.json["id"]
-        wait_until(lambda: self.job(job_id)["status"] == "running", what="the resize to run")
+        status, body = ask("PUT", "/v1/hugepages/2M", {"total": n0 + 4, "batch": 1})
+        self.assertEqual(status, 202, body)
+        job_id = body["id"]
+        wait_until(lambda: ask("GET", "/v1/jobs/%d" % job_id)[1]["status"] == "running", what="the resize to run")
         self.kill_helper()
         job = self.wait_job(job_id)
         self.assertEqual((job["status"], job["reason"]), ("failed", "priv.lost"), job)

@@ -17,7 +17,7 @@ import time
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon
+from lib import Daemon, wait_read
 from test_router import raw_response
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -98,6 +98,9 @@ class SlowRoutesTest(unittest.TestCase):
         self.d.start()
         with self.connect() as scan:
             scan.sendall(STATS)
+            # In flight: the daemon has read it (under privilege separation the connection first
+            # crosses the helper's accept and the hand-off; one still in the backlog is not).
+            wait_read(scan)
             self.d.proc.send_signal(signal.SIGTERM)
             line, _, body = raw_response(scan)
         self.assertIn(" 200 ", line)
