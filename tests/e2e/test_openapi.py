@@ -271,8 +271,8 @@ PROBE_ROUTE = "/v1/probes/{}"
 
 def load_probe_kinds():
     """{kind: set of the parser's own member names} from server/probes/*.c: each kind's
-    `.name = "..."` and the names its parser allows (`names[]`/`allowed[]`, with fragment's
-    `extra[]`, the members it handles itself)."""
+    `.name = "..."` and the `struct probe_param` table its entry names (`.params = TABLE`), the
+    one list the parser refuses any other member by (probe_params_only) and GET /v1/probes lists."""
     kinds = {}
     for f in sorted(os.listdir(PROBES)):
         if not f.endswith(".c"):
@@ -282,10 +282,13 @@ def load_probe_kinds():
         m = re.search(r'\.name\s*=\s*"([^"]+)"', text)
         if not m:
             continue
-        names = set()
-        for body in re.findall(r"\b(?:names|allowed|extra)\[\d*\]\s*=\s*\{([^}]*)\}", text):
-            names |= set(re.findall(r'"([^"]+)"', body))
-        kinds[m.group(1)] = names
+        t = re.search(r"\.params\s*=\s*(\w+)", text)
+        if not t:
+            raise AssertionError("%s: the kind %s names no parameter table (.params)" % (f, m.group(1)))
+        body = re.search(r"\bstruct\s+probe_param\s+%s\[\]\s*=\s*\{(.*?)\};" % t.group(1), text, re.S)
+        if not body:
+            raise AssertionError("%s: no struct probe_param %s[] table" % (f, t.group(1)))
+        kinds[m.group(1)] = set(re.findall(r'\{\s*"([^"]+)"\s*,', body.group(1)))
     return kinds
 
 
