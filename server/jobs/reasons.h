@@ -9,8 +9,10 @@
 
 #include <stdio.h>
 
-/* X(ENUM, "name", "meaning") */
-#define JOB_REASONS(X) \
+/* X(ENUM, "name", "meaning"), or C(ENUM, CODE, "meaning") for a reason that is where the job ended
+ * on a registered problem: its name is that problem code's (common/errcodes.h, MPE_CODE), so a
+ * client matches one spelling for both and the code is spelled only in the registry. */
+#define JOB_REASONS(X, C) \
 	/* set by the runner */ \
 	X(CANCEL_REQUESTED, "cancel_requested", "cancelled by a client (DELETE /v1/jobs/{id}) while it ran; it stopped between steps") \
 	X(NOT_STARTED,      "not_started",      "cancelled while queued: it never ran, nothing was changed") \
@@ -22,13 +24,15 @@
 	X(NOT_MOVED,        "not_moved",        "the kernel left some of the process's pages where they were (partial)") \
 	X(NOT_COLLAPSED,    "not_collapsed",    "some ranges were not collapsed into huge pages (partial)") \
 	X(TIMEOUT,          "timeout",          "a probe's pass ran past its time limit and was stopped (failed)") \
-	X(PROCESS_CHANGED,  "process.changed",  "the target process is no longer the caller's (it exec'd a set-uid program, or exited) when the job acted (failed)") \
-	X(PRIV_LOST,        "priv.lost",        "the privileged helper was lost while the job ran; nothing more was done (failed)")
+	C(PROCESS_CHANGED,  PROCESS_CHANGED,    "the target process is no longer the caller's (it exec'd a set-uid program, or exited) when the job acted (failed)") \
+	C(PRIV_LOST,        PRIV_LOST,          "the privileged helper was lost while the job ran; nothing more was done (failed)")
 
 enum job_reason {
 	JR_NONE = 0,                 /* no reason: the status says it all */
 #define X(e, name, meaning) JR_##e,
-	JOB_REASONS(X)
+#define C(e, code, meaning) JR_##e,
+	JOB_REASONS(X, C)
+#undef C
 #undef X
 	JR__COUNT
 };

@@ -271,8 +271,8 @@ PROBE_ROUTE = "/v1/probes/{}"
 
 def load_probe_kinds():
     """{kind: set of the parser's own member names} from server/probes/*.c: each kind's
-    `.name = "..."` and the names its parser allows (`names[]`/`allowed[]`, with fragment's
-    `extra[]`, the members it handles itself)."""
+    `.name = "..."` and the `struct probe_param` table its entry names (`.params = TABLE`), the
+    one list the parser refuses any other member by (probe_params_only) and GET /v1/probes lists."""
     kinds = {}
     for f in sorted(os.listdir(PROBES)):
         if not f.endswith(".c"):
@@ -282,10 +282,13 @@ def load_probe_kinds():
         m = re.search(r'\.name\s*=\s*"([^"]+)"', text)
         if not m:
             continue
-        names = set()
-        for body in re.findall(r"\b(?:names|allowed|extra)\[\d*\]\s*=\s*\{([^}]*)\}", text):
-            names |= set(re.findall(r'"([^"]+)"', body))
-        kinds[m.group(1)] = names
+        t = re.search(r"\.params\s*=\s*(\w+)", text)
+        if not t:
+            raise AssertionError("%s: the kind %s names no parameter table (.params)" % (f, m.group(1)))
+        body = re.search(r"\bstruct\s+probe_param\s+%s\[\]\s*=\s*\{(.*?)\};" % t.group(1), text, re.S)
+        if not body:
+            raise AssertionError("%s: no struct probe_param %s[] table" % (f, t.group(1)))
+        kinds[m.group(1)] = set(re.findall(r'\{\s*"([^"]+)"\s*,', body.group(1)))
     return kinds
 
 
@@ -637,26 +640,44 @@ class SpecMatchesRouteTable(unittest.TestCase):
 
     def test_every_operation_says_what_it_does_and_examples_are_no_placeholders(self):
         # A generated client's documentation is these descriptions; an example a tool filled in
-        # from the schema alone ("path": "path") shows a client nothing it could get.
+        # from the schema alone ("path": "path") shows a client nothing it could get. A value the
+        # schema there chooses from a closed list is not one: GET /v1/probes' "size": "size" is
+        # the parameter size's type, one of ProbeList's enum.
         placeholders = []
 
-        def walk(v, where):
+        def sub(schema, key=None):
+            """The schema of member key (or of the items, key None) under schema; None unknown."""
+            if schema is None:
+                return None
+            s = self.v.flatten(schema)
+            if key is None:
+                return s["items"]
+            return s["props"].get(key, s["addl"])
+
+        def chosen(schema, x):
+            return schema is not None and x in (self.v.flatten(schema)["enum"] or [])
+
+        def walk(v, schema, where):
             if isinstance(v, dict):
                 for k, x in v.items():
-                    if isinstance(x, str) and x == k:
+                    if isinstance(x, str) and x == k and not chosen(sub(schema, k), x):
                         placeholders.append("%s.%s" % (where, k))
-                    walk(x, "%s.%s" % (where, k))
+                    walk(x, sub(schema, k), "%s.%s" % (where, k))
             elif isinstance(v, list):
                 for i, x in enumerate(v):
-                    if isinstance(x, str) and where.endswith("." + x):
+                    if isinstance(x, str) and where.endswith("." + x) and not chosen(sub(schema), x):
                         placeholders.append("%s[%d]" % (where, i))
-                    walk(x, "%s[%d]" % (where, i))
+                    walk(x, sub(schema), "%s[%d]" % (where, i))
         for path, m, _, op in self.operations():
             self.assertTrue(op.get("description", "").strip(), "%s %s has no description" % (m, path))
             for status, resp in op["responses"].items():
                 for ctype, media in self.v.resolve(resp).get("content", {}).items():
-                    walk(media.get("example"), "%s %s %s" % (m, path, status))
+                    walk(media.get("example"), media.get("schema"), "%s %s %s" % (m, path, status))
         self.assertEqual(placeholders, [])
+        # The exemption is the enum's alone: the same value where the schema lists no choice is one.
+        walk({"params": {"size": "size"}}, {"type": "object", "properties": {"params": {
+            "type": "object", "additionalProperties": {"type": "string"}}}}, "self-check")
+        self.assertEqual(placeholders, ["self-check.params.size"])
 
     def test_the_reference_page_counts_what_is_here(self):
         # docs/reference/openapi.md says how many routes, operations and paths this file has.
