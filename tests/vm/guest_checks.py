@@ -579,9 +579,22 @@ def pipe_holds(pid, nbytes, timeout=30):
 
 
 def check_migrate_that_leaves_pages_records_partial(d, nodes):
-    """migrate_pages(2) through the privileged helper with pages the kernel cannot move: the job
-    records the kernel's count of them (pages_not_moved > 0) and status partial, reason not_moved;
-    the rest of the mapping moved. (Before, the helper's count was dropped: 0 and ok.)"""
+    """migrate_pages(2) with pages the kernel cannot move, in both modes — through the privileged
+    helper (the suite's daemon) and in one process (a second daemon, --user root): the job records
+    the kernel's count of them (pages_not_moved > 0) and status partial, reason not_moved; the
+    rest of the mapping moved. (Before, the helper's count was dropped: 0 and ok.)"""
+    notes = ["helper: " + migrate_partial(d, nodes)]
+    one = Daemon(user="root")
+    one.start(timeout=60)
+    try:
+        notes.append("in-process: " + migrate_partial(one, nodes))
+    finally:
+        eq(one.stop(), 0, "the --user root daemon's exit")
+        one.cleanup()
+    return "; ".join(notes)
+
+
+def migrate_partial(d, nodes):
     src, dst = 0, len(nodes) - 1
     r = d.request("POST", "/v1/processes", body={"argv": ["/usr/bin/python3", "-c", PINNER, str(CHILD_MB)],
                                                  "policy": {"mode": "preferred", "nodes": str(src)},
