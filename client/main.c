@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/cli.h"
 #include "client/curlapi.h"
@@ -74,6 +75,53 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
+/* The errno of the first write to fd 1 that failed, 0 while all went through. stdio keeps only an
+ * error flag: once more than a buffer is printed (--help, a long table), the write that fails
+ * (EPIPE, ENOSPC) is one in the middle, and by the last flush its errno is long gone. */
+static int stdout_errno;
+
+static ssize_t stdout_write(void *cookie, const char *buf, size_t n)
+{
+	size_t done = 0;
+
+	(void)cookie;
+	while (done < n) {
+		ssize_t w = write(STDOUT_FILENO, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!stdout_errno)
+				stdout_errno = w < 0 ? errno : EIO;
+			break;   /* short: stdio sets the stream's error flag */
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+static int stdout_close(void *cookie)
+{
+	(void)cookie;
+	if (close(STDOUT_FILENO) == 0)
+		return 0;
+	if (!stdout_errno)
+		stdout_errno = errno;
+	return -1;
+}
+
+/* stdout as a stream whose writes are stdout_write's, buffered as glibc buffers fd 1 (by line on a
+ * terminal, else fully). Left as it is if the stream cannot be made: then the reason may be EIO. */
+static void stdout_checked(void)
+{
+	static const cookie_io_functions_t io = { .write = stdout_write, .close = stdout_close };
+	FILE *f = fopencookie(NULL, "w", io);   /* owned: replaces stdout, closed by finish() */
+
+	if (!f)
+		return;
+	setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);   /* fails only on a bad mode */
+	stdout = f;
+}
+
 /* Every exit goes through here. stdout is fully buffered when it is not a terminal, so a full disk
  * or a closed pipe shows only when it is flushed: check that, and the error flag of any earlier
  * write, before saying the command worked. */
@@ -90,6 +138,8 @@ static int finish(int rc)
 		err = errno;
 	}
 	if (failed) {
+		/* the failed write's own errno, when it was seen; else what the flush or close said */
+		err = stdout_errno ? stdout_errno : err;
 		out_error("cannot write the result to stdout: %s", strerror(err ? err : EIO));
 		if (rc == EXIT_OK)
 			rc = EXIT_REFUSED;
@@ -226,6 +276,7 @@ int main(int argc, char **argv)
 	const char *env = getenv("MEMPOLICYD_SOCKET"), *url = getenv("MEMPOLICYD_URL"), *token_file = NULL;
 	int i = 1, rc;
 
+	stdout_checked();   /* before anything is printed */
 	c.socket = env && env[0] ? env : CLI_DEFAULT_SOCKET;
 	c.url = url && url[0] ? url : NULL;
 	if ((rc = global_options(&c, argc, argv, &i, &token_file)) >= 0)

@@ -133,7 +133,9 @@ static size_t width(const char *s)
 static bool fancy(FILE *f)
 {
 	const char *term = getenv("TERM");
-	return isatty(fileno(f)) && !getenv("NO_COLOR") && term && strcmp(term, "dumb") != 0;
+	/* stdout is a cookie stream over fd 1 (client/main.c), which has no fileno of its own */
+	int fd = f == stdout ? STDOUT_FILENO : fileno(f);
+	return isatty(fd) && !getenv("NO_COLOR") && term && strcmp(term, "dumb") != 0;
 }
 
 void table_print(struct table *t, FILE *f)

@@ -7,7 +7,12 @@ operation, job or schedule) and PID (a live process), and the remote block's hos
 daemon's TLS port, as localhost). A command passes when it exits 0, or, for one that waits for
 the job it started (probe run, pool resize, proc migrate/collapse), when the daemon accepted it
 as written (the job exists) and only the job failed: this machine's kernel has one node where the
-tree says two, so a probe bound to node 1 fails in its child, which is not the README's to fix."""
+tree says two, so a probe bound to node 1 fails in its child, which is not the README's to fix.
+
+The profiles the README's commands name are the README's own: before the daemon starts, its
+prompt lines that make files in the profiles directory (mkdir, the printf | tee of web.conf) run
+with that directory, /etc/mempolicyd/profiles.d, replaced by the daemon's --profiles-dir, and each
+code block whose first line is `# NAME.conf` is written there as NAME.conf."""
 import os
 import re
 import shlex
@@ -25,6 +30,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 README = os.path.join(ROOT, "README.md")
 WAITS_FOR_A_JOB = ("probe run", "pool resize", "proc migrate", "proc collapse")
 PROMPT = re.compile(r"^(?:\$ )?((?:sudo |[A-Z_]+=(?:\$\([^)]*\)|\S+) )?mempolicyctl\b.*)$")
+PROFILES_DIR = "/etc/mempolicyd/profiles.d"   # the README's, the daemon's default
+PROFILE_FILE = re.compile(r"^# ([A-Za-z0-9_-][A-Za-z0-9._-]*\.conf)$")
+# sudo: the test runs as root already; bash runs the line as a shell would
+SHELL = "sudo() { \"$@\"; }\n"
 
 
 def readme_commands(text):
@@ -43,6 +52,24 @@ def readme_commands(text):
             if span.startswith("mempolicyctl "):
                 out.append((n, span))
     return out
+
+
+def readme_profiles(text):
+    """The README's profiles: (the shell lines that make files in PROFILES_DIR, {NAME.conf: text})."""
+    lines, files, block = [], {}, None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            block = [] if block is None else None
+            continue
+        if block is None:
+            continue
+        m = PROFILE_FILE.match(line) if not block else None
+        if m:
+            files[m.group(1)] = block   # the block's lines, filled in as it is read
+        block.append(line)
+        if line.startswith("$ ") and PROFILES_DIR in line and not PROMPT.match(line):
+            lines.append(line[2:])
+    return lines, {name: "\n".join(b) + "\n" for name, b in files.items()}
 
 
 def words(cmd):
@@ -75,10 +102,24 @@ class ReadmeCommands(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="mpd-readme-")
         os.chmod(cls.tmp, 0o755)
         cls.tree = cgroup_tree(os.path.join(cls.tmp, "tree"))
+        # the README's profiles, made as it says, in the directory the daemon is given
+        cls.profiles = os.path.join(cls.tmp, "profiles.d")
+        with open(README) as f:
+            make, files = readme_profiles(f.read())
+        assert make and {"db.conf", "base.conf"} <= set(files), (make, files)
+        for line in make:
+            subprocess.run(["bash", "-c", SHELL + line.replace(PROFILES_DIR, cls.profiles)], check=True,
+                           stdout=subprocess.DEVNULL, timeout=60)
+        for name, text in files.items():
+            with open(os.path.join(cls.profiles, name), "w") as f:
+                f.write(text)
+        os.chmod(cls.profiles, 0o755)   # readable by the daemon's user whatever our umask
+        for name in os.listdir(cls.profiles):
+            os.chmod(os.path.join(cls.profiles, name), 0o644)
         cls.certs = Certs()
         cls.port = free_port()
         cls.d = Daemon(cls.tree, ["--listen-tcp", "127.0.0.1:%d" % cls.port, "--tls-cert", cls.certs.path("server.pem"),
-                                  "--tls-key", cls.certs.path("server.key")])
+                                  "--tls-key", cls.certs.path("server.key"), "--profiles-dir", cls.profiles])
         cls.d.start()
         # PID: a process of ours; the tree's /proc shows it through a link to the real one
         cls.child = subprocess.Popen(["sleep", "300"])
@@ -133,8 +174,7 @@ class ReadmeCommands(unittest.TestCase):
             with self.subTest(line=line, command=printed):
                 cmd = self.fill(printed)
                 jobs_before = self.newest("job")
-                # sudo: the test runs as root already; bash runs the line as a shell would
-                p = subprocess.run(["bash", "-c", "sudo() { \"$@\"; }\n" + cmd], cwd=self.cwd, env=env,
+                p = subprocess.run(["bash", "-c", SHELL + cmd], cwd=self.cwd, env=env,
                                    capture_output=True, text=True, timeout=120)
                 w = words(cmd)
                 if p.returncode != 0 and " ".join(w[:2]) in WAITS_FOR_A_JOB:
