@@ -215,6 +215,9 @@ void http_stop(struct http *h)
 	if (h->app && h->app->jobs)
 		jobs_on_end(h->app->jobs, NULL, NULL);
 	waits_stop(h->waits);
+	/* A scan in flight runs at SCHED_IDLE, which gets no CPU while the machine is busy: at stop
+	 * it is what is left to answer, so it runs at normal priority. */
+	slow_hurry(h->slow);
 	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
 		nanosleep(&ts, NULL);
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "server/log.h"
@@ -117,6 +118,17 @@ int slow_submit(struct slow *sl, struct MHD_Connection *conn, void (*fn)(void *a
 	pthread_cond_signal(&sl->cond);
 	pthread_mutex_unlock(&sl->lock);
 	return 0;
+}
+
+void slow_hurry(struct slow *sl)
+{
+	struct sched_param none = { 0 };
+	int rc;
+
+	/* Allowed unprivileged: leaving SCHED_IDLE for SCHED_OTHER at the thread's own nice value. */
+	if (sl && (rc = pthread_setschedparam(sl->thread, SCHED_OTHER, &none)) != 0)
+		log_warn("slow handlers: cannot leave SCHED_IDLE at stop (%s); a scan in flight may be cut off",
+			 strerror(rc));
 }
 
 void slow_stop(struct slow *sl)

@@ -16,6 +16,9 @@ struct slow;
 struct slow *slow_start(mp_err *e);
 /* Queues fn(arg) and returns; the caller has suspended conn, which is resumed after fn ran. */
 int slow_submit(struct slow *sl, struct MHD_Connection *conn, void (*fn)(void *arg), void *arg);
+/* At stop: the thread leaves SCHED_IDLE, so that a scan in flight is answered before the drain
+ * ends even on a machine whose CPUs are all busy (where SCHED_IDLE gets none). NULL is fine. */
+void slow_hurry(struct slow *sl);
 /* Runs what is queued, then stops the thread. NULL is fine. */
 void slow_stop(struct slow *sl);
 

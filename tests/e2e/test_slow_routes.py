@@ -102,7 +102,10 @@ class SlowRoutesTest(unittest.TestCase):
             # crosses the helper's accept and the hand-off; one still in the backlog is not).
             wait_read(scan)
             self.d.proc.send_signal(signal.SIGTERM)
-            line, _, body = raw_response(scan)
+            try:
+                line, _, body = raw_response(scan)
+            except AssertionError as e:
+                raise AssertionError("%s\n%s" % (e, self.d.log_text())) from None
         self.assertIn(" 200 ", line)
         self.assertEqual(json.loads(body)["count"], ROWS)
         self.assertEqual(self.d.stop(), 0, self.d.log_text())
