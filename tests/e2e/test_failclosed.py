@@ -23,11 +23,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 from lib import Daemon, UnixHTTPConnection, bracketed, free_port, real_file, real_write
-from test_probes_framework import child_pids, held_thp_probe, restored_at_start
+from test_probes_framework import child_pids, held_thp_probe, restored_at_start, wait_for as wait_until
 from test_privsep import children, have_user
 
 USER = "mempolicyd"
@@ -40,16 +39,6 @@ LOST_EXIT = 3   # server/main.c EXIT_HELPER_LOST
 # A set-uid-root program that waits for its stdin to close: the process that exec's it keeps its
 # pid and start time, and becomes euid 0 and not dumpable.
 SETUID_C = "#include <unistd.h>\nint main(void) { char c; while (read(0, &c, 1) > 0) ; return 0; }\n"
-
-
-def wait_until(cond, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def exited(pidfd, timeout):

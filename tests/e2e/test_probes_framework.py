@@ -27,10 +27,12 @@ def wait_job(d, job_id, until=("ok", "failed", "cancelled", "partial", "interrup
 
 
 def wait_for(cond, timeout=30, what="condition"):
+    """cond()'s first true value, polled until timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if cond():
-            return
+        v = cond()
+        if v:
+            return v
         time.sleep(0.02)
     raise AssertionError("timed out waiting for " + what)
 

@@ -311,13 +311,13 @@ START_TEST(parse_limits)
 	ck_assert_int_eq(e.e.code, MPE_PROFILE_LIMIT);
 	prof_file_free(&f);
 	/* more than PROF_KEYS_MAX keys */
-	off = (size_t)sprintf(text, "[knobs]\n");
+	off = (size_t)snprintf(text, big, "[knobs]\n");
 	for (int i = 0; i <= PROF_KEYS_MAX; i++)
-		off += (size_t)sprintf(text + off, "k%d = 1\n", i);
+		off += (size_t)snprintf(text + off, big - off, "k%d = 1\n", i);
 	parse_fails(text, off, MPE_PROFILE_LIMIT, PROF_KEYS_MAX + 2, 1);
 	/* more than PROF_ALTS_MAX alternatives; a value over PROF_VALUE_MAX */
 	FAILS("[knobs]\nx = 1|2|3|4|5|6|7|8|9\n", LIMIT, 2, 21);
-	off = (size_t)sprintf(text, "[knobs]\nx = ");
+	off = (size_t)snprintf(text, big, "[knobs]\nx = ");
 	memset(text + off, 'v', PROF_VALUE_MAX);
 	parse_fails(text, off + PROF_VALUE_MAX, MPE_PROFILE_LIMIT, 2, 5);
 	free(text);
