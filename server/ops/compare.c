@@ -6,9 +6,13 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/mmstats.h"
+#include "common/parse.h"
+#include "common/stats.h"
+#include "common/stats_json.h"
 #include "server/app.h"
 #include "server/probes/probe.h"
 #include "server/store/history.h"
@@ -144,17 +148,169 @@ static int run_of(const struct app *app, int64_t id, json_t **head, json_t **met
 	return 0;
 }
 
-json_t *history_compare(const struct app *app, const int64_t *ids, int n, mp_err *e)
+int compare_parse_ids(const char *s, struct compare_cols *out, mp_err *e)
 {
-	json_t *runs = json_array(), *metrics[COMPARE_MAX_RUNS] = { 0 }, *order = json_array(), *seen = json_object();
-	json_t *rows = json_array(), *out = NULL;
+	const char *p = s;
+
+	out->nids = 0;
+	out->ncols = 1;
+	for (;;) {
+		char num[24];
+		size_t len = strcspn(p, ",:");
+		uint64_t id;
+
+		if (out->nids == COMPARE_MAX_IDS || len == 0 || len >= sizeof num)
+			goto bad;
+		memcpy(num, p, len);
+		num[len] = '\0';
+		if (parse_u64(num, &id) < 0 || id == 0 || id > INT64_MAX)
+			goto bad;
+		for (int i = 0; i < out->nids; i++)
+			if (out->ids[i] == (int64_t)id)
+				return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "ids: operation %llu is named twice",
+					       (unsigned long long)id);
+		out->ids[out->nids] = (int64_t)id;
+		out->col[out->nids++] = out->ncols - 1;
+		if (!p[len])
+			break;
+		if (p[len] == ',' && ++out->ncols > COMPARE_MAX_RUNS)
+			goto bad;
+		p += len + 1;
+	}
+	if (out->ncols >= 2)
+		return 0;
+bad:
+	return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0,
+		       "ids: 2 to %d columns of operation ids like 12,15 (or 12:13:14,15:16:17, several runs a column), "
+		       "at most %d ids", COMPARE_MAX_RUNS, COMPARE_MAX_IDS);
+}
+
+/* One run per column: its figure as recorded, the change against the first in %. */
+static json_t *row_single(const char *name, json_t *const *metrics, int n)
+{
+	json_t *vals = json_array(), *pct = json_array();
+	json_t *first = json_object_get(metrics[0], name);
+	double f = first ? json_number_value(first) : NAN;
+
+	for (int i = 0; i < n; i++) {
+		json_t *x = json_object_get(metrics[i], name);
+		json_array_append(vals, x ? x : json_null());
+		if (i == 0 || !x || !first || f == 0)
+			json_array_append_new(pct, json_null());
+		else
+			json_array_append_new(pct, json_real(round((json_number_value(x) - f) / fabs(f) * 10000) / 100));
+	}
+	return json_pack("{s:s, s:o, s:o}", "metric", name, "values", vals, "change_pct", pct);
+}
+
+static json_t *rounded(double v)
+{
+	return stats_json_num(round(v * 100) / 100);
+}
+
+/* Several runs in a column: the column's samples of this metric (the runs that have it). */
+static size_t samples_of(const struct compare_cols *cc, json_t *const *metrics, int col, const char *name, double *x)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < cc->nids; i++) {
+		json_t *v = cc->col[i] == col ? json_object_get(metrics[i], name) : NULL;
+		if (v && isfinite(json_number_value(v)))
+			x[n++] = json_number_value(v);
+	}
+	return n;
+}
+
+/* A row of medians with each column's comparison against the first (appended to cmps). */
+static int row_samples(const struct compare_cols *cc, json_t *const *metrics, const char *name, json_t *labels,
+		       json_t *rows, json_t *cmps)
+{
+	double *base = malloc(sizeof(double) * (size_t)cc->nids), *arm = malloc(sizeof(double) * (size_t)cc->nids);
+	json_t *vals = json_array(), *pct = json_array(), *ns = json_array(), *ci = json_array(), *pv = json_array();
+	json_t *diff = json_array();
+	size_t nb;
+	int rc = -1;
+
+	if (!base || !arm || !vals || !pct || !ns || !ci || !pv || !diff)
+		goto done;
+	nb = samples_of(cc, metrics, 0, name, base);
+	for (int k = 0; k < cc->ncols; k++) {
+		size_t na = k ? samples_of(cc, metrics, k, name, arm) : nb;
+		struct stats_summary s;
+		struct stats_cmp c;
+
+		json_array_append_new(ns, json_integer((json_int_t)na));
+		if (na == 0 || stats_summary(k ? arm : base, na, &s) < 0) {
+			json_array_append_new(vals, json_null());
+			s.n = 0;
+		} else {
+			json_array_append_new(vals, json_real(s.median));
+		}
+		if (k == 0 || nb == 0 || s.n == 0) {
+			json_array_append_new(pct, json_null());
+			json_array_append_new(ci, json_null());
+			json_array_append_new(pv, json_null());
+			json_array_append_new(diff, json_null());
+			continue;
+		}
+		if (stats_compare(base, nb, arm, na, 0, &c) < 0)   /* the samples are finite: only ENOMEM */
+			goto done;
+		json_array_append_new(pct, rounded(c.median_diff_pct));
+		json_array_append_new(ci, c.ci_ok && isfinite(c.ci95_pct[0])
+				      ? json_pack("[o, o]", rounded(c.ci95_pct[0]), rounded(c.ci95_pct[1])) : json_null());
+		json_array_append_new(pv, json_real(c.p_value));
+		json_array_append_new(diff, json_boolean(c.different));
+		json_array_append_new(cmps, stats_cmp_json(name, json_string_value(json_array_get(labels, 0)),
+							    json_string_value(json_array_get(labels, (size_t)k)), &c));
+	}
+	json_array_append_new(rows, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "metric", name, "values", vals,
+					      "change_pct", pct, "n", ns, "ci95_pct", ci, "p_value", pv, "different", diff));
+	rc = 0;
+done:
+	free(base);
+	free(arm);
+	json_decref(vals);
+	json_decref(pct);
+	json_decref(ns);
+	json_decref(ci);
+	json_decref(pv);
+	json_decref(diff);
+	return rc;
+}
+
+/* "columns": each column's label (its ids joined by ':') and ids. */
+static json_t *columns_of(const struct compare_cols *cc, json_t *labels)
+{
+	json_t *cols = json_array();
+
+	for (int k = 0; k < cc->ncols; k++) {
+		char label[COMPARE_MAX_IDS * 21] = "";
+		size_t off = 0;
+		json_t *ids = json_array();
+		for (int i = 0; i < cc->nids; i++)
+			if (cc->col[i] == k) {
+				off += (size_t)snprintf(label + off, sizeof label - off, "%s%lld", off ? ":" : "",
+							(long long)cc->ids[i]);
+				json_array_append_new(ids, json_integer(cc->ids[i]));
+			}
+		json_array_append_new(labels, json_string(label));
+		json_array_append_new(cols, json_pack("{s:s, s:o}", "label", label, "ids", ids));
+	}
+	return cols;
+}
+
+json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp_err *e)
+{
+	json_t *runs = json_array(), *metrics[COMPARE_MAX_IDS] = { 0 }, *order = json_array(), *seen = json_object();
+	json_t *rows = json_array(), *cmps = json_array(), *labels = json_array(), *cols = NULL, *out = NULL;
+	bool grouped = cc->nids > cc->ncols;
 	const char *k;
 	json_t *v;
 	size_t r;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < cc->nids; i++) {
 		json_t *head;
-		if (run_of(app, ids[i], &head, &metrics[i], e) < 0)
+		if (run_of(app, cc->ids[i], &head, &metrics[i], e) < 0)
 			goto done;
 		json_array_append_new(runs, head);
 		json_object_foreach(metrics[i], k, v)
@@ -163,29 +319,28 @@ json_t *history_compare(const struct app *app, const int64_t *ids, int n, mp_err
 				json_array_append_new(order, json_string(k));
 			}
 	}
+	if (grouped)
+		cols = columns_of(cc, labels);
 	json_array_foreach(order, r, v) {
 		const char *name = json_string_value(v);
-		json_t *vals = json_array(), *pct = json_array();
-		json_t *first = json_object_get(metrics[0], name);
-		double f = first ? json_number_value(first) : NAN;
-
-		for (int i = 0; i < n; i++) {
-			json_t *x = json_object_get(metrics[i], name);
-			json_array_append(vals, x ? x : json_null());
-			if (i == 0 || !x || !first || f == 0)
-				json_array_append_new(pct, json_null());
-			else
-				json_array_append_new(pct, json_real(round((json_number_value(x) - f) / fabs(f) * 10000) / 100));
+		if (!grouped)
+			json_array_append_new(rows, row_single(name, metrics, cc->nids));
+		else if (row_samples(cc, metrics, name, labels, rows, cmps) < 0) {
+			mp_nomem(e);
+			goto done;
 		}
-		json_array_append_new(rows, json_pack("{s:s, s:o, s:o}", "metric", name, "values", vals, "change_pct", pct));
 	}
-	out = json_pack("{s:O, s:O}", "runs", runs, "rows", rows);
+	out = grouped ? json_pack("{s:O, s:O, s:O, s:O}", "runs", runs, "columns", cols, "rows", rows, "comparisons", cmps)
+		: json_pack("{s:O, s:O}", "runs", runs, "rows", rows);
 done:
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < cc->nids; i++)
 		json_decref(metrics[i]);
 	json_decref(runs);
 	json_decref(order);
 	json_decref(seen);
 	json_decref(rows);
+	json_decref(cmps);
+	json_decref(labels);
+	json_decref(cols);
 	return out;
 }
