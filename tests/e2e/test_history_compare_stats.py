@@ -9,6 +9,7 @@ import os
 import subprocess
 
 from lib import DaemonTest
+from test_openapi import Validator, load_spec
 from test_probes_framework import wait_job
 
 RUNS = 9   # google/benchmark's threshold: no "unreliable"
@@ -74,6 +75,8 @@ class HistoryCompareSamplesTest(DaemonTest):
         self.assertEqual(cmp["pages"]["baseline"], ":".join(map(str, self.a)))
         self.assertEqual(cmp["pages"]["verdict"], "Difference at 95% confidence: +100.0 % \u00b1 0.0 %")
         self.assertFalse(cmp["pages"]["unreliable"])
+        v = Validator(load_spec())
+        v.check(j, load_spec()["paths"]["/v1/history/compare"]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
         for c in j["comparisons"]:
             self.assertEqual(set(c), {"metric", "baseline", "arm", "n", "median_diff_pct", "ci95_pct", "mean_diff_pct",
                                       "welch_ci95_pct", "p_value", "p_exact", "different", "unreliable", "verdict"})
