@@ -252,15 +252,22 @@ static void column_head(const json_t *col, const json_t *run, char *buf, size_t 
 			 json_array_size(ids));
 }
 
-/* A cell: the figure (a column's median), its change against the first in %, and with samples
- * the 95 % interval of that change beside it, starred when the difference is proven. */
+/* A cell: the figure (a column's median; a run's 95th percentile with its own interval), its
+ * change against the first in %, and with samples the 95 % interval of that change beside it,
+ * starred when the difference is proven. */
 static void compare_cell(const json_t *row, size_t k, char *buf, size_t len)
 {
 	const json_t *pct = json_array_get(json_object_get(row, "change_pct"), k);
 	const json_t *ci = json_array_get(json_object_get(row, "ci95_pct"), k);
-	char num[32];
+	const json_t *own = json_array_get(json_object_get(row, "value_ci95"), k);
+	char num[80];
 
 	cell_num(json_array_get(json_object_get(row, "values"), k), num, sizeof num);
+	if (json_is_array(own)) {   /* one run's own figure with its interval (a p95 of its batches) */
+		size_t n = strlen(num);
+		snprintf(num + n, sizeof num - n, " [%.6g, %.6g]", json_number_value(json_array_get(own, 0)),
+			 json_number_value(json_array_get(own, 1)));
+	}
 	if (!json_is_number(pct))
 		snprintf(buf, len, "%s", num);
 	else if (!json_is_array(ci))
@@ -318,7 +325,7 @@ int cmd_history_compare(struct cli *c, const struct command *cmd, struct args *a
 			 ? json_string_value(json_object_get(json_object_get(run, "settings"), "thp.enabled")) : "?");
 	{
 		const char **hdr = calloc((size_t)ncols + 1, sizeof *hdr);
-		char (*cells)[96] = calloc((size_t)ncols + 1, sizeof *cells);
+		char (*cells)[160] = calloc((size_t)ncols + 1, sizeof *cells);
 		const char **cp = calloc((size_t)ncols + 1, sizeof *cp);
 		struct table *t;
 

@@ -70,11 +70,15 @@ static void probe_metrics(json_t *m, const char *kind, const json_t *result)
 	}
 }
 
-static int resize_metrics(const struct app *app, json_t *m, int64_t op_id, const json_t *result, mp_err *e)
+/* cis: metric -> [lo, hi], the 95 % interval of a run's own figure where it has one (the 95th
+ * percentile of its batches' per-page latency, from 72 batches on). */
+static int resize_metrics(const struct app *app, json_t *m, json_t *cis, int64_t op_id, const json_t *result,
+			  mp_err *e)
 {
 	const json_t *t;
 	long long asked = 0, got = 0;
 	struct mmstats st;
+	double p95_ci[2];
 	size_t i;
 
 	json_array_foreach(json_object_get(result, "targets"), i, t) {
@@ -84,13 +88,16 @@ static int resize_metrics(const struct app *app, json_t *m, int64_t op_id, const
 	put(m, "", "pages_asked", json_integer(asked));
 	put(m, "", "succeeded", json_integer(got));
 	put(m, "", "failed", json_integer(asked > got ? asked - got : 0));
-	if (stats_op_latency(app->store, op_id, &st, e) < 0)
+	if (stats_op_latency(app->store, op_id, &st, p95_ci, e) < 0)
 		return -1;
 	if (st.count) {
 		put(m, "", "latency_ns.min", json_real(st.min));
 		put(m, "", "latency_ns.q1", json_real(st.q1));
 		put(m, "", "latency_ns.q2", json_real(st.q2));
 		put(m, "", "latency_ns.q3", json_real(st.q3));
+		put(m, "", "latency_ns.p95", json_real(st.p95));
+		if (isfinite(p95_ci[0]))
+			json_object_set_new(cis, "latency_ns.p95", json_pack("[f, f]", p95_ci[0], p95_ci[1]));
 		put(m, "", "latency_ns.max", json_real(st.max));
 		put(m, "", "latency_ns.amean", json_real(st.amean));
 	}
@@ -110,8 +117,9 @@ static void condition_metrics(json_t *m, const json_t *cond)
 	}
 }
 
-/* The run's header and its metrics (name -> number, in order). */
-static int run_of(const struct app *app, int64_t id, json_t **head, json_t **metrics, mp_err *e)
+/* The run's header, its metrics (name -> number, in order) and the intervals of those that have
+ * one (name -> [lo, hi]). */
+static int run_of(const struct app *app, int64_t id, json_t **head, json_t **metrics, json_t **cis, mp_err *e)
 {
 	json_t *op = history_get(app->store, id, e), *m, *res, *cond;
 	const char *kind;
@@ -123,6 +131,7 @@ static int run_of(const struct app *app, int64_t id, json_t **head, json_t **met
 	res = json_object_get(op, "result");
 	cond = json_object_get(res, "conditions");
 	m = json_object();
+	*cis = json_object();
 	s0 = json_integer_value(json_object_get(op, "started_ns"));
 	s1 = json_integer_value(json_object_get(op, "finished_ns"));
 	if (s1 > s0)
@@ -130,8 +139,10 @@ static int run_of(const struct app *app, int64_t id, json_t **head, json_t **met
 	if (kind && !strncmp(kind, "probe.", 6))
 		probe_metrics(m, kind, res);
 	else if (kind && !strcmp(kind, "hugepages.resize")) {
-		if (resize_metrics(app, m, id, res, e) < 0) {
+		if (resize_metrics(app, m, *cis, id, res, e) < 0) {
 			json_decref(m);
+			json_decref(*cis);
+			*cis = NULL;
 			json_decref(op);
 			return -1;
 		}
@@ -185,22 +196,30 @@ bad:
 		       "at most %d ids", COMPARE_MAX_RUNS, COMPARE_MAX_IDS);
 }
 
-/* One run per column: its figure as recorded, the change against the first in %. */
-static json_t *row_single(const char *name, json_t *const *metrics, int n)
+/* One run per column: its figure as recorded, the change against the first in %, and where a run
+ * has one the 95 % interval of its own figure ("value_ci95", per column). */
+static json_t *row_single(const char *name, json_t *const *metrics, json_t *const *cis, int n)
 {
-	json_t *vals = json_array(), *pct = json_array();
+	json_t *vals = json_array(), *pct = json_array(), *ci = json_array(), *row;
 	json_t *first = json_object_get(metrics[0], name);
 	double f = first ? json_number_value(first) : NAN;
+	bool any = false;
 
 	for (int i = 0; i < n; i++) {
-		json_t *x = json_object_get(metrics[i], name);
+		json_t *x = json_object_get(metrics[i], name), *c = json_object_get(cis[i], name);
 		json_array_append(vals, x ? x : json_null());
 		if (i == 0 || !x || !first || f == 0)
 			json_array_append_new(pct, json_null());
 		else
 			json_array_append_new(pct, json_real(round((json_number_value(x) - f) / fabs(f) * 10000) / 100));
+		json_array_append(ci, c ? c : json_null());
+		any |= c != NULL;
 	}
-	return json_pack("{s:s, s:o, s:o}", "metric", name, "values", vals, "change_pct", pct);
+	row = json_pack("{s:s, s:o, s:o}", "metric", name, "values", vals, "change_pct", pct);
+	if (row && any)
+		json_object_set(row, "value_ci95", ci);
+	json_decref(ci);
+	return row;
 }
 
 static json_t *rounded(double v)
@@ -301,7 +320,8 @@ static json_t *columns_of(const struct compare_cols *cc, json_t *labels)
 
 json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp_err *e)
 {
-	json_t *runs = json_array(), *metrics[COMPARE_MAX_IDS] = { 0 }, *order = json_array(), *seen = json_object();
+	json_t *runs = json_array(), *metrics[COMPARE_MAX_IDS] = { 0 }, *cis[COMPARE_MAX_IDS] = { 0 };
+	json_t *order = json_array(), *seen = json_object();
 	json_t *rows = json_array(), *cmps = json_array(), *labels = json_array(), *cols = NULL, *out = NULL;
 	bool grouped = cc->nids > cc->ncols;
 	const char *k;
@@ -310,7 +330,7 @@ json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp
 
 	for (int i = 0; i < cc->nids; i++) {
 		json_t *head;
-		if (run_of(app, cc->ids[i], &head, &metrics[i], e) < 0)
+		if (run_of(app, cc->ids[i], &head, &metrics[i], &cis[i], e) < 0)
 			goto done;
 		json_array_append_new(runs, head);
 		json_object_foreach(metrics[i], k, v)
@@ -324,7 +344,7 @@ json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp
 	json_array_foreach(order, r, v) {
 		const char *name = json_string_value(v);
 		if (!grouped)
-			json_array_append_new(rows, row_single(name, metrics, cc->nids));
+			json_array_append_new(rows, row_single(name, metrics, cis, cc->nids));
 		else if (row_samples(cc, metrics, name, labels, rows, cmps) < 0) {
 			mp_nomem(e);
 			goto done;
@@ -333,8 +353,10 @@ json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp
 	out = grouped ? json_pack("{s:O, s:O, s:O, s:O}", "runs", runs, "columns", cols, "rows", rows, "comparisons", cmps)
 		: json_pack("{s:O, s:O}", "runs", runs, "rows", rows);
 done:
-	for (int i = 0; i < cc->nids; i++)
+	for (int i = 0; i < cc->nids; i++) {
 		json_decref(metrics[i]);
+		json_decref(cis[i]);
+	}
 	json_decref(runs);
 	json_decref(order);
 	json_decref(seen);

@@ -2,14 +2,17 @@
 are samples; the column shows their median and each column after the first its difference of
 medians in % with the 95 % interval, the Mann-Whitney U p-value and ministat's verdict, computed
 by common/stats and checked here against SciPy (Debian's /usr/bin/python3) on the same figures.
-Real kernel, the framework's probe `touch`, which changes no setting."""
+Real kernel, the framework's probe `touch`, which changes no setting; and a resize's p95 with its
+own interval on a generated tree."""
 import json
 import math
 import os
 import subprocess
 
+from faketree import FakeTree
 from lib import DaemonTest
 from test_openapi import Validator, load_spec
+from test_pools_fake import wait_job as wait_pool_job
 from test_probes_framework import wait_job
 
 RUNS = 9   # google/benchmark's threshold: no "unreliable"
@@ -134,3 +137,36 @@ class HistoryCompareSamplesTest(DaemonTest):
             with self.subTest(args=args):
                 p = self.d.ctl("history", "compare", *args)
                 self.assertEqual(p.returncode, 2, (p.stdout, p.stderr))
+
+
+class ResizeP95IntervalTest(DaemonTest):
+    """A resize's per-page latency p95 carries mmtests' distribution-free 95 % interval from its
+    batches (at least 72 of them), checked against SciPy's binomial on the batches table."""
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
+
+    def resize(self, pages):
+        r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": pages}, "batch": 1})
+        self.assertEqual(r.status, 202, r.raw)
+        job = wait_pool_job(self.d, r.json["id"])
+        self.assertEqual(job["status"], "ok", job)
+        return job["operation_id"]
+
+    def test_p95_interval_of_each_run(self):
+        small, big = self.resize(40), self.resize(140)   # 40 batches, then 100
+        r = self.d.get("/v1/history/compare?ids=%d,%d" % (small, big))
+        self.assertEqual(r.status, 200, r.raw)
+        v = Validator(load_spec())
+        v.check(r.json, load_spec()["paths"]["/v1/history/compare"]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
+        row = next(x for x in r.json["rows"] if x["metric"] == "latency_ns.p95")
+        lat = [x for (x,) in self.d.sql("SELECT latency_ns FROM batches WHERE op_id = ? ORDER BY latency_ns", (big,))]
+        self.assertEqual(len(lat), 100)
+        prog = ("import json, sys; import scipy.stats as ss; n = int(sys.argv[1]); B = ss.binom(n, 0.95); "
+                "print(json.dumps([max(l for l in range(1, n + 1) if B.cdf(l - 1) <= 0.025), "
+                "min(u for u in range(1, n + 1) if B.sf(u - 1) <= 0.025)]))")
+        l, u = json.loads(subprocess.run(["/usr/bin/python3", "-c", prog, "100"], capture_output=True, text=True,
+                                         check=True).stdout)
+        self.assertEqual(row["values"][1], lat[95 - 1])
+        self.assertEqual(row["value_ci95"], [None, [lat[l - 1], lat[u - 1]]])   # 40 batches: too few
+        p = self.d.ctl("history", "compare", str(small), str(big))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^latency_ns\.p95\s+\S+\s+\S+ \[\S+, \S+\]")
