@@ -19,7 +19,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A sorted copy of x (caller frees), or NULL: EINVAL for no samples or a non-finite one. */
+/* A sorted copy of x (caller frees), or NULL: EINVAL for no samples or one out of range. */
 static double *sorted_copy(const double *x, size_t n)
 {
 	double *s;
@@ -29,7 +29,7 @@ static double *sorted_copy(const double *x, size_t n)
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!isfinite(x[i])) {
+		if (!(fabs(x[i]) <= STATS_MAX_ABS)) {   /* NaN fails this too */
 			errno = EINVAL;
 			return NULL;
 		}

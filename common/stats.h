@@ -17,7 +17,8 @@
  * - The verdict in ministat's words; "different" needs p < 0.05 and the interval clear of 0.
  *
  * Errors: functions return 0, or -1 with errno EINVAL (a NULL pointer, no samples, a sample that
- * is NaN or infinite), ENOMEM, or EDOM (stats_p95_ci: too few samples for the interval). */
+ * is NaN or beyond +-STATS_MAX_ABS), ENOMEM, or EDOM (stats_p95_ci: too few samples for the
+ * interval). */
 #ifndef MPD_STATS_H
 #define MPD_STATS_H
 
@@ -29,6 +30,9 @@
 /* Exact U distribution up to this many pairs (50 rounds per arm): the count takes
  * (min(nb,na)+1) * (nb*na+1) doubles twice (about 2 MB at the limit) and ~(nb*na)^2/4 steps. */
 #define STATS_EXACT_MAX_PAIRS 2500u
+/* Samples beyond this magnitude are refused: below it no difference, sum or square of deviations
+ * overflows (1e100 is far past any count, byte or nanosecond figure). */
+#define STATS_MAX_ABS 1e100
 /* google/benchmark's rule: below this many rounds an arm's result is unreliable. */
 #define STATS_MIN_RELIABLE 9u
 

@@ -327,6 +327,7 @@ END_TEST
 START_TEST(bad_input_is_refused)
 {
 	double x[3] = { 1, 2, 3 }, bad[3] = { 1, NAN, 3 }, inf[2] = { 1, INFINITY }, p, lo, hi;
+	double huge[2] = { 1, -1e101 }, big[2] = { 1e100, -1e100 };
 	struct stats_cmp o;
 	struct stats_summary s;
 
@@ -335,6 +336,10 @@ START_TEST(bad_input_is_refused)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(stats_compare(x, 3, bad, 3, 1, &o), -1);
 	ck_assert_int_eq(stats_compare(inf, 2, x, 3, 1, &o), -1);
+	ck_assert_int_eq(stats_compare(x, 3, huge, 2, 1, &o), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(stats_compare(big, 2, big, 2, 1, &o), 0);   /* the edge: everything finite */
+	ck_assert(isfinite(o.hl_shift) && !!isfinite(o.ci95[0]) == o.ci_ok && isfinite(o.base.sd));
 	ck_assert_int_eq(stats_compare(NULL, 3, x, 3, 1, &o), -1);
 	ck_assert_int_eq(stats_compare(x, 3, x, 3, 1, NULL), -1);
 	ck_assert_int_eq(stats_summary(x, 0, &s), -1);
