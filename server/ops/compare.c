@@ -246,11 +246,11 @@ static int row_samples(const struct compare_cols *cc, json_t *const *metrics, co
 {
 	double *base = malloc(sizeof(double) * (size_t)cc->nids), *arm = malloc(sizeof(double) * (size_t)cc->nids);
 	json_t *vals = json_array(), *pct = json_array(), *ns = json_array(), *ci = json_array(), *pv = json_array();
-	json_t *diff = json_array();
+	json_t *diff = json_array(), *means = json_array();
 	size_t nb;
 	int rc = -1;
 
-	if (!base || !arm || !vals || !pct || !ns || !ci || !pv || !diff)
+	if (!base || !arm || !vals || !pct || !ns || !ci || !pv || !diff || !means)
 		goto done;
 	nb = samples_of(cc, metrics, 0, name, base);
 	for (int k = 0; k < cc->ncols; k++) {
@@ -261,9 +261,11 @@ static int row_samples(const struct compare_cols *cc, json_t *const *metrics, co
 		json_array_append_new(ns, json_integer((json_int_t)na));
 		if (na == 0 || stats_summary(k ? arm : base, na, &s) < 0) {
 			json_array_append_new(vals, json_null());
+			json_array_append_new(means, json_null());
 			s.n = 0;
 		} else {
 			json_array_append_new(vals, json_real(s.median));
+			json_array_append_new(means, json_real(s.mean));
 		}
 		if (k == 0 || nb == 0 || s.n == 0) {
 			json_array_append_new(pct, json_null());
@@ -282,8 +284,9 @@ static int row_samples(const struct compare_cols *cc, json_t *const *metrics, co
 		json_array_append_new(cmps, stats_cmp_json(name, json_string_value(json_array_get(labels, 0)),
 							    json_string_value(json_array_get(labels, (size_t)k)), &c));
 	}
-	json_array_append_new(rows, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "metric", name, "values", vals,
-					      "change_pct", pct, "n", ns, "ci95_pct", ci, "p_value", pv, "different", diff));
+	json_array_append_new(rows, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:O}", "metric", name, "values", vals,
+					      "change_pct", pct, "n", ns, "means", means, "ci95_pct", ci, "p_value", pv,
+					      "different", diff));
 	rc = 0;
 done:
 	free(base);
@@ -294,6 +297,7 @@ done:
 	json_decref(ci);
 	json_decref(pv);
 	json_decref(diff);
+	json_decref(means);
 	return rc;
 }
 

@@ -29,7 +29,7 @@ struct compare_cols {
 int compare_parse_ids(const char *s, struct compare_cols *out, mp_err *e);
 
 /* Returns {"runs": [...], "rows": [{"metric", "values", "change_pct"}]} (owned); when a column
- * has several runs also "columns": [{"label", "ids"}], per row "n", "ci95_pct", "p_value",
+ * has several runs also "columns": [{"label", "ids"}], per row "n", "means", "ci95_pct", "p_value",
  * "different" (per column, null for the first), and "comparisons" (common/stats_json.h, one per
  * metric and column after the first). NULL: 404 history.not_found naming the first unknown id. */
 json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp_err *e);

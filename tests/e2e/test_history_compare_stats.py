@@ -71,6 +71,7 @@ class HistoryCompareSamplesTest(DaemonTest):
         # twice the size, twice the pages in every run: a certain +100 %, its interval [100, 100]
         pages = rows["pages"]
         self.assertEqual(pages["n"], [RUNS, RUNS])
+        self.assertEqual(pages["means"], pages["values"])   # every run the same pages
         self.assertEqual(pages["change_pct"], [None, 100.0])
         self.assertEqual(pages["ci95_pct"], [None, [100.0, 100.0]])
         self.assertEqual(pages["different"], [None, True])
