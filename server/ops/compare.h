@@ -24,11 +24,12 @@ struct compare_cols {
 };
 
 /* "12,15" or "12:13:14,15:16:17": columns separated by commas, a column's runs by colons, each a
- * positive decimal id, 2..COMPARE_MAX_RUNS columns and at most COMPARE_MAX_IDS ids. -1 with 400
- * request.bad_query otherwise. */
+ * positive decimal id, 2..COMPARE_MAX_RUNS columns and at most COMPARE_MAX_IDS ids. Every id once.
+ * -1 with 400 request.bad_query otherwise. */
 int compare_parse_ids(const char *s, struct compare_cols *out, mp_err *e);
 
-/* Returns {"runs": [...], "rows": [{"metric", "values", "change_pct"}]} (owned); when a column
+/* Returns {"runs": [...], "rows": [{"metric", "values", "change_pct"}]} (owned), a row with a
+ * figure that has its own interval also "value_ci95" (a resize's latency_ns.p95); when a column
  * has several runs also "columns": [{"label", "ids"}], per row "n", "means", "ci95_pct", "p_value",
  * "different" (per column, null for the first), and "comparisons" (common/stats_json.h, one per
  * metric and column after the first). NULL: 404 history.not_found naming the first unknown id. */
