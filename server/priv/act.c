@@ -97,6 +97,19 @@ int act_cg_mems(int dirfd, const char *text)
 	return by_helper() ? priv_cg_mems(dirfd, text) : cg_write_mems(dirfd, text);
 }
 
+int act_watch(const struct knob_catalogue *c, const char *sysfs_root, const char *procfs_root,
+	      const struct fw_target *t, unsigned n, uint64_t *marked)
+{
+	if (by_helper())
+		return priv_watch(t, n, marked);
+	if (n < 1 || n > FW_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (fw_target_check(c, sysfs_root, &t[i]) < 0)
+			return -EINVAL;
+	return fw_open(c, sysfs_root, procfs_root, t, n, marked);
+}
+
 pid_t act_spawn(const struct spawn_spec *s, enum spawn_step *step)
 {
 	return by_helper() ? priv_spawn(s, step) : spawn_start(s, step);

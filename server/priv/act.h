@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "server/kernel/fanwatch.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/mpol.h"
@@ -61,6 +62,11 @@ long act_migrate(const char *procfs_root, pid_t pid, uint64_t start_time, const 
 long act_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cg_write_mems in the cgroup directory dirfd (borrowed). */
 int act_cg_mems(int dirfd, const char *text);
+
+/* fw_open: a fanotify group (owned by the caller) with marks on the files of the n targets, made
+ * where CAP_SYS_ADMIN is; *marked has bit i set for target i marked. The fd, or -errno. */
+int act_watch(const struct knob_catalogue *c, const char *sysfs_root, const char *procfs_root,
+	      const struct fw_target *t, unsigned n, uint64_t *marked);
 
 /* spawn_start, spawn_reap, spawn_kill (kernel/spawn.h): a child started by act_spawn or
  * act_probe_start is reaped and killed with these. s->peer_fd is the client's connection. */
