@@ -139,6 +139,15 @@ static void schedule(struct line *l, const char *status, const json_t *request, 
 	add(l, "schedule %lld %s", (long long)json_integer_value(json_object_get(request, "schedule_id")), status);
 }
 
+/* profile.drift: the key and what its policy did ("thp.defrag drift restored"). */
+static void drift(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		  const char *changes)
+{
+	(void)targets;
+	(void)changes;
+	add(l, "%s drift %s", str(request, "key"), status);
+}
+
 /* probe.<kind> and probe.restore: "probe thp-fault ok"; a kind without a builder: its status. */
 static void other(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		  const char *changes)
@@ -165,6 +174,7 @@ static const struct {
 	{ "process.sample",   process },
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
+	{ "profile.drift",    drift },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
 };
 
