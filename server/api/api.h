@@ -204,5 +204,6 @@ int api_token_revoke(struct req *rq, mp_err *e);
 int api_profiles_list(struct req *rq, mp_err *e);
 int api_profile_get(struct req *rq, mp_err *e);
 int api_profile_diff(struct req *rq, mp_err *e);
+int api_profile_drift(struct req *rq, mp_err *e);
 
 #endif

@@ -25,6 +25,7 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/profiles/{}/diff",           api_profile_diff,      0 },
 	/* the profile in force, and activating one (a profile.apply job) */
 	{ "GET",    "/v1/profile",                    api_profile_active_get, 0 },
+	{ "GET",    "/v1/profile/drift",              api_profile_drift,     0 },
 	{ "POST",   "/v1/profile",                    api_profile_activate,  R_ADMIN | R_BODY | R_PRIV },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },

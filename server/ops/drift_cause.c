@@ -60,7 +60,7 @@ static void read_exe(const char *procfs_root, pid_t pid, char *out, size_t len)
 static void read_details(const char *procfs_root, pid_t pid, struct drift_writer *w)
 {
 	char *text = NULL;   /* owned */
-	char uid[64];
+	char uid[64], ppid[32];
 	size_t len;
 
 	if (proc_read_file(procfs_root, pid, "comm", 4096, &text, &len) == 0)
@@ -74,6 +74,8 @@ static void read_details(const char *procfs_root, pid_t pid, struct drift_writer
 			w->uid = (uid_t)u;
 		}
 	}
+	if (text && line_after(text, "PPid:", ppid, sizeof ppid))
+		w->ppid = (pid_t)strtol(ppid, NULL, 10);
 	free(text);
 	text = NULL;
 	/* The unified hierarchy's line, else systemd's own v1 hierarchy. */

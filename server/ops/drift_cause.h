@@ -18,6 +18,7 @@ struct drift_writer {
 	char exe[512];               /* "" when it could not be read (a zombie has none) */
 	bool have_uid;
 	uid_t uid;                   /* real uid */
+	pid_t ppid;                  /* its parent's pid, 0 unknown */
 	char cgroup[512];            /* the unified hierarchy's path, else systemd's v1 one; "" unknown */
 	char unit[128];              /* the innermost systemd unit (.service, .scope) of cgroup; "" none */
 	char why[128];               /* when !named: why not */

@@ -59,6 +59,11 @@ static bool satisfied(const struct prof_key *k, const char *now, bool numeric, u
 	return false;
 }
 
+bool profiles_satisfied(const struct prof_key *k, const char *now, bool numeric, uint64_t now_num)
+{
+	return satisfied(k, now, numeric, now_num);
+}
+
 static void set_target(const struct prof_key *k, bool numeric, struct profile_eval *ev)
 {
 	uint64_t v;

@@ -35,6 +35,10 @@ struct profile_checked {
 	uint64_t digest;             /* of the files' text as the merge read them (profiles_digest) */
 };
 
+/* now (the kernel's text; now_num its number when numeric) against k's comparator and values: in
+ * sync? The apply's verdict and the drift watcher's. */
+bool profiles_satisfied(const struct prof_key *k, const char *now, bool numeric, uint64_t now_num);
+
 /* Merges `name` from the profiles directory and evaluates every key against the kernel now
  * (reads only). 0, or -1 with pe at the first error; free *ck with profiles_checked_free either way. */
 int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe);

@@ -32,6 +32,11 @@ uint64_t act_helper_requests(unsigned type, const char **name)
 	return by_helper() ? priv_requests_sent(type, name) : 0;
 }
 
+pid_t act_helper_pid(void)
+{
+	return by_helper() ? priv_helper_pid() : -1;
+}
+
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
 	return by_helper() ? priv_knob_write(c, k, value) : knob_write(c, k, value);

@@ -33,6 +33,9 @@ const char *act_helper_state(void);
  * type's name; 0 without a helper or for a type out of the set (*name then untouched). */
 uint64_t act_helper_requests(unsigned type, const char **name);
 
+/* The helper's pid while one runs, else -1: its writes are the daemon's own (the drift watcher). */
+pid_t act_helper_pid(void);
+
 /* knob_write (kernel/knobs.h). */
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
 /* htlb_write_nr: nr_hugepages once (a restore). */
