@@ -55,6 +55,7 @@ struct args {
 	struct num node_id;     /* --node N where the client checks the number itself */
 	bool dry_run, wait, no_wait, compact, force;
 	bool exit_code;         /* profile verify --exit-code */
+	const char *key;        /* profile drift --key */
 	const char *name, *scope, *expires;   /* token create */
 	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */

@@ -41,6 +41,7 @@ int cmd_profile_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_diff(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_apply(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_verify(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_drift(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0, NULL }
 
@@ -61,6 +62,13 @@ static const struct opt profile_apply_opts[] = {
 static const struct opt profile_verify_opts[] = {
 	{ "--exit-code", NULL, "exit 0 in sync, 1 drift or degraded (or no profile applied), 2 usage, 3 unreachable",
 	  OPT_FLAG_IN(exit_code), 0, NULL },
+	END,
+};
+
+static const struct opt profile_drift_opts[] = {
+	{ "--key", "KEY", "only this managed key's drifts (thp.defrag, hugepages.2M.node0)", OPT_TEXT_IN(key), 0, NULL },
+	{ "--limit", "N", "at most N drifts (1..1000, default 50)", OPT_NUM_IN(limit, 1), 0, NULL },
+	{ "--cursor", "C", "the next page, as printed after a full page", OPT_TEXT_IN(cursor), 0, NULL },
 	END,
 };
 
@@ -270,6 +278,13 @@ const struct command cli_commands[] = {
 	  "Each managed key is read again now. Without --exit-code the exit status is 0 whenever the\n"
 	  "daemon answered; with it, 0 means every key in sync and the profile applied.\n"
 	  "Example: mempolicyctl profile verify --exit-code" },
+	{ "profile", "drift", cmd_profile_drift, "", 0, profile_drift_opts,
+	  "the drift history: each managed key that left the profile, who changed it, what its policy did",
+	  "Newest first. CAUSE is the writing process (pid, comm, its systemd unit) when a write event named\n"
+	  "it, kernel when the value changed with no write (a pool shrunk, min_free_kbytes raised), unknown\n"
+	  "otherwise; ACTION is restored (written back), reported, yielded (no longer managed until the next\n"
+	  "apply) or restore_failed. A drift that lasts is one line, COUNT the times it was seen.\n"
+	  "Example: mempolicyctl profile drift --key thp.defrag" },
 	{ "history", "", cmd_history_list, "", 0, history_opts,
 	  "recorded operations, newest first", NULL },
 	{ "history", "show", cmd_history_show, "ID", 1, NULL,

@@ -89,21 +89,6 @@ int fw_open(const struct knob_catalogue *c, const char *sysfs_root, const char *
 	return fd;
 }
 
-bool fw_reports_pidfd(int fd)
-{
-	char path[64], text[512];
-	const char *p;
-	unsigned flags;
-
-	/* This process's own fd: the real procfs whatever the configured root. "fanotify flags:NN
-	 * event-flags:NN" (hex) are the group's init flags. */
-	snprintf(path, sizeof path, "self/fdinfo/%d", fd);
-	if (kfs_read("/proc", path, text, sizeof text) < 0 || !(p = strstr(text, "fanotify flags:")) ||
-	    sscanf(p, "fanotify flags:%x", &flags) != 1)
-		return false;
-	return (flags & FAN_REPORT_PIDFD) != 0;
-}
-
 int fw_read(int fd, fw_event_fn fn, void *arg)
 {
 	_Alignas(struct fanotify_event_metadata) char buf[8192];
@@ -131,8 +116,10 @@ int fw_read(int fd, fw_event_fn fn, void *arg)
 				if (h->len < sizeof *h || off + h->len > m->event_len)
 					break;
 				if (h->info_type == FAN_EVENT_INFO_TYPE_PIDFD &&
-				    h->len >= sizeof(struct fanotify_event_info_pidfd))
+				    h->len >= sizeof(struct fanotify_event_info_pidfd)) {
 					ev.pidfd = ((const struct fanotify_event_info_pidfd *)h)->pidfd;
+					ev.pidfd_info = true;
+				}
 				off += h->len;
 			}
 			ev.mask = m->mask;

@@ -55,15 +55,14 @@ int fw_target_files(const struct knob_catalogue *c, const char *sysfs_root, cons
 int fw_open(const struct knob_catalogue *c, const char *sysfs_root, const char *procfs_root,
 	    const struct fw_target *t, unsigned n, uint64_t *marked);
 
-/* Whether the group fd (borrowed) reports the writer's pidfd: from /proc/self/fdinfo. */
-bool fw_reports_pidfd(int fd);
-
 /* One event as the reader sees it. */
 struct fw_event {
 	bool overflow;          /* the queue overflowed: events were lost, nothing else is set */
 	uint64_t mask;          /* FAN_MODIFY, FAN_CLOSE_WRITE */
 	pid_t pid;              /* the writer's (its thread group), 0 when the kernel gave none */
-	int pidfd;              /* borrowed for the callback's duration; < 0: FAN_NOPIDFD (reaped), none */
+	bool pidfd_info;        /* the group reports pidfds (the event has the record): a pidfd < 0 is then
+	                         * FAN_NOPIDFD, the writer reaped before the event was read */
+	int pidfd;              /* borrowed for the callback's duration; < 0: FAN_NOPIDFD, or no record */
 	dev_t dev;              /* the file written (fstat of the event's fd) */
 	ino_t ino;
 };

@@ -25,7 +25,6 @@ struct drift_watcher {
 	pthread_t th;
 	int stop_fd;                     /* owned: an eventfd, written once to stop */
 	int fan_fd;                      /* owned: the group, -1 without one */
-	bool pidfds;                     /* the group reports the writer's pidfd */
 	int64_t check_ns;                /* the slow timer */
 	struct dw_key *keys;             /* owned, n of them: the managed set */
 	size_t n;
@@ -123,12 +122,10 @@ static void rebuild(struct drift_watcher *w)
 	if (w->fan_fd >= 0)
 		close(w->fan_fd);
 	w->fan_fd = fd;
-	w->pidfds = fd >= 0 && fw_reports_pidfd(fd);
 	dw_keys_free(w->keys, w->n);
 	w->keys = keys;
 	w->n = n;
-	log_info("drift watcher: %zu managed keys, %zu marked (writers named %s)", n, nt,
-		 w->pidfds ? "by pidfd" : "by pid only");
+	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
 }
 
 /* Writes by the daemon itself: this process, the helper, and the helper's probe children (its
@@ -173,7 +170,8 @@ static void on_event(void *arg, const struct fw_event *ev)
 			continue;
 		/* Named once per event, at the moment it is handled, under the event's pidfd. */
 		if (!attributed) {
-			drift_attribute(w->app->procfs_root, ev->pid, ev->pidfd, w->pidfds, &wr);
+			/* The kernel's pid: its files are the kernel's procfs, never a generated tree's. */
+			drift_attribute("/proc", ev->pid, ev->pidfd, ev->pidfd_info, &wr);
 			attributed = true;
 		}
 		if (own_write(&wr)) {

@@ -113,6 +113,7 @@ class ProfileDriftRealTest(DaemonTest):
         self.assertEqual(w["pid"], shell.pid, row)
         self.assertEqual(w["comm"], "sh", row)
         self.assertEqual(w["uid"], 0, row)
+        self.assertTrue(w["verified"], row)   # named through the event's own pidfd (Linux 5.15+)
         self.assertTrue(w["exe"] and os.path.basename(w["exe"]) in ("sh", "dash", "bash"), row)
         self.assertEqual(row["result"]["count"], 1)
         self.assertLessEqual(row["first_seen_ns"], row["last_seen_ns"])
