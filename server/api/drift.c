@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "server/api/api.h"
-#include "server/kernel/knobs.h"
 #include "server/store/drift.h"
 
 int api_profile_drift(struct req *rq, mp_err *e)

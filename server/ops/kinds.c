@@ -32,6 +32,7 @@ static const char *const recorded[] = {
 	"process.sample",            /* ops/processes.c */
 	"schedule.run",              /* ops/schedules.c: a skip, or a run that could not start */
 	"probe.restore",             /* ops/restore.c */
+	"profile.drift",             /* ops/drift_record.c: one row per drift, updated while it lasts */
 };
 
 int ops_register_kinds(struct jobs *j, mp_err *e)
