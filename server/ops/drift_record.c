@@ -194,7 +194,8 @@ static void mended(const struct app *app, struct dw_key *dk, const char *now)
 	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);
 }
 
-void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr)
+void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
+	      bool write)
 {
 	char now[PS_ACTUAL_MAX];
 	bool ok = false, changed;
@@ -211,7 +212,7 @@ void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, 
 	}
 	/* Out of sync but unchanged: the state the apply left (a pool short of memory), or a drift
 	 * already recorded. A write of the same wrong value again is the same drift, seen again. */
-	if (!changed && !(dk->open && wr))
+	if (!changed && !(dk->open && write))
 		return;
 	drifted(app, dk, now, cause, wr);
 }

@@ -73,13 +73,21 @@ class ProfileDriftRealTest(DaemonTest):
                 p.stdin.close()
                 p.wait(10)
 
+    def marked(self):
+        """How many times the watcher has marked a managed set (its log line, written once the
+        new group exists): a write after that is an event."""
+        with open(self.d.log) as f:
+            return f.read().count(" with a mark")
+
     def apply(self, name):
+        seen = self.marked()
         r = self.d.request("POST", "/v1/profile", {"name": name})
         self.assertEqual(r.status, 202, r.raw)
         job = r.json["id"]
         r = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
             self.d.get("/v1/jobs/%d?wait=30" % job)), 60, "the profile.apply job")
         self.assertEqual(r.json["status"], "ok", r.raw)
+        wait_for(lambda: self.marked() > seen, 30, "the watcher to mark the new managed set")
         self.assertEqual(bracketed(real_file(DEFRAG)), "defer+madvise")
         # the apply's own writes made no drift
         self.assertEqual(self.drifts(), [], "the daemon's own writes were taken for drift")
