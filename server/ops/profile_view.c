@@ -101,7 +101,7 @@ static json_t *error_json(const struct ps_error *er)
 
 	if (!er->set)
 		return json_null();
-	o = json_pack("{s:s, s:s, s:s, s:I}", "profile", er->profile, "code", er->code, "detail", er->detail, "at_ns",
+	o = json_pack("{s:s, s:s, s:s, s:I}", "profile", er->profile, "code", er->code, "detail", er->detail, "rejected_ns",
 		      (json_int_t)er->at_ns);
 	json_object_set_new(o, "file", er->loc.line ? json_string(er->loc.file) : json_null());
 	json_object_set_new(o, "line", er->loc.line ? json_integer(er->loc.line) : json_null());
