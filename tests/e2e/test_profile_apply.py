@@ -13,15 +13,14 @@ On main there is no POST /v1/profile (405) and no `profile apply|verify`."""
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 import unittest
 
 from faketree import FakeTree
 from lib import CTL, DaemonTest, bracketed, real_file, real_write
 from test_openapi import SpecDaemonTest
+from test_profiles import WithProfiles
 
 THP = "sys/kernel/mm/transparent_hugepage"
 NODE0_2M = "sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"
@@ -55,30 +54,18 @@ def write(path, text):
     os.rename(path + ".tmp", path)
 
 
-class WithProfileDir:
+class WithProfileDir(WithProfiles):
     """A profiles directory (cls.confs: name -> text) made before the daemon starts."""
     confs = {}
 
     @classmethod
-    def setUpClass(cls):
-        cls.ptop = tempfile.mkdtemp(prefix="mpd-apply-")
-        os.chmod(cls.ptop, 0o755)
-        cls.pdir = os.path.join(cls.ptop, "profiles.d")
-        os.makedirs(cls.pdir)
-        os.chmod(cls.pdir, 0o755)
+    def profiles(cls, top):
+        d = os.path.join(top, "profiles.d")
+        os.makedirs(d)
+        os.chmod(d, 0o755)
         for name, text in cls.confs.items():
-            write(os.path.join(cls.pdir, name + ".conf"), text)
-        cls.daemon_args = ("--profiles-dir", cls.pdir) + tuple(cls.extra_args)
-        super().setUpClass()
-
-    extra_args = ()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.ptop, ignore_errors=True)
+            write(os.path.join(d, name + ".conf"), text)
+        return d, ()
 
     def activate(self, name, status=202, **body):
         r = self.d.request("POST", "/v1/profile", body=dict(name=name, **body))
