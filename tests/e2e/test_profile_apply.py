@@ -5,7 +5,8 @@ deadline, partial with why), records each key's outcome, and installs the profil
 /v1/profile, /v1/health and /metrics show; `mempolicyctl profile apply|verify`.
 
 On a generated tree: what an injected fault needs (a pool that cannot grow, a slow apply for the
-409 and for a file changed mid-apply) and what must not touch the real kernel (a non-admin, a
+409 and for a file changed mid-apply, a job worker held so that a file rewritten while the job is
+queued fails it with profile.changed) and what must not touch the real kernel (a non-admin, a
 refusal). Against the real kernel (under the test lock): thp.defrag, khugepaged and the 2 MiB pool
 applied, a knob this kernel lacks reported unsupported (required: degraded), a bad profile
 changing nothing, verify's exit codes after a foreign write; every value put back, also on failure.
@@ -13,13 +14,15 @@ On main there is no POST /v1/profile (405) and no `profile apply|verify`."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 import unittest
 
 from faketree import FakeTree
-from lib import CTL, DaemonTest, bracketed, real_file, real_write
+from lib import CTL, Daemon, DaemonTest, bracketed, real_file, real_write
 from test_openapi import SpecDaemonTest
+from test_pools_fake import StalledResize
 from test_profiles import WithProfiles
 
 THP = "sys/kernel/mm/transparent_hugepage"
@@ -260,6 +263,43 @@ class ApplySlowOnTree(WithProfileDir, SpecDaemonTest):
         self.assertTrue(st["stale"])
         self.assertEqual({k["key"]: k["values"] for k in st["keys"]}["thp.defrag"], ["madvise"])
         self.assertIn("changed while job %d applied it" % first["id"], self.d.log_text())
+
+
+
+class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
+    """One job worker held by a stalled resize (test_pools_fake.StalledResize): the activation is
+    queued behind it, its file is rewritten while it waits, and the job, once it runs, writes
+    nothing and says profile.changed."""
+    def setUp(self):
+        self.make_stall_tree("mpd-apply-")
+        self.pdir = os.path.join(self.tmp, "profiles.d")
+        os.makedirs(self.pdir)
+        os.chmod(self.pdir, 0o755)
+        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = defer\n")
+        self.d = Daemon(self.tree, ("--profiles-dir", self.pdir, "--test-job-workers", "1"))
+        self.d.start()
+
+    def tearDown(self):
+        self.release()
+        try:
+            self.d.cleanup()
+        finally:
+            os.close(self.reader)
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_nothing_is_written_and_the_profile_in_force_stays(self):
+        self.start_stalled_job()
+        r = self.d.request("POST", "/v1/profile", body={"name": "db"})
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(r.json["status"], "queued")
+        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = never\n")
+        self.release()
+        job = self.d.get("/v1/jobs/%d?wait=30" % r.json["id"]).json
+        self.assertEqual(job["status"], "failed", job)
+        self.assertIn("changed after it was validated", job["error"])
+        self.assertEqual(bracketed(self.tree.read(THP + "/defrag")), "madvise")
+        st = self.d.get("/v1/profile").json
+        self.assertEqual((st["state"], st["job_id"], st["error"]["code"]), ("none", None, "profile.changed"))
 
 
 REAL_THP = "/sys/kernel/mm/transparent_hugepage"
