@@ -251,10 +251,15 @@ class ApplySlowOnTree(WithProfileDir, SpecDaemonTest):
         r = self.call("POST", "/v1/profile", body={"name": "db"}, status=409)
         self.assertEqual((r.json["code"], r.json["job_id"]), ("job.conflict", first["id"]))
         self.assertIn("a profile is being activated already", r.json["detail"])
-        # while it runs, its file changes: the version validated is applied whole, and said stale
+        # once it resizes (its progress has the pool's targets), the pool is the job's: a resize of
+        # that size is 409 naming it, as for any running resize
         until = time.monotonic() + 5
-        while self.call("GET", "/v1/profile").json["applying_job"] != first["id"] and time.monotonic() < until:
+        while "targets" not in (self.d.get("/v1/jobs/%d" % first["id"]).json["progress"] or {}) \
+                and time.monotonic() < until:
             time.sleep(0.02)
+        r = self.call("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 1}}, status=409)
+        self.assertEqual((r.json["code"], r.json["job_id"]), ("job.conflict", first["id"]))
+        # while it runs, its file changes: the version validated is applied whole, and said stale
         write(os.path.join(self.pdir, "slow.conf"), SLOW_CONF.replace("madvise", "never"))
         job = self.wait(first["id"])
         self.assertTrue(job["result"]["profile_changed"], job["result"])
