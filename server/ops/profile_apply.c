@@ -283,11 +283,13 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	/* The document validated at activation, evaluated again now: another change may have come
 	 * between (a queued job runs later). */
-	if (profiles_evaluate(app, &a->ck, &pe) < 0 || !(keys = keys_new(app, &a->ck))) {
+	if (profiles_evaluate(app, &a->ck, &pe) == 0 && !(keys = keys_new(app, &a->ck)))
+		mp_nomem(&pe.e);
+	if (!keys) {
 		out->status = "failed";
-		snprintf(out->error, sizeof out->error, "%s", keys ? pe.e.detail : "out of memory");
-		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(pe.e.code ? pe.e.code : MPE_INTERNAL_NOMEM),
-				     out->error, &pe.loc, job_id(ctx));
+		snprintf(out->error, sizeof out->error, "%s", pe.e.detail);
+		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(pe.e.code), out->error,
+				     pe.loc.line ? &pe.loc : NULL, job_id(ctx));
 		goto done;
 	}
 	for (size_t i = 0; i < a->ck.doc.n; i++)
