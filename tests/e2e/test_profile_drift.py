@@ -135,6 +135,14 @@ class ProfileDriftRealTest(DaemonTest):
         op = self.d.get("/v1/history/%d" % row["id"]).json
         self.assertEqual((op["kind"], op["status"]), ("profile.drift", "restored"))
         self.assertIn("thp.defrag drift restored", op["summary"])
+        # mempolicyctl profile drift: the same row, its writer and action in the table
+        out = self.d.ctl("profile", "drift", "--key", "thp.defrag")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("process sh[%d] uid 0" % shell.pid, out.stdout)
+        self.assertIn("restored", out.stdout)
+        js = self.d.ctl("profile", "drift", "--json")
+        self.assertEqual(js.returncode, 0, js.stderr)
+        self.assertIn('"comm": "sh"', js.stdout)
         m = self.d.get("/metrics").raw
         self.assertIn('mempolicyd_profile_drift_total{cause="process",action="restored"} ', m)
         self.assertIn('mempolicyd_profile_key_drift{key="thp.defrag"} 0', m)
