@@ -119,8 +119,12 @@ static void put_row(const struct app *app, struct dw_key *dk, const char *actual
 		}
 	} else {
 		struct op_outcome out = { .status = status, .finished_ns = dk->last_ns, .result = result };
-		if (history_finish(app->store, dk->row, &out, &e) < 0)
+		/* A row retention removed (or a store that failed) is not updated again: the next
+		 * sighting starts a row of its own. */
+		if (history_finish(app->store, dk->row, &out, &e) < 0) {
 			log_error("drift watcher: the drift of %s could not be updated: %s", dk->pk.k.id, e.detail);
+			dk->row = 0;
+		}
 	}
 	json_decref(result);
 }
