@@ -6,9 +6,10 @@ deadline, partial with why), records each key's outcome, and installs the profil
 
 On a generated tree: what an injected fault needs (a pool that cannot grow, a slow apply for the
 409 and for a file changed mid-apply, a job worker held so that a file rewritten while the job is
-queued fails it with profile.changed) and what must not touch the real kernel (a non-admin, a
-refusal), and cgroup mems on test_cgroups' v2 tree (set, refused by the parent's mems, unsupported). Against the real kernel (under the test lock): thp.defrag, khugepaged and the 2 MiB pool
-applied, a knob this kernel lacks reported unsupported (required: degraded), a bad profile
+queued fails it with profile.changed), what must not touch the real kernel (a non-admin, a
+refusal), and cgroup mems on test_cgroups' v2 tree (set, refused by the parent's mems,
+unsupported). Against the real kernel (under the test lock): thp.defrag, khugepaged and the 2 MiB
+pool applied, a knob this kernel lacks reported unsupported (required: degraded), a bad profile
 changing nothing, verify's exit codes after a foreign write; every value put back, also on failure.
 On main there is no POST /v1/profile (405) and no `profile apply|verify`."""
 import json
