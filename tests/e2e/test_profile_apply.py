@@ -15,7 +15,6 @@ On main there is no POST /v1/profile (405) and no `profile apply|verify`."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 import unittest
@@ -287,12 +286,7 @@ class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
         self.d.start()
 
     def tearDown(self):
-        self.release()
-        try:
-            self.d.cleanup()
-        finally:
-            os.close(self.reader)
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.end_stall()
 
     def test_nothing_is_written_and_the_profile_in_force_stays(self):
         self.start_stalled_job()
