@@ -151,8 +151,8 @@ static const struct opt_doc {
 	{ "profiles-dir", "DIR", "the profiles directory, one NAME.conf each (default " DEFAULT_PROFILES_DIR "; "
 	  "a missing default directory holds no profiles); read at start and on every API read; may be a "
 	  "Kubernetes ConfigMap volume", -1, true },
-	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
-	  "checks it at start and reports it; applying it is not built yet)", -1, true },
+	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (checked at start and "
+	  "reported; applied by POST /v1/profile or mempolicyctl profile apply, not yet at start)", -1, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
