@@ -6,21 +6,22 @@ deadline, partial with why), records each key's outcome, and installs the profil
 
 On a generated tree: what an injected fault needs (a pool that cannot grow, a slow apply for the
 409 and for a file changed mid-apply, a job worker held so that a file rewritten while the job is
-queued fails it with profile.changed) and what must not touch the real kernel (a non-admin, a
-refusal). Against the real kernel (under the test lock): thp.defrag, khugepaged and the 2 MiB pool
-applied, a knob this kernel lacks reported unsupported (required: degraded), a bad profile
+queued fails it with profile.changed), what must not touch the real kernel (a non-admin, a
+refusal), and cgroup mems on test_cgroups' v2 tree (set, refused by the parent's mems,
+unsupported). Against the real kernel (under the test lock): thp.defrag, khugepaged and the 2 MiB
+pool applied, a knob this kernel lacks reported unsupported (required: degraded), a bad profile
 changing nothing, verify's exit codes after a foreign write; every value put back, also on failure.
 On main there is no POST /v1/profile (405) and no `profile apply|verify`."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 import unittest
 
 from faketree import FakeTree
 from lib import CTL, Daemon, DaemonTest, bracketed, real_file, real_write
+from test_cgroups import v2_tree
 from test_openapi import SpecDaemonTest
 from test_pools_fake import StalledResize
 from test_profiles import WithProfiles
@@ -285,12 +286,7 @@ class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
         self.d.start()
 
     def tearDown(self):
-        self.release()
-        try:
-            self.d.cleanup()
-        finally:
-            os.close(self.reader)
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.end_stall()
 
     def test_nothing_is_written_and_the_profile_in_force_stays(self):
         self.start_stalled_job()
@@ -305,6 +301,30 @@ class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
         self.assertEqual(bracketed(self.tree.read(THP + "/defrag")), "madvise")
         st = self.d.get("/v1/profile").json
         self.assertEqual((st["state"], st["job_id"], st["error"]["code"]), ("none", None, "profile.changed"))
+
+
+
+class ApplyCgroupsOnTree(WithProfileDir, SpecDaemonTest):
+    """cgroup mems through the cgroup.mems operation of PUT /v1/cgroups, on test_cgroups' v2 tree."""
+    tree_factory = staticmethod(v2_tree)
+    confs = {"cg": "[cgroup a]\nmems = 0-1\n[cgroup a/narrow/leaf]\nmems = 2\n[cgroup nocpuset]\nmems = 0\n"}
+
+    def test_each_cgroup_is_set_refused_or_unsupported(self):
+        job = self.wait(self.activate("cg")["id"])
+        self.assertEqual(job["status"], "failed", job)   # a/narrow/leaf: node 2 is outside its parent's 0-1
+        by = {k["key"]: k for k in job["result"]["keys"]}
+        self.assertEqual((by["cgroup[a].mems"]["outcome"], by["cgroup[a].mems"]["actual"]), ("written", "0-1"))
+        self.assertEqual(by["cgroup[a/narrow/leaf].mems"]["outcome"], "failed")
+        self.assertIn("parent", by["cgroup[a/narrow/leaf].mems"]["why"])
+        self.assertEqual(by["cgroup[nocpuset].mems"]["outcome"], "unsupported")
+        self.assertEqual(self.tree.read("sys/fs/cgroup/a/cpuset.mems"), "0-1")
+        self.assertEqual(by["cgroup[a].mems"]["paths"], [os.path.join(self.tree.sys, "fs/cgroup/a/cpuset.mems")])
+        ops = job["result"]["cgroup_operation_ids"]
+        self.assertEqual(len(ops), 1)
+        self.assertEqual(self.d.sql("SELECT kind, source, status FROM operations WHERE id = ?", (ops[0],)),
+                         [("cgroup.mems", "profile", "ok")])
+        st = self.call("GET", "/v1/profile").json
+        self.assertEqual((st["state"], st["reasons"]), ("degraded", ["apply_failed"]))
 
 
 REAL_THP = "/sys/kernel/mm/transparent_hugepage"
