@@ -82,7 +82,7 @@ int proc_open_guarded(const char *procfs_root, pid_t pid, enum proc_file f)
 	const char *name = proc_file_name(f);
 
 	/* exe is a link to the program: O_PATH follows it (the ptrace check is made then) and gives a
-	 * handle that names the file, through which nothing can be read. */
+	 * handle that names the file; no read or exec through it without the file's own permission. */
 	return name ? proc_open_flags(procfs_root, pid, name, f == PROC_EXE ? O_PATH : O_RDONLY) : -EINVAL;
 }
 
