@@ -178,8 +178,10 @@ static void rebuild(struct drift_watcher *w)
 			continue;
 		dk->pk = snap.keys[i];
 		dk->knob = dk->pk.k.kind == PROF_KNOB ? knobs_find(app->knobs, dk->pk.k.key) : NULL;
-		if (dk->pk.k.kind == PROF_KNOB && !dk->knob)
+		if (dk->pk.k.kind == PROF_KNOB && !dk->knob) {
+			*dk = (struct dw_key){ 0 };   /* the slot is the next key's */
 			continue;
+		}
 		dk->timer = kernel_changes(&dk->pk);
 		if (nt < FW_MAX && target_of(app, dk, &t[nt])) {
 			key_files(app, dk, &t[nt]);
