@@ -10,6 +10,7 @@
 
 #include "server/jobs/job_ctx.h"
 #include "server/ops/conditions.h"
+#include "server/ops/experiments.h"
 #include "server/ops/pmigrate.h"
 #include "server/ops/probes.h"
 #include "server/ops/resize.h"
@@ -20,6 +21,7 @@ static const struct job_kind *const kinds[] = {
 	&resize_job,                 /* hugepages.resize */
 	&migrate_job,                /* process.migrate */
 	&collapse_job,               /* process.collapse */
+	&experiment_job,             /* experiment */
 };
 
 /* Operations recorded in history without a job, each by the file named. */

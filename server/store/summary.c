@@ -150,6 +150,25 @@ static void other(struct line *l, const char *status, const json_t *request, con
 	add(l, "%s", status);
 }
 
+/* experiment: "experiment always vs madvise on sparse-touch, 10 rounds ok". */
+static void experiment(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		       const char *changes)
+{
+	const json_t *w = json_object_get(request, "workload"), *arm;
+	size_t i;
+
+	(void)targets;
+	(void)changes;
+	add(l, "experiment ");
+	json_array_foreach(json_object_get(request, "arms"), i, arm)
+		add(l, "%s%s", i ? " vs " : "", str(arm, "name"));
+	if (json_is_string(json_object_get(w, "probe")))
+		add(l, " on %s", str(w, "probe"));
+	else if (json_is_string(json_array_get(json_object_get(w, "argv"), 0)))
+		add(l, " on %s", json_string_value(json_array_get(json_object_get(w, "argv"), 0)));
+	add(l, ", %lld rounds %s", (long long)json_integer_value(json_object_get(request, "rounds")), status);
+}
+
 typedef void summary_fn(struct line *l, const char *status, const json_t *request, const json_t *targets,
 			const char *changes);
 
@@ -166,6 +185,7 @@ static const struct {
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
+	{ "experiment",       experiment },
 };
 
 /* kind matches a builder's name: equal, or "x.*" and kind starts with "x.". */
