@@ -16,6 +16,9 @@ void jobview_print(const json_t *job);
  * ends, up to 30 s, or a second on a terminal to redraw the bar), then prints it (or its JSON with --json).
  * EXIT_OK when it ended "ok", EXIT_REFUSED otherwise. */
 int jobview_wait(struct cli *c, long long id);
+/* The waiting (and the bar) alone: EXIT_OK with *job the ended job (owned), whatever its status;
+ * else the exit code (the error printed). */
+int jobview_wait_for(struct cli *c, long long id, json_t **job);
 /* "12.3 us", "4.56 ms", "1.20 s". */
 void jobview_ns(double ns, char *buf, size_t len);
 

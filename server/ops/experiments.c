@@ -91,14 +91,11 @@ json_t *experiments_list(const struct app *app, int limit, mp_err *e)
 		json_decref(out);
 		return jobs ? (mp_nomem(e), NULL) : NULL;
 	}
-	json_array_foreach(jobs, i, j) {
-		const json_t *req = json_object_get(j, "request");
-		json_array_append_new(out, json_pack("{s:O, s:O, s:o, s:O, s:O, s:O, s:O?}", "id", json_object_get(j, "id"),
-						     "status", json_object_get(j, "status"), "arms", names_of(req),
-						     "workload", json_object_get(req, "workload"), "rounds",
-						     json_object_get(req, "rounds"), "created_ns",
-						     json_object_get(j, "created_ns"), "error", json_object_get(j, "error")));
-	}
+	json_array_foreach(jobs, i, j)
+		json_array_append_new(out, json_pack("{s:O, s:O, s:O?, s:O, s:O?}", "id", json_object_get(j, "id"), "status",
+						     json_object_get(j, "status"), "summary", json_object_get(j, "summary"),
+						     "created_ns", json_object_get(j, "created_ns"), "error",
+						     json_object_get(j, "error")));
 	json_decref(jobs);
 	return out;
 }

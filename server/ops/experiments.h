@@ -38,7 +38,8 @@ json_t *experiment_start(const struct app *app, const json_t *body, const struct
 extern const struct job_kind experiment_job;
 
 /* GET /v1/experiments: the experiment jobs, newest first (limit 1..1000): [{"id", "status",
- * "arms", "workload", "rounds", "created_ns"}] (owned). */
+ * "summary": "experiment always vs never on sparse-touch, 10 rounds ok", "created_ns", "error"}]
+ * (owned). */
 json_t *experiments_list(const struct app *app, int limit, mp_err *e);
 /* GET /v1/experiments/{id}: the job with its request, progress and outcome, and the comparisons
  * and per-arm summaries computed again from the stored samples (owned); 404 experiment.not_found. */
