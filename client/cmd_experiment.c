@@ -177,9 +177,13 @@ static int show_id(struct cli *c, long long id)
 
 	query_init(&q, "/v1/experiments");
 	query_segment_u64(&q, (uint64_t)id);
-	if ((rc = http_show(c, "GET", query_path(&q), NULL, &r)) != EXIT_OK || !r.body)
+	/* Not http_show: under --json too the exit status is the experiment's. */
+	if ((rc = http_expect(c, "GET", query_path(&q), NULL, &r)) != EXIT_OK)
 		return rc;
-	print_experiment(r.body);
+	if (c->json)
+		out_json(r.body);
+	else
+		print_experiment(r.body);
 	rc = !strcmp(json_string_value(json_object_get(r.body, "status")) ?: "", "ok") ? EXIT_OK : EXIT_REFUSED;
 	http_result_free(&r);
 	return rc;

@@ -34,6 +34,7 @@ int api_experiments_start(struct req *rq, mp_err *e)
 				  .name = rq->who.name, .groups = groups, .conn_fd = -1 };
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	int64_t conflict_id = 0;
+	json_t *job;
 
 	if (req_query_only(rq, no_query, e) < 0)
 		return -1;
@@ -43,7 +44,9 @@ int api_experiments_start(struct req *rq, mp_err *e)
 		who.ngroups = api_peer_groups(ci->connect_fd, groups, MAX_GROUPS);
 		who.conn_fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 3);
 	}
-	return req_job_reply(rq, experiment_start(rq->app, rq->body, &who, &origin, &conflict_id, e), conflict_id, e);
+	/* Two statements: conflict_id is read after the start has set it. */
+	job = experiment_start(rq->app, rq->body, &who, &origin, &conflict_id, e);
+	return req_job_reply(rq, job, conflict_id, e);
 }
 
 int api_experiment_get(struct req *rq, mp_err *e)
