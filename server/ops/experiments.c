@@ -1,4 +1,4 @@
-/* Reading experiments back: the jobs of kind "experiment", with their comparisons computed again
+/* Reading experiments back: the jobs of kind "experiment.run", with their comparisons computed again
  * from the stored samples. */
 #include "server/ops/experiments.h"
 

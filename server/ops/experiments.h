@@ -19,7 +19,7 @@
 struct app;
 struct jobs;
 
-#define EXP_JOB_KIND    "experiment"
+#define EXP_JOB_KIND    "experiment.run"   /* the job and history kind */
 #define EXP_MAX_ARMS    8
 #define EXP_MAX_ROUNDS  1000
 #define EXP_MAX_WARMUP  10

@@ -21,7 +21,7 @@ static const struct job_kind *const kinds[] = {
 	&resize_job,                 /* hugepages.resize */
 	&migrate_job,                /* process.migrate */
 	&collapse_job,               /* process.collapse */
-	&experiment_job,             /* experiment */
+	&experiment_job,             /* experiment.run */
 };
 
 /* Operations recorded in history without a job, each by the file named. */

@@ -150,7 +150,7 @@ static void other(struct line *l, const char *status, const json_t *request, con
 	add(l, "%s", status);
 }
 
-/* experiment: "experiment always vs madvise on sparse-touch, 10 rounds ok". */
+/* experiment.run: "experiment always vs madvise on sparse-touch, 10 rounds ok". */
 static void experiment(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		       const char *changes)
 {
@@ -185,7 +185,7 @@ static const struct {
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
-	{ "experiment",       experiment },
+	{ "experiment.run",   experiment },
 };
 
 /* kind matches a builder's name: equal, or "x.*" and kind starts with "x.". */
