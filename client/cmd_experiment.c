@@ -226,14 +226,8 @@ int cmd_experiment_run(struct cli *c, const struct command *cmd, struct args *a)
 	if (rc != EXIT_OK)
 		return rc;
 	id = (long long)json_integer_value(json_object_get(r.body, "id"));
-	if (a->no_wait) {
-		if (c->json)
-			out_json(r.body);
-		else
-			printf("experiment %lld queued: mempolicyctl experiment show %lld\n", id, id);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
+	if (a->no_wait)
+		return jobview_queued(c, &r, "experiment");
 	http_result_free(&r);
 	/* Waiting on this connection is also what lets a program run as you under the privileged
 	 * helper: it starts each run only while the connection that asked is open. */

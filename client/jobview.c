@@ -315,6 +315,18 @@ int jobview_wait_for(struct cli *c, long long id, json_t **job)
 	return EXIT_OK;
 }
 
+int jobview_queued(struct cli *c, struct http_result *r, const char *noun)
+{
+	long long id = (long long)json_integer_value(json_object_get(r->body, "id"));
+
+	if (c->json)
+		out_json(r->body);
+	else
+		printf("%s %lld queued: mempolicyctl %s show %lld\n", noun, id, noun, id);
+	http_result_free(r);
+	return EXIT_OK;
+}
+
 int jobview_wait(struct cli *c, long long id)
 {
 	const char *status;

@@ -19,6 +19,10 @@ int jobview_wait(struct cli *c, long long id);
 /* The waiting (and the bar) alone: EXIT_OK with *job the ended job (owned), whatever its status;
  * else the exit code (the error printed). */
 int jobview_wait_for(struct cli *c, long long id, json_t **job);
+/* --no-wait: the queued job's answer r (freed here) printed, or "NOUN ID queued: mempolicyctl
+ * NOUN show ID"; EXIT_OK. */
+struct http_result;
+int jobview_queued(struct cli *c, struct http_result *r, const char *noun);
 /* "12.3 us", "4.56 ms", "1.20 s". */
 void jobview_ns(double ns, char *buf, size_t len);
 

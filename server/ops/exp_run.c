@@ -197,7 +197,7 @@ static void exp_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 			    (rc = exp_round_run(ctx, a, arm, &m, err, sizeof err)) < 0) {
 				failure = json_pack("{s:s, s:i, s:b, s:s}", "arm", arm->name, "round", round, "warmup", is_warm,
 						    "error", err);
-				snprintf(out->error, sizeof out->error, "arm %s, %sround %d: %s", arm->name,
+				snprintf(out->error, sizeof out->error, "arm %s, %sround %d: %.400s", arm->name,
 					 is_warm ? "warm-up " : "", round, err);
 				out->status = "failed";
 				break;
