@@ -87,6 +87,33 @@ class ExperimentTest(DaemonTest):
             self.assertTrue(a["better"])
             self.assertTrue(a["profile_fragment"].startswith("[knobs]\nthp.enabled = "), a)
 
+    def test_advice_shows_a_setting_better_on_one_workload_and_worse_on_another_as_a_contradiction(self):
+        # Touching 8 bytes per 2 MiB, THP never wins (no 2 MiB to zero per touch); touching every
+        # 4 KiB of it, always wins (one fault per 2 MiB instead of 511): seed 002's point, both ways.
+        d = Daemon()
+        d.start()
+        try:
+            for params in ({"threads": 2, "size": "16M", "touches": 8},
+                           {"threads": 1, "size": "32M", "touches": 511, "passes": 1}):
+                r = d.request("POST", "/v1/experiments", {"arms": [ALWAYS, NEVER], "rounds": 10,
+                                                          "workload": {"probe": "sparse-touch", "params": params}})
+                self.assertEqual(r.status, 202, r.raw)
+                job = wait_for(lambda: (lambda j: j if j["status"] not in ("queued", "running") else None)(
+                    d.get("/v1/jobs/%d" % r.json["id"]).json), 120, "experiment")
+                self.assertEqual(job["status"], "ok", job.get("error"))
+            adv = d.get("/v1/advice?floor_pct=5").json
+        finally:
+            d.cleanup()
+        self.assertEqual(adv["experiments_considered"], 2)
+        always, never = 'knobs {"thp.enabled":"always"}', 'knobs {"thp.enabled":"never"}'
+        self.assertEqual([c["settings"] for c in adv["contradictions"]], [[always, never]], adv)
+        c = adv["contradictions"][0]
+        touches = lambda side: {e["workload"]["params"]["touches"] for e in c[side]}
+        self.assertEqual((touches("first_better"), touches("second_better")), ({511}, {8}), c)
+        # not resolved by picking: neither side is advised
+        self.assertEqual([a for a in adv["advice"] if {a["setting"], a["instead_of"]} == {always, never}], [])
+        self.assertEqual(thp(), "madvise")
+
     def test_bad_input_is_refused_and_changes_nothing(self):
         w = SPARSE
         cases = [
