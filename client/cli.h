@@ -69,7 +69,7 @@ struct args {
 	bool aa;
 	/* advise */
 	struct num floor;
-	bool apply;
+	const char *apply;      /* the profile to check the advice against, through the apply's dry run */
 	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
 	int npos;
 };

@@ -339,6 +339,78 @@ static void print_evidence(const char *label, const json_t *list)
 	}
 }
 
+/* Does the profile's dry run (keys with knob and values) set knob to value? */
+static bool profile_sets(const json_t *diff, const char *knob, const char *value)
+{
+	const json_t *k, *v;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(diff, "keys"), i, k) {
+		if (strcmp(json_string_value(json_object_get(k, "knob")) ?: "", knob))
+			continue;
+		json_array_foreach(json_object_get(k, "values"), j, v)
+			if (!strcmp(json_string_value(v) ?: "", value))
+				return true;
+	}
+	return false;
+}
+
+/* advise --apply NAME: the advice's knob fragments against profile NAME through the profile
+ * apply's dry run (nothing is written): which advice the profile carries, which it lacks, and what
+ * an apply would do. EXIT_OK when it carries all of it. */
+static int advise_apply(struct cli *c, const struct command *cmd, const char *advice_path, const char *name)
+{
+	struct http_result adv, dry;
+	const json_t *ad;
+	json_t *body;
+	size_t i;
+	int rc, lacks = 0, called;
+
+	if ((rc = http_expect(c, "GET", advice_path, NULL, &adv)) != EXIT_OK)
+		return rc;
+	body = json_pack("{s:s, s:b}", "name", name, "dry_run", 1);
+	called = http_call(c, "POST", "/v1/profile", body, &dry);
+	json_decref(body);
+	if (called == 0 && dry.status == 404 &&
+	    !strcmp(json_string_value(json_object_get(dry.body, "code")) ?: "", "request.not_found")) {
+		http_result_free(&dry);
+		http_result_free(&adv);
+		out_error("this daemon has no profile apply (POST /v1/profile): nothing checked; `mempolicyctl "
+			  "profile diff %s` shows what the profile would change", name);
+		return EXIT_REFUSED;
+	}
+	if ((rc = http_judge(c, called, &dry)) != EXIT_OK) {
+		http_result_free(&adv);
+		return rc;
+	}
+	(void)cmd;
+	json_array_foreach(json_object_get(adv.body, "advice"), i, ad) {
+		const char *frag = json_string_value(json_object_get(ad, "profile_fragment"));
+		char line[256];
+
+		/* "[knobs]\nKNOB = VALUE\n...": each knob line against the profile */
+		for (const char *l = frag ? strchr(frag, '\n') : NULL; l && l[1]; l = strchr(l + 1, '\n')) {
+			char knob[128], value[128];
+			snprintf(line, sizeof line, "%.*s", (int)strcspn(l + 1, "\n"), l + 1);
+			if (sscanf(line, "%127s = %127s", knob, value) != 2)
+				continue;
+			bool has = profile_sets(dry.body, knob, value);
+			lacks += !has;
+			out_line(stdout, "%s %s: %s = %s (advised over %s)", has ? "carries" : "LACKS  ", name, knob, value,
+				 json_string_value(json_object_get(ad, "instead_of")));
+		}
+	}
+	if (c->json)
+		out_json(dry.body);
+	else
+		out_line(stdout, "dry run of %s: %lld keys would be written, nothing was; `mempolicyctl profile apply %s` "
+			 "applies it", name, (long long)json_integer_value(json_object_get(json_object_get(dry.body, "summary"),
+										    "differs")), name);
+	http_result_free(&dry);
+	http_result_free(&adv);
+	return lacks ? EXIT_REFUSED : EXIT_OK;
+}
+
 int cmd_advise(struct cli *c, const struct command *cmd, struct args *a)
 {
 	struct http_result r;
@@ -351,12 +423,8 @@ int cmd_advise(struct cli *c, const struct command *cmd, struct args *a)
 	query_init(&q, "/v1/advice");
 	if (a->floor.set)
 		query_arg_u64(&q, "floor_pct", a->floor.v);
-	if (a->apply) {
-		/* The profile apply (POST /v1/profile, its dry run first) is not in this build yet. */
-		out_error("advise --apply needs the profile apply (POST /v1/profile), which this version lacks: put "
-			  "the fragment in a profile and check it with `mempolicyctl profile diff NAME`");
-		return EXIT_REFUSED;
-	}
+	if (a->apply)
+		return advise_apply(c, cmd, query_path(&q), a->apply);
 	if ((rc = http_show(c, "GET", query_path(&q), NULL, &r)) != EXIT_OK || !r.body)
 		return rc;
 	out_line(stdout, "from %lld experiments on this host (%s), floor %.0f %% at 95 %%; nothing is applied",

@@ -138,7 +138,8 @@ static const struct opt experiment_run_opts[] = {
 
 static const struct opt advise_opts[] = {
 	{ "--floor", "PCT", "the smallest median difference worth advising (1..100, default 5)", OPT_NUM_IN(floor, 1), 0, NULL },
-	{ "--apply", NULL, "apply through the profile apply's dry run (needs POST /v1/profile)", OPT_FLAG_IN(apply), 0, NULL },
+	{ "--apply", "NAME", "the profile NAME (with the fragments put in it) through the profile\n"
+	  "apply's dry run: what it would write, and which advice it lacks", OPT_TEXT_IN(apply), 0, NULL },
 	END,
 };
 
@@ -313,7 +314,9 @@ const struct command cli_commands[] = {
 	  "From experiments on this kernel release and topology only. Each piece of advice names the\n"
 	  "experiments, rounds, interval and p, what it cost where it was worse, and the profile\n"
 	  "fragment that would apply it; a setting better on one workload and worse on another is\n"
-	  "shown as a contradiction. Nothing is applied." },
+	  "shown as a contradiction. Nothing is applied: --apply NAME runs the profile apply's dry run\n"
+	  "(POST /v1/profile) of a profile you put the fragments in, and says which advice it lacks;\n"
+	  "`profile apply NAME` then applies it." },
 	{ "pool", "list", cmd_pool_list, "", 0, NULL,
 	  "hugetlb pools: every page size, with pages and free pages per node", NULL },
 	{ "pool", "resize", cmd_pool_resize, "SIZE", 1, pool_resize_opts,
