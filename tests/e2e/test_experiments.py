@@ -114,6 +114,42 @@ class ExperimentTest(DaemonTest):
         self.assertEqual([a for a in adv["advice"] if {a["setting"], a["instead_of"]} == {always, never}], [])
         self.assertEqual(thp(), "madvise")
 
+    def test_advise_apply_checks_a_profile_through_the_apply_dry_run_and_writes_nothing(self):
+        profiles = tempfile.mkdtemp(prefix="mpd-prof-", dir=shared_tmp())
+        self.addCleanup(shutil.rmtree, profiles, ignore_errors=True)
+        os.chmod(profiles, 0o755)
+        for name, text in (("good", "[knobs]\nthp.enabled = never\n"), ("other", "[knobs]\nthp.defrag = madvise\n")):
+            with open(os.path.join(profiles, name + ".conf"), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(profiles, name + ".conf"), 0o644)
+        d = Daemon(args=["--profiles-dir", profiles])
+        d.start()
+        try:
+            r = d.request("POST", "/v1/experiments", {"arms": [ALWAYS, NEVER], "workload": SPARSE, "rounds": 10})
+            self.assertEqual(r.status, 202, r.raw)
+            job = wait_for(lambda: (lambda j: j if j["status"] not in ("queued", "running") else None)(
+                d.get("/v1/jobs/%d" % r.json["id"]).json), 120, "experiment")
+            self.assertEqual(job["status"], "ok", job.get("error"))
+            advised = [a["profile_fragment"] for a in d.get("/v1/advice").json["advice"]]
+            self.assertIn("[knobs]\nthp.enabled = never\n", advised)
+            db = d.db_snapshot()
+            good, other = d.ctl("advise", "--apply", "good"), d.ctl("advise", "--apply", "other")
+            if d.request("POST", "/v1/profile", {"name": "good", "dry_run": True}).status == 404:
+                # a tree without the profile apply (branch h-apply): said so, nothing checked
+                for p in (good, other):
+                    self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                    self.assertIn("no profile apply (POST /v1/profile)", p.stderr)
+            else:
+                self.assertEqual(good.returncode, 0, good.stdout + good.stderr)
+                self.assertIn("carries good: thp.enabled = never", good.stdout)
+                self.assertEqual(other.returncode, 1, other.stdout + other.stderr)
+                self.assertIn("LACKS   other: thp.enabled = never", other.stdout)
+                self.assertIsNone(d.get("/v1/profile").json["name"])   # a dry run: nothing in force
+            self.assertEqual(d.db_snapshot(), db)
+            self.assertEqual(thp(), "madvise")
+        finally:
+            d.cleanup()
+
     def test_bad_input_is_refused_and_changes_nothing(self):
         w = SPARSE
         cases = [
