@@ -1,4 +1,5 @@
-/* `mempolicyctl history [filters]` and `history show ID`: the daemon's record of operations. */
+/* `mempolicyctl history [filters]`, `history show ID`, `history export` and `history compare`: the
+ * daemon's record of operations. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "client/http.h"
 #include "client/out.h"
 #include "client/query.h"
+#include "common/parse.h"
 
 static void actor_text(const json_t *op, char *buf, size_t len)
 {
@@ -194,4 +196,170 @@ int cmd_history_export(struct cli *c, const struct command *cmd, struct args *a)
 		http_result_free(&r);
 	} while (rc == EXIT_OK && cursor[0]);
 	return rc;
+}
+
+static void cell_num(const json_t *v, char *buf, size_t len)
+{
+	if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, len, "%.6g", json_real_value(v));
+	else
+		snprintf(buf, len, "-");
+}
+
+/* One argument, "12" or "12:13:14" (several runs of one column), appended to ids with a comma. */
+static int compare_arg(const struct command *cmd, const char *arg, char *ids, size_t len, size_t *off)
+{
+	const char *p = arg;
+
+	if (strchr(arg, '\n'))
+		return cli_usage_error(cmd, "'%.32s' is not an operation id", arg);
+	if (*off)
+		*off += (size_t)snprintf(ids + *off, *off < len ? len - *off : 0, ",");
+	for (;;) {
+		char num[24];
+		size_t n = strcspn(p, ":");
+		uint64_t v;
+		if (n == 0 || n >= sizeof num)
+			return cli_usage_error(cmd, "'%.32s' is not an operation id (or ID:ID:... for several runs)", arg);
+		memcpy(num, p, n);
+		num[n] = '\0';
+		if (parse_u64(num, &v) < 0 || v == 0 || v > INT64_MAX)
+			return cli_usage_error(cmd, "'%.32s' is not an operation id (or ID:ID:... for several runs)", arg);
+		*off += (size_t)snprintf(ids + *off, *off < len ? len - *off : 0, "%s%llu", p == arg ? "" : ":",
+					 (unsigned long long)v);
+		if (*off >= len)
+			return cli_usage_error(cmd, "too many ids");
+		if (!p[n])
+			return EXIT_OK;
+		p += n + 1;
+	}
+}
+
+/* A column's header: "#12", or "#12:13:14", or "#12..(10 runs)" when that is long. */
+static void column_head(const json_t *col, const json_t *run, char *buf, size_t len)
+{
+	const char *label = json_string_value(json_object_get(col, "label"));
+	const json_t *ids = json_object_get(col, "ids");
+
+	if (!col)
+		snprintf(buf, len, "#%lld", (long long)json_integer_value(json_object_get(run, "id")));
+	else if (label && strlen(label) <= 20)
+		snprintf(buf, len, "#%s", label);
+	else
+		snprintf(buf, len, "#%lld..(%zu runs)", (long long)json_integer_value(json_array_get(ids, 0)),
+			 json_array_size(ids));
+}
+
+/* A cell: the figure (a column's median; a run's 95th percentile with its own interval), its
+ * change against the first in %, and with samples the 95 % interval of that change beside it,
+ * starred when the difference is proven. */
+static void compare_cell(const json_t *row, size_t k, char *buf, size_t len)
+{
+	const json_t *pct = json_array_get(json_object_get(row, "change_pct"), k);
+	const json_t *ci = json_array_get(json_object_get(row, "ci95_pct"), k);
+	const json_t *own = json_array_get(json_object_get(row, "value_ci95"), k);
+	char num[80];
+
+	cell_num(json_array_get(json_object_get(row, "values"), k), num, sizeof num);
+	if (json_is_array(own)) {   /* one run's own figure with its interval (a p95 of its batches) */
+		size_t n = strlen(num);
+		snprintf(num + n, sizeof num - n, " [%.6g, %.6g]", json_number_value(json_array_get(own, 0)),
+			 json_number_value(json_array_get(own, 1)));
+	}
+	if (!json_is_number(pct))
+		snprintf(buf, len, "%s", num);
+	else if (!json_is_array(ci))
+		snprintf(buf, len, "%s (%+.2f%%)", num, json_number_value(pct));
+	else
+		snprintf(buf, len, "%s (%+.2f%% [%+.2f, %+.2f])%s", num, json_number_value(pct),
+			 json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)),
+			 json_is_true(json_array_get(json_object_get(row, "different"), k)) ? " *" : "");
+}
+
+static void compare_notes(const json_t *body)
+{
+	const json_t *cmp;
+	size_t i;
+	bool unreliable = false;
+
+	if (!json_object_get(body, "columns"))
+		return;
+	json_array_foreach(json_object_get(body, "comparisons"), i, cmp)
+		unreliable |= json_is_true(json_object_get(cmp, "unreliable"));
+	fputs("\n[lo, hi]: the 95% interval of the difference of medians in % (Hodges-Lehmann); "
+	      "*: a difference at 95% confidence (Mann-Whitney U p < 0.05)\n", stdout);
+	if (unreliable)
+		out_line(stdout, "unreliable: a column has fewer than 9 runs of a metric (9+ recommended)");
+}
+
+int cmd_history_compare(struct cli *c, const struct command *cmd, struct args *a)
+{
+	struct query q;
+	struct http_result r;
+	const char *path;
+	char ids[4096] = "";
+	const json_t *row, *run, *cols;
+	size_t i, off = 0;
+	int rc, ncols;
+
+	if (a->npos < 2)
+		return cli_usage_error(cmd, "give at least two operation ids");
+	for (int k = 0; k < a->npos; k++)
+		if ((rc = compare_arg(cmd, a->pos[k], ids, sizeof ids, &off)) != EXIT_OK)
+			return rc;
+	query_init(&q, "/v1/history/compare");
+	query_arg(&q, "ids", ids);
+	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK)
+		return rc;
+	if ((rc = http_show(c, "GET", path, NULL, &r)) != EXIT_OK || !r.body)
+		return rc;
+	cols = json_object_get(r.body, "columns");
+	ncols = cols ? (int)json_array_size(cols) : (int)json_array_size(json_object_get(r.body, "runs"));
+	json_array_foreach(json_object_get(r.body, "runs"), i, run)
+		out_line(stdout, "#%lld  %s  %s  kernel %s  thp %s", (long long)json_integer_value(json_object_get(run, "id")),
+			 json_string_value(json_object_get(run, "kind")), json_string_value(json_object_get(run, "status")),
+			 json_string_value(json_object_get(run, "kernel_release")) ? json_string_value(json_object_get(run, "kernel_release")) : "?",
+			 json_string_value(json_object_get(json_object_get(run, "settings"), "thp.enabled"))
+			 ? json_string_value(json_object_get(json_object_get(run, "settings"), "thp.enabled")) : "?");
+	{
+		const char **hdr = calloc((size_t)ncols + 1, sizeof *hdr);
+		char (*cells)[160] = calloc((size_t)ncols + 1, sizeof *cells);
+		const char **cp = calloc((size_t)ncols + 1, sizeof *cp);
+		struct table *t;
+
+		if (!hdr || !cells || !cp) {
+			free(hdr);
+			free(cells);
+			free(cp);
+			http_result_free(&r);
+			out_error("out of memory");
+			return EXIT_REFUSED;
+		}
+		hdr[0] = "METRIC";
+		for (int k = 0; k < ncols; k++) {
+			column_head(cols ? json_array_get(cols, (size_t)k) : NULL,
+				    json_array_get(json_object_get(r.body, "runs"), (size_t)k), cells[k + 1], sizeof cells[0]);
+			hdr[k + 1] = strdup(cells[k + 1]);
+		}
+		t = table_new(ncols + 1, hdr);
+		json_array_foreach(json_object_get(r.body, "rows"), i, row) {
+			snprintf(cells[0], sizeof cells[0], "%s", json_string_value(json_object_get(row, "metric")));
+			for (int k = 0; k < ncols; k++)
+				compare_cell(row, (size_t)k, cells[k + 1], sizeof cells[0]);
+			for (int k = 0; k <= ncols; k++)
+				cp[k] = cells[k];
+			table_rowv(t, cp);
+		}
+		table_print(t, stdout);
+		for (int k = 1; k <= ncols; k++)
+			free((void *)hdr[k]);
+		free(hdr);
+		free(cells);
+		free(cp);
+	}
+	compare_notes(r.body);
+	http_result_free(&r);
+	return EXIT_OK;
 }

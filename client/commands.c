@@ -277,11 +277,16 @@ const struct command cli_commands[] = {
 	{ "history", "stats", cmd_history_stats, "", 0, history_stats_opts,
 	  "per-page resize latency: min, quartiles, max, mean, stddev (mmtests style, ms)",
 	  "Quartiles are floor nearest rank without interpolation, stddev is the sample one (n-1)." },
-	{ "history", "compare", cmd_history_compare, "ID ID [ID...]", 16, NULL,
+	{ "history", "compare", cmd_history_compare, "ID[:ID...] ID[:ID...] [...]", 16, NULL,
 	  "operations side by side: a row per metric, a column per run, change vs the first in %",
 	  "Probes give their figures per pass, resizes pages and per-page latency quartiles, every\n"
 	  "operation its counter deltas (vmstat.*, numastat.NODE.*).\n"
-	  "Example: mempolicyctl history compare 12 15 19" },
+	  "A column may be several runs, ID:ID:ID (several runs of one probe): their figures are\n"
+	  "samples, the cell shows their median, its change vs the first column's median in % with\n"
+	  "that change's 95% interval [lo, hi] beside it (Hodges-Lehmann), starred when the\n"
+	  "difference is proven (Mann-Whitney U p < 0.05); fewer than 9 runs is unreliable.\n"
+	  "Example: mempolicyctl history compare 12 15 19\n"
+	  "Example: mempolicyctl history compare 12:14:16:18:20:22:24:26:28 13:15:17:19:21:23:25:27:29" },
 	{ "probe", "list", cmd_probe_list, "", 0, NULL,
 	  "the probe kinds (measurements the daemon runs in a child)", NULL },
 	{ "probe", "run", cmd_probe_run, "KIND [NAME=VALUE...]", -1, probe_run_opts,

@@ -116,38 +116,19 @@ int api_history_get(struct req *rq, mp_err *e)
 	return req_reply(rq, 200, op);
 }
 
-/* GET /v1/history/compare?ids=A,B[,C...]: 2 to 16 operation ids, each a positive decimal. */
+/* GET /v1/history/compare?ids=A,B[,C...] (or A:B:C,D:E:F, several runs a column): compare_parse_ids. */
 int api_history_compare(struct req *rq, mp_err *e)
 {
 	static const char *const allowed[] = { "ids", NULL };
-	int64_t ids[COMPARE_MAX_RUNS];
-	const char *v, *p;
+	struct compare_cols cc;
+	const char *v;
 	json_t *out;
-	int n = 0;
 
 	if (req_query_only(rq, allowed, e) < 0)
 		return -1;
 	if (!(v = req_query(rq, "ids")))
 		return mp_fail(e, MPE_REQUEST_MISSING_QUERY, 0, "ids (two or more operation ids, comma-separated) is required");
-	for (p = v;;) {
-		char num[24];
-		size_t len = strcspn(p, ",");
-		uint64_t id;
-
-		if (n == COMPARE_MAX_RUNS || len == 0 || len >= sizeof num)
-			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "ids: 2 to %d operation ids like 12,15", COMPARE_MAX_RUNS);
-		memcpy(num, p, len);
-		num[len] = '\0';
-		if (parse_u64(num, &id) < 0 || id == 0 || id > INT64_MAX)
-			return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "ids: 2 to %d operation ids like 12,15", COMPARE_MAX_RUNS);
-		ids[n++] = (int64_t)id;
-		if (!p[len])
-			break;
-		p += len + 1;
-	}
-	if (n < 2)
-		return mp_fail(e, MPE_REQUEST_BAD_QUERY, 0, "ids: 2 to %d operation ids like 12,15", COMPARE_MAX_RUNS);
-	if (!(out = history_compare(rq->app, ids, n, e)))
+	if (compare_parse_ids(v, &cc, e) < 0 || !(out = history_compare(rq->app, &cc, e)))
 		return -1;
 	return req_reply(rq, 200, out);
 }

@@ -1,8 +1,11 @@
 #include "server/store/stats.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/stats.h"
 #include "server/store/db.h"
 #include "server/store/internal.h"
 
@@ -174,7 +177,7 @@ out:
 	return rc;
 }
 
-int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, mp_err *e)
+int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, double p95_ci[2], mp_err *e)
 {
 	double *v = NULL;            /* owned: the samples, grown as read */
 	size_t n = 0, cap = 0;
@@ -207,6 +210,14 @@ int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, mp_er
 	}
 	store_conn_unlock(st, R);
 	mmstats_sorted(v, n, out);
+	if (p95_ci) {
+		double p95;
+		p95_ci[0] = p95_ci[1] = NAN;
+		if (n && stats_p95_ci(v, n, &p95, &p95_ci[0], &p95_ci[1]) < 0 && errno == ENOMEM) {
+			free(v);
+			return mp_nomem(e);
+		}
+	}
 	free(v);
 	return 0;
 }

@@ -25,7 +25,8 @@ struct stats_filter {
  * reader's lock), and no writer ever waits for it. */
 int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats *out, mp_err *e);
 /* The statistics of one operation's batches (history compare); count 0 when it has none. On the
- * reader. 0 or -1. */
-int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, mp_err *e);
+ * reader. p95_ci (NULL: not wanted) gets mmtests' distribution-free 95 % interval of the 95th
+ * percentile (common/stats.h stats_p95_ci), NaN when the batches are fewer than 72. 0 or -1. */
+int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, double p95_ci[2], mp_err *e);
 
 #endif
