@@ -11,6 +11,7 @@
 #include "client/jobview.h"
 #include "client/out.h"
 #include "client/query.h"
+#include "common/err.h"
 
 #define ARM_MAX_SETTINGS 16
 
@@ -372,7 +373,7 @@ static int advise_apply(struct cli *c, const struct command *cmd, const char *ad
 	called = http_call(c, "POST", "/v1/profile", body, &dry);
 	json_decref(body);
 	if (called == 0 && dry.status == 404 &&
-	    !strcmp(json_string_value(json_object_get(dry.body, "code")) ?: "", "request.not_found")) {
+	    !strcmp(json_string_value(json_object_get(dry.body, "code")) ?: "", mp_code_name(MPE_REQUEST_NOT_FOUND))) {
 		http_result_free(&dry);
 		http_result_free(&adv);
 		out_error("this daemon has no profile apply (POST /v1/profile): nothing checked; `mempolicyctl "
