@@ -20,19 +20,28 @@ static bool is_counter(const char *metric)
 	return !strncmp(metric, "vmstat.", 7) || !strncmp(metric, "numastat.", 9);
 }
 
+/* Does metric have word (between '_' and '.' or its ends)? "s_loop_mean" has "s". */
+static bool has_word(const char *metric, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = metric; (p = strstr(p, word)); p++)
+		if ((p == metric || p[-1] == '_' || p[-1] == '.') && (!p[n] || p[n] == '_' || p[n] == '.'))
+			return true;
+	return false;
+}
+
 int exp_metric_direction(const char *metric, bool *primary)
 {
-	size_t n = strlen(metric);
-
 	*primary = false;
 	if (is_counter(metric))
 		return 0;
-	/* What a setting is chosen for: times (lower) and rates (higher). */
+	/* What a setting is chosen for: rates (higher) and times (lower: a unit of time as a word). */
 	*primary = true;
 	if (strstr(metric, "per_s") || strstr(metric, "mib_s") || strstr(metric, "bandwidth"))
 		return 1;
-	if ((n > 2 && !strcmp(metric + n - 2, "_s")) || (n > 3 && !strcmp(metric + n - 3, "_ms")) ||
-	    (n > 3 && !strcmp(metric + n - 3, "_ns")) || strstr(metric, "latency"))
+	if (has_word(metric, "s") || has_word(metric, "ms") || has_word(metric, "us") || has_word(metric, "ns") ||
+	    strstr(metric, "latency"))
 		return -1;
 	/* What it may cost: faults and resident memory (lower is better, but no reason on its own). */
 	*primary = false;
