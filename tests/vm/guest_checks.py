@@ -812,6 +812,36 @@ def check_experiment_seed_000_preferred_node_1_vs_local(d, nodes):
         real_write(THP + "/enabled", thp)
 
 
+def check_experiment_seed_004_numa_balancing_on_vs_off(d, nodes):
+    """Seed 004 as an experiment: numa-hinting (memory on node 0, threads on node 1) with
+    numa.balancing 1 against 0, in ABBA rounds. What it asserts: the experiment ends ok with a
+    verdict for the hinting counters and the time, and numa_balancing is as it was; the verdict
+    itself is reported, not asserted (under TCG a second is little scanning)."""
+    path = "/proc/sys/kernel/numa_balancing"
+    before = real_file(path)
+    body = {"arms": [{"name": "on", "knobs": {"numa.balancing": "1"}}, {"name": "off", "knobs": {"numa.balancing": "0"}}],
+            "workload": {"probe": "numa-hinting", "params": {"size": "16M", "threads": 1, "duration_s": 1}},
+            "rounds": 10, "warmup": 0, "seed": 0}
+    try:
+        r = d.request("POST", "/v1/experiments", body=body)
+        expect(r.status == 202 and r.json, "POST /v1/experiments: %r" % r)
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline:
+            j = ok_json(d.get("/v1/jobs/%d" % r.json["id"]), "GET /v1/jobs/{id}")
+            if j["status"] not in ("queued", "running"):
+                break
+            time.sleep(0.5)
+        eq(j["status"], "ok", "experiment status (%s)" % j.get("error"))
+        eq(real_file(path), before, "numa_balancing as it was")
+        cmps = {c["metric"]: c for c in j["result"]["comparisons"]}
+        expect("wall_s" in cmps, "a verdict on the time: %s" % sorted(cmps))
+        hint = cmps.get("vmstat.numa_hint_faults")
+        return "wall_s: %s; numa_hint_faults: %s" % (cmps["wall_s"]["verdict"],
+                                                     hint["verdict"] if hint else "none in either arm")
+    finally:
+        real_write(path, before)
+
+
 def main():
     nodes = json.loads(os.environ["MPD_VM_NODES"])
     pattern = os.environ.get("MPD_VM_PATTERN", "")
