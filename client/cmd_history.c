@@ -208,6 +208,9 @@ static void cell_num(const json_t *v, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* The ids text: the daemon's most, 256 ids of up to 19 digits and a separator each. */
+#define COMPARE_IDS_TEXT (256 * 20 + 1)
+
 /* One argument, "12" or "12:13:14" (several runs of one column), appended to ids with a comma. */
 static int compare_arg(const struct command *cmd, const char *arg, char *ids, size_t len, size_t *off)
 {
@@ -299,7 +302,7 @@ int cmd_history_compare(struct cli *c, const struct command *cmd, struct args *a
 	struct query q;
 	struct http_result r;
 	const char *path;
-	char ids[4096] = "";
+	char ids[COMPARE_IDS_TEXT] = "";
 	const json_t *row, *run, *cols;
 	size_t i, off = 0;
 	int rc, ncols;

@@ -79,7 +79,8 @@ static double pct_of(double d, double ref)
 	return ref == 0 ? NAN : d / fabs(ref) * 100;
 }
 
-/* The p-value and the rank k of the interval's lower end (0: no 95 % interval). */
+/* The p-value, and the rank k of the interval's lower end among the sorted differences (0: no
+ * 95 % interval). k is the no-ties one; with ties stats_compare inverts the test instead. */
 static int u_test(const double *b, size_t nb, const double *a, size_t na, struct stats_cmp *o, uint64_t *k)
 {
 	double mn = (double)nb * (double)na, tie_term, big;
