@@ -65,7 +65,7 @@ struct args {
 	/* experiment run: repeated --arm NAME:SETTINGS (owned array of strings), --probe KIND */
 	json_t *arms;
 	const char *probe;
-	struct num rounds, warmup, seed;
+	struct num rounds, warmup, seed, timeout;
 	bool aa;
 	/* advise */
 	struct num floor;

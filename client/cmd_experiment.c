@@ -220,6 +220,8 @@ int cmd_experiment_run(struct cli *c, const struct command *cmd, struct args *a)
 		json_object_set_new(body, "warmup", json_integer((json_int_t)(a->warmup.v > INT_MAX ? INT_MAX : a->warmup.v)));
 	if (a->seed.set)
 		json_object_set_new(body, "seed", json_integer((json_int_t)a->seed.v));
+	if (a->timeout.set)
+		json_object_set_new(body, "timeout_s", json_integer((json_int_t)(a->timeout.v > INT_MAX ? INT_MAX : a->timeout.v)));
 	if (a->aa)
 		json_object_set_new(body, "allow_identical", json_true());
 	rc = http_expect(c, "POST", "/v1/experiments", body, &r);

@@ -131,6 +131,7 @@ static const struct opt experiment_run_opts[] = {
 	{ "--rounds", "N", "measured rounds, each arm once per round (1..1000, default 10)", OPT_NUM_IN(rounds, 0), 0, NULL },
 	{ "--warmup", "N", "warm-up rounds, run first and kept apart (0..10, default 1)", OPT_NUM_IN(warmup, 0), 0, NULL },
 	{ "--seed", "N", "the seed of the order within each ABBA block (default: random, recorded)", OPT_NUM_IN(seed, 0), 0, NULL },
+	{ "--timeout", "S", "a run's time bound in seconds (1..600, default 60): longer is killed, failed", OPT_NUM_IN(timeout, 0), 0, NULL },
 	{ "--aa", NULL, "allow arms with the same settings (an A/A check of the noise)", OPT_FLAG_IN(aa), 0, NULL },
 	{ "--no-wait", NULL, "print the id and return; follow with `experiment show ID`", OPT_FLAG_IN(no_wait), 0, NULL },
 	END,

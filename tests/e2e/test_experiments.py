@@ -161,6 +161,7 @@ class ExperimentTest(DaemonTest):
              "knob.value_not_allowed"),
             ({"arms": [ALWAYS, NEVER], "workload": w, "rounds": 0}, 422, "experiment.bad_rounds"),
             ({"arms": [ALWAYS, NEVER], "workload": w, "rounds": 1001}, 422, "experiment.bad_rounds"),
+            ({"arms": [ALWAYS, NEVER], "workload": w, "timeout_s": 601}, 422, "experiment.bad_rounds"),
             ({"arms": [ALWAYS, NEVER], "workload": {"argv": ["/nonexistent/bench"]}}, 422, "process.exec_failed"),
             ({"arms": [ALWAYS, NEVER], "workload": {"argv": ["/etc/passwd"]}}, 422, "process.exec_failed"),
             ({"arms": [ALWAYS, NEVER], "workload": {"probe": "no-such-probe"}}, 404, "probe.unknown"),
@@ -253,6 +254,18 @@ class ExperimentTest(DaemonTest):
         self.assertEqual(x["status"], "failed")
         self.assertEqual((x["result"]["failure"]["arm"], x["result"]["failure"]["round"]), ("always", 1))
         self.assertIn("exited with status 1", x["result"]["failure"]["error"])
+        self.assertEqual(thp(), "madvise")
+
+    def test_a_run_past_its_time_bound_is_killed_and_fails_the_experiment(self):
+        t0 = time.monotonic()
+        rc, x, err = self.ctl_json("--arm", "always:thp.enabled=always", "--arm", "never:thp.enabled=never",
+                                   "--rounds", "2", "--warmup", "0", "--timeout", "1", "--", "/bin/sleep", "30")
+        self.assertEqual(rc, 1, err)
+        self.assertLess(time.monotonic() - t0, 25)   # killed after its second, not waited for
+        self.assertEqual(x["status"], "failed")
+        self.assertEqual(x["request"]["timeout_s"], 1)
+        self.assertIn("longer than the time bound", x["result"]["failure"]["error"])
+        self.assertEqual(x["result"]["failure"]["round"], 1)
         self.assertEqual(thp(), "madvise")
 
     def test_a_caller_that_hangs_up_gets_no_program_runs(self):
