@@ -21,7 +21,7 @@ const char cli_exit_codes[] =
 static void print_opt_usage(FILE *f, const struct opt *o)
 {
 	fprintf(f, "%s%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "",
-		o->kind == OPT_NODE_COUNTS ? "..." : "");
+		o->kind == OPT_NODE_COUNTS || o->kind == OPT_LIST ? "..." : "");
 }
 
 void cli_print_usage_args(FILE *f, const struct command *cmd)
@@ -191,6 +191,12 @@ static int store(const struct command *cmd, const struct opt *o, const char *val
 		break;
 	case OPT_NODE_COUNTS:   /* taken out of argv before the loop */
 		break;
+	case OPT_LIST:
+		if (!*(json_t **)field && !(*(json_t **)field = json_array()))
+			return cli_usage_error(cmd, "out of memory");
+		if (json_array_append_new(*(json_t **)field, json_string(val)) < 0)
+			return cli_usage_error(cmd, "%s: '%.64s' is not UTF-8 text", o->name, val);
+		break;
 	}
 	return EXIT_OK;
 }
@@ -199,6 +205,7 @@ void cli_args_free(struct args *a)
 {
 	free(a->pos);
 	json_decref(a->nodes);
+	json_decref(a->arms);
 	memset(a, 0, sizeof *a);
 }
 

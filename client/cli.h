@@ -64,6 +64,14 @@ struct args {
 	const char *cpunodebind, *physcpubind, *thp, *from, *to;
 	bool localalloc, watch, detach;
 	struct num interval, start, length, start_time;
+	/* experiment run: repeated --arm NAME:SETTINGS (owned array of strings), --probe KIND */
+	json_t *arms;
+	const char *probe;
+	struct num rounds, warmup, seed, timeout;
+	bool aa;
+	/* advise */
+	struct num floor;
+	const char *apply;      /* the profile to check the advice against, through the apply's dry run */
 	char **pos;             /* owned array, strings borrowed from argv: the positional arguments */
 	int npos;
 };
@@ -73,6 +81,7 @@ enum opt_kind {
 	OPT_NUM,                /* --name N into a struct num */
 	OPT_FLAG,               /* --name into a bool */
 	OPT_NODE_COUNTS,        /* repeatable --node N=COUNT into args.nodes */
+	OPT_LIST,               /* repeatable --name VALUE, appended to a json_t * array */
 };
 
 /* Only for the usage line: how an option is shown. */
@@ -100,6 +109,7 @@ struct opt {
 #define OPT_NUM_IN(f, min)   OPT_NUM, ARGS_FIELD(f, struct num), (min)
 #define OPT_FLAG_IN(f)       OPT_FLAG, ARGS_FIELD(f, bool), 0
 #define OPT_NODE_COUNTS_IN() OPT_NODE_COUNTS, ARGS_FIELD(nodes, json_t *), 0
+#define OPT_LIST_IN(f)       OPT_LIST, ARGS_FIELD(f, json_t *), 0
 
 struct command;
 /* A handler gets its parsed arguments (freed by the caller) and returns an exit code. */
@@ -136,6 +146,11 @@ struct env_var {
 };
 extern const struct env_var cli_env_vars[];
 
+/* A probe's NAME=VALUE words into the members of its request (client/cmd_probe.c), typed as GET
+ * /v1/probes declares (types: a kind's "params", or NULL before it is known), and that kind's
+ * types from a GET /v1/probes answer (NULL when the kind is not there). */
+int probe_params_body(char **pos, int npos, const json_t *types, json_t **body, char *err, size_t errlen);
+const json_t *probe_param_types(const json_t *probes, const char *kind);
 /* The command table (client/commands.c). */
 extern const struct command cli_commands[];
 extern const size_t cli_ncommands;

@@ -52,13 +52,13 @@ static json_t *typed(const json_t *types, const char *name, json_t *v)
  * '[' or '{' is JSON ("thp=[\"always\",\"never\"]"), a kind's own parameter takes the type the
  * daemon declares for it (typed()), other digits are integers (but cpus, cpunodes and policy.nodes
  * are lists, always text), the rest strings. */
-static int probe_body(struct args *a, const json_t *types, json_t **body, char *err, size_t errlen)
+int probe_params_body(char **pos, int npos, const json_t *types, json_t **body, char *err, size_t errlen)
 {
 	json_t *pairs = NULL, *v;
 	const char *k;
 
 	*body = NULL;
-	if (kv_parse_all(a->pos + 1, a->npos - 1, &pairs, err, errlen) < 0)
+	if (kv_parse_all(pos, npos, &pairs, err, errlen) < 0)
 		return -1;
 	*body = json_object();
 	json_object_foreach(pairs, k, v) {
@@ -101,13 +101,24 @@ fail:
 	return -1;
 }
 
+const json_t *probe_param_types(const json_t *probes, const char *kind)
+{
+	const json_t *k;
+	size_t i;
+
+	json_array_foreach(json_object_get(probes, "probes"), i, k)
+		if (!strcmp(json_string_value(json_object_get(k, "kind")) ? json_string_value(json_object_get(k, "kind")) : "",
+			    kind))
+			return json_object_get(k, "params");
+	return NULL;
+}
+
 int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
 {
 	struct query q;
 	struct http_result r, kinds;
 	const char *path;
-	const json_t *types = NULL, *k;   /* borrowed from kinds.body, used before it is freed */
-	size_t i;
+	const json_t *types = NULL;   /* borrowed from kinds.body, used before it is freed */
 	json_t *body;
 	char err[256];
 	long long id;
@@ -116,18 +127,15 @@ int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
 	if (a->npos < 1)
 		return cli_usage_error(cmd, "give the probe KIND (mempolicyctl probe list)");
 	/* A malformed NAME=VALUE is a usage error before anything is sent. */
-	if (probe_body(a, NULL, &body, err, sizeof err) < 0)
+	if (probe_params_body(a->pos + 1, a->npos - 1, NULL, &body, err, sizeof err) < 0)
 		return cli_usage_error(cmd, "%s", err);
 	json_decref(body);
 	/* The kind's parameter types, from the daemon that will judge them (on the same connection as
 	 * the start): the CLI keeps no copy of the probe table. */
 	if ((rc = http_expect(c, "GET", "/v1/probes", NULL, &kinds)) != EXIT_OK)
 		return rc;
-	json_array_foreach(json_object_get(kinds.body, "probes"), i, k)
-		if (!strcmp(json_string_value(json_object_get(k, "kind")) ? json_string_value(json_object_get(k, "kind")) : "",
-			    a->pos[0]))
-			types = json_object_get(k, "params");
-	rc = probe_body(a, types, &body, err, sizeof err);
+	types = probe_param_types(kinds.body, a->pos[0]);
+	rc = probe_params_body(a->pos + 1, a->npos - 1, types, &body, err, sizeof err);
 	http_result_free(&kinds);
 	if (rc < 0)
 		return cli_usage_error(cmd, "%s", err);
@@ -139,14 +147,8 @@ int cmd_probe_run(struct cli *c, const struct command *cmd, struct args *a)
 	}
 	json_decref(body);
 	id = (long long)json_integer_value(json_object_get(r.body, "id"));
-	if (a->no_wait) {
-		if (c->json)
-			out_json(r.body);
-		else
-			printf("job %lld queued: mempolicyctl job show %lld\n", id, id);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
+	if (a->no_wait)
+		return jobview_queued(c, &r, "job");
 	http_result_free(&r);
 	return jobview_wait(c, id);
 }

@@ -148,14 +148,8 @@ static int process_job(struct cli *c, const struct command *cmd, struct args *a,
 	if ((rc = cli_path(cmd, &q, &path)) != EXIT_OK || (rc = http_expect(c, "POST", path, body, &r)) != EXIT_OK)
 		return rc;
 	id = (long long)json_integer_value(json_object_get(r.body, "id"));
-	if (a->no_wait) {
-		if (c->json)
-			out_json(r.body);
-		else
-			printf("job %lld queued: mempolicyctl job show %lld\n", id, id);
-		http_result_free(&r);
-		return EXIT_OK;
-	}
+	if (a->no_wait)
+		return jobview_queued(c, &r, "job");
 	http_result_free(&r);
 	return jobview_wait(c, id);
 }

@@ -42,6 +42,12 @@ int cmd_profile_diff(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_apply(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_verify(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_drift(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_experiment_run(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_experiment_list(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_experiment_show(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_experiment_samples(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_experiment_cancel(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_advise(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0, NULL }
 
@@ -138,6 +144,27 @@ static const struct opt schedule_list_opts[] = {
 
 static const struct opt probe_run_opts[] = {
 	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0, NULL },
+	END,
+};
+
+static const struct opt experiment_run_opts[] = {
+	{ "--arm", "NAME:SET", "an arm: NAME:knob=value[,knob=value...] (also policy.mode=, policy.nodes=,\n"
+	  "cpus=, cpunodes= for the workload); repeat, the first is the baseline", OPT_LIST_IN(arms), OPT_REQUIRED, NULL },
+	{ "--probe", "KIND", "the workload is this probe (its NAME=VALUE parameters follow), else\n"
+	  "the program after the options, run as you", OPT_TEXT_IN(probe), 0, NULL },
+	{ "--rounds", "N", "measured rounds, each arm once per round (1..1000, default 10)", OPT_NUM_IN(rounds, 0), 0, NULL },
+	{ "--warmup", "N", "warm-up rounds, run first and kept apart (0..10, default 1)", OPT_NUM_IN(warmup, 0), 0, NULL },
+	{ "--seed", "N", "the seed of the order within each ABBA block (default: random, recorded)", OPT_NUM_IN(seed, 0), 0, NULL },
+	{ "--timeout", "S", "a run's time bound in seconds (1..600, default 60): longer is killed, failed", OPT_NUM_IN(timeout, 0), 0, NULL },
+	{ "--aa", NULL, "allow arms with the same settings (an A/A check of the noise)", OPT_FLAG_IN(aa), 0, NULL },
+	{ "--no-wait", NULL, "print the id and return; follow with `experiment show ID`", OPT_FLAG_IN(no_wait), 0, NULL },
+	END,
+};
+
+static const struct opt advise_opts[] = {
+	{ "--floor", "PCT", "the smallest median difference worth advising (1..100, default 5)", OPT_NUM_IN(floor, 1), 0, NULL },
+	{ "--apply", "NAME", "the profile NAME (with the fragments put in it) through the profile\n"
+	  "apply's dry run: what it would write, and which advice it lacks", OPT_TEXT_IN(apply), 0, NULL },
 	END,
 };
 
@@ -313,6 +340,34 @@ const struct command cli_commands[] = {
 	  "a VALUE starting with [ or { is JSON; digits are integers (cpus, cpunodes and policy.nodes\n"
 	  "stay lists). Exit 1 unless it ended ok.\n"
 	  "Example: mempolicyctl probe run touch size=64M cpus=0 policy.mode=bind policy.nodes=0" },
+	{ "experiment", "run", cmd_experiment_run, "[--] CMD [ARGS...] | NAME=VALUE...", -1, experiment_run_opts,
+	  "which setting is faster, with 95 % confidence: arms compared on a probe or your program",
+	  "Rounds are interleaved in ABBA blocks (the order within a block random, from the recorded\n"
+	  "seed), warm-ups kept apart; every knob is saved first and put back on every path, a crash\n"
+	  "included (at the next start). Each arm is compared with the first per metric: the change of\n"
+	  "medians with its 95 % interval, Mann-Whitney's p, ministat's verdict. A program runs as you,\n"
+	  "under the arm's policy, only while this command waits: Ctrl-C ends its experiment at the next\n"
+	  "run (a probe's goes on: `experiment cancel ID`).\n"
+	  "Example: mempolicyctl experiment run --arm always:thp.enabled=always --arm madvise:thp.enabled=madvise \\\n"
+	  "           --rounds 10 -- ./my-bench --size 4G\n"
+	  "         mempolicyctl experiment run --arm always:thp.enabled=always --arm never:thp.enabled=never \\\n"
+	  "           --probe sparse-touch threads=2 size=256M" },
+	{ "experiment", "list", cmd_experiment_list, "", 0, NULL,
+	  "experiments, newest first", NULL },
+	{ "experiment", "show", cmd_experiment_show, "ID", 1, NULL,
+	  "one experiment: its comparisons computed again from the stored samples", NULL },
+	{ "experiment", "samples", cmd_experiment_samples, "ID", 1, NULL,
+	  "an experiment's raw samples, per run and metric (warm-ups marked)", NULL },
+	{ "experiment", "cancel", cmd_experiment_cancel, "ID", 1, NULL,
+	  "stop an experiment before its next run; its settings are put back", NULL },
+	{ "advise", "", cmd_advise, "", 0, advise_opts,
+	  "settings this host's experiments found better beyond a floor, with evidence and costs",
+	  "From experiments on this kernel release and topology only. Each piece of advice names the\n"
+	  "experiments, rounds, interval and p, what it cost where it was worse, and the profile\n"
+	  "fragment that would apply it; a setting better on one workload and worse on another is\n"
+	  "shown as a contradiction. Nothing is applied: --apply NAME runs the profile apply's dry run\n"
+	  "(POST /v1/profile) of a profile you put the fragments in, and says which advice it lacks;\n"
+	  "`profile apply NAME` then applies it." },
 	{ "pool", "list", cmd_pool_list, "", 0, NULL,
 	  "hugetlb pools: every page size, with pages and free pages per node", NULL },
 	{ "pool", "resize", cmd_pool_resize, "SIZE", 1, pool_resize_opts,

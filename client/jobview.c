@@ -289,6 +289,11 @@ static double fraction(const json_t *job, double none)
 	double total = (double)json_integer_value(json_object_get(p, "pages_total"));
 	double done = (double)json_integer_value(json_object_get(p, "pages_done"));
 
+	if (!json_object_get(p, "pages_total")) {   /* an experiment counts its runs */
+		total = (double)json_integer_value(json_object_get(p, "runs"));
+		done = (double)json_integer_value(json_object_get(p, "runs_done"));
+	}
+
 	return total > 0 ? done / total : none;
 }
 
@@ -298,13 +303,15 @@ static double fraction(const json_t *job, double none)
 #define WAIT_TTY_S  1
 #define WAIT_MAX_S  30
 
-int jobview_wait(struct cli *c, long long id)
+int jobview_wait_for(struct cli *c, long long id, json_t **job)
 {
 	struct query q, qw;
 	char label[64];
 	struct http_result r;
 	const char *status, *path, *path_wait;
 	int rc;
+
+	*job = NULL;
 
 	query_init(&q, "/v1/jobs");
 	query_segment_u64(&q, (uint64_t)id);
@@ -329,17 +336,42 @@ int jobview_wait(struct cli *c, long long id)
 	/* Drawn even when the job ended before the first poll, so a terminal always sees where it
 	 * stopped: a partial job stays short of 100 %. */
 	out_progress(label, fraction(r.body, status && !strcmp(status, "ok") ? 1 : 0), true);
+	*job = r.body;
+	return EXIT_OK;
+}
+
+int jobview_queued(struct cli *c, struct http_result *r, const char *noun)
+{
+	long long id = (long long)json_integer_value(json_object_get(r->body, "id"));
+
 	if (c->json)
-		out_json(r.body);
+		out_json(r->body);
 	else
-		jobview_print(r.body);
+		printf("%s %lld queued: mempolicyctl %s show %lld\n", noun, id, noun, id);
+	http_result_free(r);
+	return EXIT_OK;
+}
+
+int jobview_wait(struct cli *c, long long id)
+{
+	const char *status;
+	json_t *job;
+	int rc;
+
+	if ((rc = jobview_wait_for(c, id, &job)) != EXIT_OK)
+		return rc;
+	if (c->json)
+		out_json(job);
+	else
+		jobview_print(job);
+	status = json_string_value(json_object_get(job, "status"));
 	rc = status && !strcmp(status, "ok") ? EXIT_OK : EXIT_REFUSED;
 	if (rc != EXIT_OK) {
-		const char *why = json_string_value(json_object_get(r.body, "error"));
+		const char *why = json_string_value(json_object_get(job, "error"));
 		if (!why)
-			why = json_string_value(json_object_get(r.body, "reason"));
+			why = json_string_value(json_object_get(job, "reason"));
 		out_error("job %lld ended %s%s%s", id, status ? status : "?", why ? ": " : "", why ? why : "");
 	}
-	http_result_free(&r);
+	json_decref(job);
 	return rc;
 }

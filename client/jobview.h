@@ -16,6 +16,13 @@ void jobview_print(const json_t *job);
  * ends, up to 30 s, or a second on a terminal to redraw the bar), then prints it (or its JSON with --json).
  * EXIT_OK when it ended "ok", EXIT_REFUSED otherwise. */
 int jobview_wait(struct cli *c, long long id);
+/* The waiting (and the bar) alone: EXIT_OK with *job the ended job (owned), whatever its status;
+ * else the exit code (the error printed). */
+int jobview_wait_for(struct cli *c, long long id, json_t **job);
+/* --no-wait: the queued job's answer r (freed here) printed, or "NOUN ID queued: mempolicyctl
+ * NOUN show ID"; EXIT_OK. */
+struct http_result;
+int jobview_queued(struct cli *c, struct http_result *r, const char *noun);
 /* "12.3 us", "4.56 ms", "1.20 s". */
 void jobview_ns(double ns, char *buf, size_t len);
 

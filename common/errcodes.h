@@ -137,6 +137,13 @@
 	X(HTTP_LISTEN,                  "http.listen",                  INTERNAL,      "start-up: a listening socket cannot be made") \
 	X(HTTP_START,                   "http.start",                   INTERNAL,      "start-up: libmicrohttpd failed to start") \
 	X(HTTP_TOO_MANY_CONNECTIONS,    "http.too_many_connections",    UNAVAILABLE,   "the caller's uid (over TCP, its address) holds all the connections it may, or only those kept for root and the admin group are left") \
+	/* experiments (branch h-exp) */ \
+	X(EXPERIMENT_NOT_FOUND,         "experiment.not_found",         NOT_FOUND,     "no experiment has this id (GET /v1/experiments lists them)") \
+	X(EXPERIMENT_TOO_FEW_ARMS,      "experiment.too_few_arms",      UNPROCESSABLE, "an experiment compares at least two arms") \
+	X(EXPERIMENT_DUPLICATE_ARM,     "experiment.duplicate_arm",     UNPROCESSABLE, "two arms have the same name") \
+	X(EXPERIMENT_IDENTICAL_ARMS,    "experiment.identical_arms",    UNPROCESSABLE, "two arms have the same settings (an A/A check says \"allow_identical\": true)") \
+	X(EXPERIMENT_BAD_ARM,           "experiment.bad_arm",           UNPROCESSABLE, "an arm's name is malformed, or the arms set more knobs than an experiment can save") \
+	X(EXPERIMENT_BAD_ROUNDS,        "experiment.bad_rounds",        UNPROCESSABLE, "rounds outside 1..1000, warm-up rounds outside 0..10, or a time bound outside 1..600 s") \
 	X(INTERNAL_NOMEM,               "internal.nomem",               NOMEM,         "the daemon ran out of memory; nothing was changed") \
 	X(INTERNAL_ERROR,               "internal.error",               INTERNAL,      "a handler failed without saying why (a bug)")
 

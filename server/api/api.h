@@ -194,6 +194,15 @@ int api_cgroup_put(struct req *rq, mp_err *e);
 int api_cgroup_root_put(struct req *rq, mp_err *e);
 int api_process_migrate(struct req *rq, mp_err *e);
 int api_process_collapse(struct req *rq, mp_err *e);
+int api_experiments_list(struct req *rq, mp_err *e);
+int api_experiments_start(struct req *rq, mp_err *e);
+int api_experiment_get(struct req *rq, mp_err *e);
+int api_experiment_samples(struct req *rq, mp_err *e);
+int api_experiment_cancel(struct req *rq, mp_err *e);
+int api_advice_get(struct req *rq, mp_err *e);
+/* The caller's supplementary groups as its socket saw them at connect (SO_PEERGROUPS), at most
+ * max into g; 0 when unreadable (api/process_actions.c). */
+size_t api_peer_groups(int fd, gid_t *g, size_t max);
 int api_probes_list(struct req *rq, mp_err *e);
 int api_probe_start(struct req *rq, mp_err *e);
 int api_tokens_list(struct req *rq, mp_err *e);

@@ -14,7 +14,7 @@ static const char *const no_query[] = { NULL };
 
 /* The caller's supplementary groups as the socket saw them at connect (SO_PEERGROUPS, 4.13).
  * 0 groups when they cannot be read: the child then runs with none, never with more. */
-static size_t peer_groups(int fd, gid_t *g, size_t max)
+size_t api_peer_groups(int fd, gid_t *g, size_t max)
 {
 	socklen_t len = (socklen_t)(max * sizeof *g);
 
@@ -35,7 +35,7 @@ int api_processes_launch(struct req *rq, mp_err *e)
 		return -1;
 	if (who.known && ci) {
 		who.conn_fd = ci->connect_fd;
-		who.ngroups = peer_groups(who.conn_fd, groups, MAX_PEER_GROUPS);
+		who.ngroups = api_peer_groups(who.conn_fd, groups, MAX_PEER_GROUPS);
 	}
 	if (launch_start(rq->app, rq->body, &who, &out, e) < 0)
 		return -1;

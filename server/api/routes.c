@@ -64,6 +64,13 @@ const struct route api_routes[] = {
 	/* probes */
 	{ "GET",    "/v1/probes",                     api_probes_list,       0 },
 	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY | R_PRIV },
+	/* experiments (jobs) and the advice read from them */
+	{ "GET",    "/v1/experiments",                api_experiments_list,  0 },
+	{ "POST",   "/v1/experiments",                api_experiments_start, R_ADMIN | R_BODY | R_PRIV },
+	{ "GET",    "/v1/experiments/{}",             api_experiment_get,    0 },
+	{ "DELETE", "/v1/experiments/{}",             api_experiment_cancel, R_ADMIN },
+	{ "GET",    "/v1/experiments/{}/samples",     api_experiment_samples, 0 },
+	{ "GET",    "/v1/advice",                     api_advice_get,        0 },
 	/* bearer tokens for the TLS listener: root on the Unix socket only (api/tokens.c decides) */
 	{ "GET",    "/v1/tokens",                     api_tokens_list,       R_ADMIN },
 	{ "POST",   "/v1/tokens",                     api_tokens_create,     R_ADMIN | R_BODY },

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,14 +126,19 @@ static __attribute__((noreturn)) void child(const struct spawn_spec *s, int fd, 
 
 /* ---- the parent ----------------------------------------------------------------------------- */
 
-int spawn_reap(pid_t pid, int *status, bool nohang)
+int spawn_reap_usage(pid_t pid, int *status, bool nohang, struct rusage *ru)
 {
 	pid_t r;
 
 	do
-		r = waitpid(pid, status, nohang ? WNOHANG : 0);
+		r = wait4(pid, status, nohang ? WNOHANG : 0, ru);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : r == 0 ? -EAGAIN : 0;
+}
+
+int spawn_reap(pid_t pid, int *status, bool nohang)
+{
+	return spawn_reap_usage(pid, status, nohang, NULL);
 }
 
 int spawn_kill(pid_t pid)

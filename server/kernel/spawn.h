@@ -57,6 +57,10 @@ pid_t spawn_start(const struct spawn_spec *s, enum spawn_step *step);
 /* Collects a started child's wait status: 0, -EAGAIN when it still runs (nohang), or -errno
  * (-ECHILD: not ours). */
 int spawn_reap(pid_t pid, int *status, bool nohang);
+/* The same, with the child's resource usage (wait4: its own and its waited-for children's) in
+ * *ru when ru is not NULL. */
+struct rusage;
+int spawn_reap_usage(pid_t pid, int *status, bool nohang, struct rusage *ru);
 /* SIGKILL to a started child: 0 or -errno. */
 int spawn_kill(pid_t pid);
 

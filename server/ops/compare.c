@@ -370,3 +370,14 @@ done:
 	json_decref(cols);
 	return out;
 }
+
+/* For experiments (ops/exp_round.c): the same figures from one run's result and conditions. */
+void compare_flatten(json_t *m, const char *prefix, const json_t *obj)
+{
+	flatten(m, prefix, obj);
+}
+
+void compare_condition_metrics(json_t *m, const json_t *cond)
+{
+	condition_metrics(m, cond);
+}

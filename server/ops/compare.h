@@ -35,4 +35,10 @@ int compare_parse_ids(const char *s, struct compare_cols *out, mp_err *e);
  * metric and column after the first). NULL: 404 history.not_found naming the first unknown id. */
 json_t *history_compare(const struct app *app, const struct compare_cols *cc, mp_err *e);
 
+/* The metrics history compare takes from a result (its numbers, and those one object down as
+ * "key.sub", after prefix) and from an operation's conditions (vmstat.NAME, numastat.NODE.NAME),
+ * added to m: what an experiment's run records too (ops/exp_round.c). */
+void compare_flatten(json_t *m, const char *prefix, const json_t *obj);
+void compare_condition_metrics(json_t *m, const json_t *cond);
+
 #endif

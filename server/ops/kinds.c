@@ -10,6 +10,7 @@
 
 #include "server/jobs/job_ctx.h"
 #include "server/ops/conditions.h"
+#include "server/ops/experiments.h"
 #include "server/ops/pmigrate.h"
 #include "server/ops/probes.h"
 #include "server/ops/profile_apply.h"
@@ -22,6 +23,7 @@ static const struct job_kind *const kinds[] = {
 	&migrate_job,                /* process.migrate */
 	&collapse_job,               /* process.collapse */
 	&profile_apply_job,          /* profile.apply */
+	&experiment_job,             /* experiment.run */
 };
 
 /* Operations recorded in history without a job, each by the file named. */

@@ -125,6 +125,11 @@ int act_reap(pid_t pid, int *status, bool nohang)
 	return by_helper() ? priv_reap(pid, status, nohang) : spawn_reap(pid, status, nohang);
 }
 
+int act_reap_usage(pid_t pid, int *status, struct rusage *ru)
+{
+	return by_helper() ? priv_reap_usage(pid, status, false, ru) : spawn_reap_usage(pid, status, false, ru);
+}
+
 int act_kill(pid_t pid)
 {
 	return by_helper() ? priv_kill(pid) : spawn_kill(pid);

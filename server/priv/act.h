@@ -75,6 +75,9 @@ int act_watch(const struct knob_catalogue *c, const char *sysfs_root, const char
  * act_probe_start is reaped and killed with these. s->peer_fd is the client's connection. */
 pid_t act_spawn(const struct spawn_spec *s, enum spawn_step *step);
 int act_reap(pid_t pid, int *status, bool nohang);
+/* A blocking act_reap that also gives the child's resource usage (wait4, where the child is). */
+struct rusage;
+int act_reap_usage(pid_t pid, int *status, struct rusage *ru);
 int act_kill(pid_t pid);
 /* A probe child: pass `pass` of probe table entry kind with its typed parameters, under s's
  * policy and CPUs, stdout s->stdout_fd; s->argv is not read (the command line is built from kind

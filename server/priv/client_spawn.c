@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "server/priv/handoff.h"
@@ -90,6 +91,11 @@ out:
 
 int priv_reap(pid_t pid, int *status, bool nohang)
 {
+	return priv_reap_usage(pid, status, nohang, NULL);
+}
+
+int priv_reap_usage(pid_t pid, int *status, bool nohang, struct rusage *ru)
+{
 	struct priv_reap m = { .h = { .magic = PRIV_MAGIC, .type = PRIV_REAP, .len = sizeof m }, .pid = pid };
 	struct priv_reply rep;
 	int rc;
@@ -103,6 +109,16 @@ int priv_reap(pid_t pid, int *status, bool nohang)
 	}
 	if (rep.rc == 0 && status)
 		*status = (int)rep.value;
+	if (rep.rc == 0 && ru) {
+		memset(ru, 0, sizeof *ru);
+		ru->ru_utime = (struct timeval){ .tv_sec = (time_t)(rep.ru.utime_us / 1000000),
+						 .tv_usec = (suseconds_t)(rep.ru.utime_us % 1000000) };
+		ru->ru_stime = (struct timeval){ .tv_sec = (time_t)(rep.ru.stime_us / 1000000),
+						 .tv_usec = (suseconds_t)(rep.ru.stime_us % 1000000) };
+		ru->ru_minflt = (long)rep.ru.minflt;
+		ru->ru_majflt = (long)rep.ru.majflt;
+		ru->ru_maxrss = (long)rep.ru.maxrss_kb;
+	}
 	return (int)rep.rc;
 }
 

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -208,6 +209,7 @@ void priv_kill_probes(void)
 int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_reap *m = msg;
+	struct rusage ru;
 	int st = 0;
 	pid_t r;
 
@@ -215,7 +217,7 @@ int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int 
 	(void)fd_out;
 	/* The helper's only children are the programs it started: anything else is ECHILD. */
 	do
-		r = waitpid(m->pid, &st, WNOHANG);
+		r = wait4(m->pid, &st, WNOHANG, &ru);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
@@ -223,6 +225,11 @@ int priv_do_reap(struct helper *h, const void *msg, struct priv_reply *rep, int 
 		return -EAGAIN;
 	probe_untrack(r);
 	rep->value = (uint64_t)(unsigned)st;
+	rep->ru = (struct priv_rusage){
+		.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec,
+		.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec,
+		.minflt = (uint64_t)ru.ru_minflt, .majflt = (uint64_t)ru.ru_majflt, .maxrss_kb = (uint64_t)ru.ru_maxrss,
+	};
 	return 0;
 }
 

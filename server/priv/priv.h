@@ -103,6 +103,9 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
 /* spawn_reap of a child the helper started; without nohang it polls (the helper never blocks a
  * channel on a child). */
 int priv_reap(pid_t pid, int *status, bool nohang);
+/* The same with the child's resource usage (the helper's wait4) in *ru when not NULL. */
+struct rusage;
+int priv_reap_usage(pid_t pid, int *status, bool nohang, struct rusage *ru);
 
 /* A probe child (`--probe-child KIND PARAMS`) of pass `pass` of probe table entry kind, with its
  * typed parameters (borrowed), started by the helper under s's policy and CPUs, its stdout

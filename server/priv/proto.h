@@ -213,6 +213,9 @@ struct priv_reply {
 	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
 	uint32_t pad;
 	struct htlb_step steps[HTLB_RUN_MAX];   /* PRIV_POOL_RUN */
+	struct priv_rusage {   /* PRIV_REAP with rc 0: wait4's usage of the child (an experiment's round) */
+		uint64_t utime_us, stime_us, minflt, majflt, maxrss_kb;
+	} ru;
 };
 
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");

@@ -149,6 +149,11 @@
 	X(RESTORE_ADD,      W, "INSERT INTO restores (op_id, what, target, value, created_ns) VALUES (?1, ?2, ?3, ?4, ?5)") \
 	X(RESTORE_DONE,     W, "DELETE FROM restores WHERE id = ?1") \
 	X(RESTORE_PENDING,  W, "SELECT id, op_id, what, target, value FROM restores ORDER BY id DESC") \
+	/* an experiment's raw samples (experiments.c) */ \
+	X(EXP_SAMPLE_ADD,   W, "INSERT INTO experiment_samples (op_id, round, warmup, seq, arm, metric, value) " \
+	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
+	X(EXP_SAMPLES,      R, "SELECT round, warmup, seq, arm, metric, value FROM experiment_samples " \
+	                       "WHERE op_id = ?1 ORDER BY seq, metric") \
 	/* bearer tokens and failed authentications (tokens.c); the lookup serves every TLS request */ \
 	X(TOKEN_NAMED,      W, "SELECT 1 FROM tokens WHERE name = ?1") \
 	X(TOKEN_INSERT,     W, "INSERT INTO tokens (name, lookup, hash, scope, created_ns, created_by, expires_ns) " \
@@ -194,6 +199,7 @@
 	C(RET_SIZE, 4) \
 	C(BATCH_LAT_OP, 1) \
 	C(RESTORE_PENDING, 5) \
+	C(EXP_SAMPLES, 6) \
 	C(TOKEN_NAMED, 1) \
 	C(TOKEN_LOOKUP, 7) \
 	C(TOKEN_LIST, 8) \

@@ -168,6 +168,25 @@ static void other(struct line *l, const char *status, const json_t *request, con
 	add(l, "%s", status);
 }
 
+/* experiment.run: "experiment always vs madvise on sparse-touch, 10 rounds ok". */
+static void experiment(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		       const char *changes)
+{
+	const json_t *w = json_object_get(request, "workload"), *arm;
+	size_t i;
+
+	(void)targets;
+	(void)changes;
+	add(l, "experiment ");
+	json_array_foreach(json_object_get(request, "arms"), i, arm)
+		add(l, "%s%s", i ? " vs " : "", str(arm, "name"));
+	if (json_is_string(json_object_get(w, "probe")))
+		add(l, " on %s", str(w, "probe"));
+	else if (json_is_string(json_array_get(json_object_get(w, "argv"), 0)))
+		add(l, " on %s", json_string_value(json_array_get(json_object_get(w, "argv"), 0)));
+	add(l, ", %lld rounds %s", (long long)json_integer_value(json_object_get(request, "rounds")), status);
+}
+
 typedef void summary_fn(struct line *l, const char *status, const json_t *request, const json_t *targets,
 			const char *changes);
 
@@ -186,6 +205,7 @@ static const struct {
 	{ "profile.apply",    profile },
 	{ "profile.drift",    drift },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
+	{ "experiment.run",   experiment },
 };
 
 /* kind matches a builder's name: equal, or "x.*" and kind starts with "x.". */

@@ -56,6 +56,8 @@ class Migrations(unittest.TestCase):
                     # the tables later migrations add work: a job list and a schedule list answer
                     self.assertEqual(self.d.get("/v1/jobs").status, 200)
                     self.assertEqual(self.d.get("/v1/schedules").status, 200)
+                    self.assertEqual(self.d.get("/v1/experiments").json, {"experiments": []})
+                    self.assertEqual(self.d.sql("SELECT count(*) FROM experiment_samples"), [(0,)])
                 finally:
                     self.assertEqual(self.d.stop(), 0)
                 self.assertEqual(self.d.sql("PRAGMA user_version")[0][0], len(SCHEMA))

@@ -28,7 +28,7 @@ from test_tls import Certs
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 README = os.path.join(ROOT, "README.md")
-WAITS_FOR_A_JOB = ("probe run", "pool resize", "proc migrate", "proc collapse")
+WAITS_FOR_A_JOB = ("probe run", "pool resize", "proc migrate", "proc collapse", "experiment run")
 PROMPT = re.compile(r"^(?:\$ )?((?:sudo |[A-Z_]+=(?:\$\([^)]*\)|\S+) )?mempolicyctl\b.*)$")
 PROFILES_DIR = "/etc/mempolicyd/profiles.d"   # the README's, the daemon's default
 PROFILE_FILE = re.compile(r"^# ([A-Za-z0-9_-][A-Za-z0-9._-]*\.conf)$")
@@ -149,7 +149,7 @@ class ReadmeCommands(unittest.TestCase):
     def fill(self, cmd):
         """The README's placeholders, and nothing else, filled in."""
         w = words(cmd)
-        what = "job" if w[:1] == ["job"] else "schedule" if w[:1] == ["schedule"] else "operation"
+        what = "job" if w[:1] in (["job"], ["experiment"]) else "schedule" if w[:1] == ["schedule"] else "operation"
         if re.search(r"\bID\b", cmd):
             ids = [o["id"] for o in self.d.get("/v1/history?limit=2").json["operations"]]
             if w[:2] == ["history", "compare"]:

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -823,6 +824,40 @@ START_TEST(spawn_runs_and_reaps_through_the_helper)
 }
 END_TEST
 
+/* PRIV_REAP carries the child's wait4 usage (an experiment's round of a program is measured from
+ * it): a program that spins and faults has user time and minor faults, and its exit status. */
+START_TEST(reap_through_the_helper_gives_the_usage)
+{
+	char *argv[] = { "/bin/sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 3", NULL };
+	char *envp[] = { NULL };
+	struct rusage ru;
+	int sv[2], st = -1;
+	uint64_t id;
+	enum spawn_step step;
+	pid_t pid;
+
+	make_tree();
+	sv[0] = accepted(&sv[1], &id);
+	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
+				.peer_fd = sv[0] };
+	ck_assert(priv_active());
+	ck_assert_int_gt(pid = act_spawn(&s, &step), 0);
+	memset(&ru, 0xff, sizeof ru);
+	ck_assert_int_eq(act_reap_usage(pid, &st, &ru), 0);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 3);
+	ck_assert_int_gt(ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1000000 +
+			 ru.ru_stime.tv_usec, 0);
+	ck_assert_int_lt(ru.ru_utime.tv_usec, 1000000);
+	ck_assert_int_gt(ru.ru_minflt, 0);
+	ck_assert_int_gt(ru.ru_maxrss, 0);
+	close(sv[0]);
+	close(sv[1]);
+	assert_alive();
+	drop_tree();
+}
+END_TEST
+
 /* docs/DESIGN.md's table of the op set ("| `name` | fds | ...") names the protocol table's types,
  * in its order, with the descriptors each carries: a type added, renamed or given an fd fails here
  * until DESIGN says so. */
@@ -872,6 +907,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, a_dead_channel_loses_the_helper);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
+	tcase_add_test(tc, reap_through_the_helper_gives_the_usage);
 	tcase_add_test(tc, hostile_typed_probe_parameters_start_nothing);
 	tcase_add_test(tc, design_table_matches_the_protocol_table);
 	suite_add_tcase(s, tc);

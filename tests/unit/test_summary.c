@@ -58,6 +58,12 @@ START_TEST(other_kinds_and_unknown_ones)
 	expect("/bin/sleep ok", text_of("process.launch", "ok", "{\"argv\": [\"/bin/sleep\", \"1\"]}", NULL, NULL));
 	expect("schedule 3 skipped", text_of("schedule.run", "skipped", "{\"schedule_id\": 3}", NULL, NULL));
 	expect("probe touch ok", text_of("probe.touch", "ok", "{\"probe\": \"touch\"}", NULL, NULL));
+	expect("experiment always vs never on sparse-touch, 10 rounds ok",
+	       text_of("experiment.run", "ok", "{\"arms\": [{\"name\": \"always\"}, {\"name\": \"never\"}], \"rounds\": 10,"
+		       " \"workload\": {\"probe\": \"sparse-touch\"}}", NULL, NULL));
+	expect("experiment a vs b vs c on ./bench, 4 rounds failed",
+	       text_of("experiment.run", "failed", "{\"arms\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\"}],"
+		       " \"rounds\": 4, \"workload\": {\"argv\": [\"./bench\", \"-x\"]}}", NULL, NULL));
 	expect("ok", text_of("no.such.kind", "ok", NULL, NULL, NULL));
 }
 END_TEST
