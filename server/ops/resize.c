@@ -37,6 +37,7 @@ struct run {
 	struct batch_row rows[ROW_BUF];
 	int nrows;
 	int64_t seq, t0, last_flush, last_report;
+	int64_t seq0;                /* the operation's batches before this run (resize_args.seq) */
 	uint64_t done, total;
 	bool compacted;
 };
@@ -65,7 +66,7 @@ static void report(struct run *r)
 		eta = json_integer(0);
 	job_progress(r->ctx, json_pack("{s:o, s:I, s:I, s:I, s:I, s:o}", "targets", plan_targets_json(r->a, false),
 				       "pages_done", (json_int_t)r->done, "pages_total", (json_int_t)r->total,
-				       "batches", (json_int_t)r->seq, "elapsed_ms", (json_int_t)(el / 1000000),
+				       "batches", (json_int_t)(r->seq - r->seq0), "elapsed_ms", (json_int_t)(el / 1000000),
 				       "eta_ms", eta));
 }
 
@@ -182,7 +183,7 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	r->ctx = ctx;
 	r->a = a;
-	r->seq = a->seq;
+	r->seq = r->seq0 = a->seq;
 	r->t0 = r->last_flush = clk_mono_ns();
 	/* The starting point is what the kernel says now, not at submission: another job may have
 	 * run in between. */
@@ -227,7 +228,7 @@ done:
 	a->seq = r->seq;
 	format_size_kb(a->size_kb, name, sizeof name);
 	out->result = json_pack("{s:s, s:I, s:o, s:I, s:I, s:b}", "size", name, "size_kb", (json_int_t)a->size_kb,
-				"targets", plan_targets_json(a, true), "batches", (json_int_t)r->seq, "elapsed_ns",
+				"targets", plan_targets_json(a, true), "batches", (json_int_t)(r->seq - r->seq0), "elapsed_ns",
 				(json_int_t)(clk_mono_ns() - r->t0), "compacted", r->compacted);
 	if (out->reason)
 		json_object_set_new(out->result, "reason", json_string(job_reason_name(out->reason)));
