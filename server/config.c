@@ -80,6 +80,7 @@ static const struct option long_opts[] = {
 	{ "probe-memory-share", required_argument, NULL, 'M' },
 	{ "profiles-dir", required_argument, NULL, 'D' },
 	{ "profile",     required_argument, NULL, 'p' },
+	{ "node-labels-file", required_argument, NULL, 'N' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -153,6 +154,11 @@ static const struct opt_doc {
 	  "Kubernetes ConfigMap volume", -1, true },
 	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
 	  "checks it at start and reports it; applying it is not built yet)", -1, true },
+	{ "node-labels-file", "PATH", "write the node's state as a Node Feature Discovery local feature file here "
+	  "(e.g. /etc/kubernetes/node-feature-discovery/features.d/mempolicyd): mempolicyd.io/NAME=VALUE labels of "
+	  "the THP settings, the profile, each pool's size per page size and node and the kernel's capabilities, "
+	  "expiring 300 s ahead and written again every 120 s and after every change, through a dot file renamed "
+	  "over it (docs/reference/fleet.md); the name must not start with a dot", -1, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
@@ -239,6 +245,7 @@ static char **config_slot(struct config *c, int opt)
 	case 'M': return &c->probe_share;
 	case 'D': return &c->profiles_dir;
 	case 'p': return &c->profile;
+	case 'N': return &c->node_labels_file;
 	case 'C': return &c->tls_cert;
 	case 'K': return &c->tls_key;
 	case 'A': return &c->tls_client_ca;

@@ -34,6 +34,7 @@ struct config {
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 	char *profiles_dir;   /* NULL: DEFAULT_PROFILES_DIR (set by main()) */
 	char *profile;        /* the active profile's name; NULL: none */
+	char *node_labels_file; /* the NFD labels file (server/ops/labels.h); NULL: none */
 };
 
 /* The command line, and the file named by --config under it (the command line wins). Returns -1

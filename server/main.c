@@ -18,6 +18,7 @@
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/config.h"
+#include "server/fleet/nfd.h"
 #include "server/instance.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/maint.h"
@@ -32,6 +33,7 @@
 #include "server/statedir.h"
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
+#include "server/ops/labels.h"
 #include "server/ops/probes.h"
 #include "server/ops/profiles.h"
 #include "server/ops/restore.h"
@@ -57,6 +59,7 @@ static void test_clock_moved(const struct app *app, struct maint *maint)
 	log_info("test clock: now %lld", (long long)clk_wall_ns());
 	scheduler_kick(app->scheduler);
 	maint_kick(maint);
+	labels_changed();   /* a refresh due at the new time is written now */
 }
 #endif
 
@@ -225,6 +228,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	app.profile = cfg.profile;
+	if (cfg.node_labels_file && !nfd_path_ok(cfg.node_labels_file)) {
+		fprintf(stderr, "mempolicyd: node-labels-file wants a path whose name does not start with a dot (Node "
+			"Feature Discovery skips dot files), not '%s'\n", cfg.node_labels_file);
+		rc = 2;
+		goto out;
+	}
 	if (cfg.admin_group) {
 		struct group *g = getgrnam(cfg.admin_group);
 		if (!g) {
@@ -311,6 +320,9 @@ int main(int argc, char **argv)
 		 * handoff.h). Its records are bounded at twice what libmicrohttpd may hold. */
 		struct priv_accept acc = { .listen_fd = http_unix_listener(http), .max_conns = 2 * lim.max_connections,
 					   .serving_uid = user.uid };
+		/* The helper writes the labels file (it alone may, in a root-owned directory): the path
+		 * is fixed before the fork, never sent. */
+		priv_set_labels_file(cfg.node_labels_file);
 		/* Before the store and before any thread (http_listen starts none): the helper is a fork
 		 * of this image, holding the knob catalogue, the roots and the listener, and nothing else
 		 * of the daemon. */
@@ -343,7 +355,7 @@ int main(int argc, char **argv)
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
 	/* The store counts its commits into GET /metrics' registry without including it. */
-	store_set_events(app.store, &metrics_store_events);
+	store_set_events(app.store, cfg.node_labels_file ? labels_events(&metrics_store_events) : &metrics_store_events);
 	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
 	metrics_reset();
 	if (store_metrics_seed(app.store, &e) < 0)
@@ -374,6 +386,8 @@ int main(int argc, char **argv)
 		goto fail;
 	/* The profiles as this (serving) process can read them; an invalid one is logged, never fatal. */
 	profiles_log_start(&app);
+	if (cfg.node_labels_file && labels_start(&app, cfg.node_labels_file, &e) < 0)
+		goto fail;
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
 		goto fail;
@@ -421,6 +435,7 @@ fail:
 	sd_say("STATUS=failed: %s", e.detail);
 out:
 	http_stop(http);
+	labels_stop();   /* after the listeners: no request changes what it shows any more */
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */
 	scheduler_stop(app.scheduler);
 	maint_stop(maint);
