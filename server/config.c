@@ -15,6 +15,7 @@
 #include "server/jobs/reasons.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
+#include "server/oplog.h"
 #include "server/store/retain.h"
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
@@ -64,6 +65,7 @@ static const struct option long_opts[] = {
 	{ "seccomp",     required_argument, NULL, 'Z' },
 	{ "no-seccomp",  no_argument,       NULL, OPT_NO_SECCOMP },
 	{ "log-level",   required_argument, NULL, 'l' },
+	{ "log-format",  required_argument, NULL, 'F' },
 	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
 	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
 	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
@@ -86,6 +88,7 @@ static const struct option long_opts[] = {
 	{ "list-errors", no_argument,       NULL, 'E' },
 	{ "list-kinds",  no_argument,       NULL, OPT_LIST },
 	{ "list-reasons", no_argument,      NULL, OPT_LIST + 1 },
+	{ "list-message-ids", no_argument,  NULL, OPT_LIST + 2 },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 	{ "test-job-workers", required_argument, NULL, 'J' },
@@ -126,6 +129,9 @@ static const struct opt_doc {
 	  "debugging (a kernel without seccomp filters is logged and served without)", -1, true },
 	{ "no-seccomp", NULL, "the same as --seccomp false", -1, false },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
+	{ "log-format", "FORMAT", "auto (default: journal when stderr is the journal's stream, else text), text, "
+	  "json (one JSON object per line on stderr) or journal (the native journal protocol, each operation with "
+	  "MESSAGE_ID and MPD_* fields)", -1, true },
 	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
 	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
 	  CONN_DEFAULT_PER_UID, true },
@@ -165,6 +171,8 @@ static const struct opt_doc {
 	{ "list-kinds", NULL, "every operation kind history records: kind, job or record, summary or no-summary", -1,
 	  false },
 	{ "list-reasons", NULL, "every reason a job can end with: reason, meaning", -1, false },
+	{ "list-message-ids", NULL, "the journal MESSAGE_ID of each operation kind's log event: kind, id (* for a "
+	  "kind without its own)", -1, false },
 };
 
 static void usage(FILE *f)
@@ -242,6 +250,7 @@ static char **config_slot(struct config *c, int opt)
 	case 'u': return &c->user;
 	case 'Z': return &c->seccomp;
 	case 'l': return &c->log_level;
+	case 'F': return &c->log_format;
 	case 'M': return &c->probe_share;
 	case 'D': return &c->profiles_dir;
 	case 'p': return &c->profile;
@@ -444,6 +453,8 @@ int config_parse_args(int argc, char **argv, struct config *c)
 			return ops_list_kinds(stdout) < 0 ? 1 : 0;
 		case OPT_LIST + 1:
 			return job_reasons_list(stdout) < 0 ? 1 : 0;
+		case OPT_LIST + 2:
+			return oplog_list_ids(stdout) < 0 ? 1 : 0;
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);

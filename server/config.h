@@ -27,6 +27,7 @@ struct config {
 	char *user;           /* NULL: no privilege separation (server/priv/priv.h); set by main() */
 	char *seccomp;        /* "true" or "false" as written; NULL: true (server/kernel/sandbox.h) */
 	char *log_level;
+	char *log_format;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *test_job_workers; /* test builds, command line only: the job runner's workers; NULL: 2 */
 	char *limit[7];       /* max-connections ... max-connections-per-address, as written; NULL: default */

@@ -40,6 +40,7 @@
 #include "server/probes/probe.h"
 #include "server/ops/schedules.h"
 #include "server/metrics.h"
+#include "server/observe.h"
 #include "server/store/db.h"
 #include "server/store/events.h"
 #include "server/store/history.h"
@@ -183,6 +184,16 @@ int main(int argc, char **argv)
 	}
 	if (cfg.log_level && log_set_level(cfg.log_level) < 0) {
 		fprintf(stderr, "mempolicyd: unknown log level '%s' (error, warn, info, debug)\n", cfg.log_level);
+		rc = 2;
+		goto out;
+	}
+	/* Now, before any sandbox: the journal's socket is connected once, by path. */
+	if (log_set_format(cfg.log_format ? cfg.log_format : "auto") < 0) {
+		if (cfg.log_format && strcmp(cfg.log_format, "journal"))
+			fprintf(stderr, "mempolicyd: unknown log format '%s' (auto, text, json, journal)\n", cfg.log_format);
+		else
+			fprintf(stderr, "mempolicyd: log format journal: %s: %s\n", "/run/systemd/journal/socket",
+				strerror(errno));
 		rc = 2;
 		goto out;
 	}
@@ -354,10 +365,12 @@ int main(int argc, char **argv)
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
-	/* The store counts its commits into GET /metrics' registry without including it. */
-	store_set_events(app.store, cfg.node_labels_file ? labels_events(&metrics_store_events) : &metrics_store_events);
+	/* The store reports its commits to GET /metrics' registry and the operations' log without
+	 * including either (server/observe.h). */
+	store_set_events(app.store, &observe_store_events);
 	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
 	metrics_reset();
+	observe_reset();
 	if (store_metrics_seed(app.store, &e) < 0)
 		goto fail;
 	/* What a probe changed and a dead daemon did not put back, before anyone can ask for anything. */

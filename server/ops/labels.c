@@ -17,7 +17,6 @@
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/priv/act.h"
-#include "server/store/events.h"
 
 /* The one writer of this process. mu guards the flags; the texts are the thread's own. */
 static struct {
@@ -228,32 +227,4 @@ void labels_changed(void)
 		pthread_cond_signal(&W.cv);
 	}
 	pthread_mutex_unlock(&W.mu);
-}
-
-/* ---- the store's events, passed on ---- */
-
-static const struct store_events *under_ev;   /* borrowed */
-static struct store_events chained_ev;
-
-static void ev_op_inserted(int64_t id, const char *kind, const char *status)
-{
-	if (under_ev->op_inserted)
-		under_ev->op_inserted(id, kind, status);
-	labels_changed();
-}
-
-static void ev_op_finished(int64_t id, const char *status)
-{
-	if (under_ev->op_finished)
-		under_ev->op_finished(id, status);
-	labels_changed();
-}
-
-const struct store_events *labels_events(const struct store_events *under)
-{
-	under_ev = under;
-	chained_ev = *under;
-	chained_ev.op_inserted = ev_op_inserted;
-	chained_ev.op_finished = ev_op_finished;
-	return &chained_ev;
 }

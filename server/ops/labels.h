@@ -3,7 +3,8 @@
  * thread of the serving process through the privileged act (act_labels_write).
  *
  * It is written at start, after every operation the store records (a knob set, a resize, a
- * profile applied: labels_events), and on a timer whose only purpose is the expiry: every
+ * profile applied: server/observe.c, which every operation passes, calls labels_changed), and on
+ * a timer whose only purpose is the expiry: every
  * LABELS_REFRESH_S it is written again with an expiry LABELS_EXPIRY_S ahead, so that the labels
  * of a daemon that died lapse within LABELS_EXPIRY_S (plus NFD's re-read interval). Nothing polls
  * the kernel beyond that timer: a change made behind the daemon's back shows at the next refresh.
@@ -15,7 +16,6 @@
 #include "common/err.h"
 
 struct app;
-struct store_events;
 
 #define LABELS_EXPIRY_S  300
 #define LABELS_REFRESH_S 120
@@ -30,10 +30,5 @@ void labels_stop(void);
 /* Something the labels show may have changed: the writer rebuilds the text soon. Any thread; a
  * no-op when no writer runs. */
 void labels_changed(void);
-
-/* The store's events as under (borrowed, lives as long as the store) reports them, and every
- * operation inserted or finished also calls labels_changed(). Returns a struct of this module's
- * (call once, before the store is used by another thread). */
-const struct store_events *labels_events(const struct store_events *under);
 
 #endif
