@@ -98,7 +98,9 @@ class ManifestsTest(unittest.TestCase):
         args = cmd[1:]
         args[args.index("--config") + 1] = os.path.join(self.tmp, "mempolicyd.conf")
         args[args.index("--node-labels-file") + 1] = labels
-        d = Daemon(None, args + ["--sysfs-root", "/sys", "--procfs-root", "/proc", "--profiles-dir", pdir])
+        # The config's log level (lib's daemons log at debug otherwise).
+        d = Daemon(None, args + ["--sysfs-root", "/sys", "--procfs-root", "/proc", "--profiles-dir", pdir,
+                                 "--log-level", cfg["log-level"]])
         try:
             d.start()
             body = d.get("/v1/profiles").json
@@ -107,6 +109,17 @@ class ManifestsTest(unittest.TestCase):
             self.assertEqual(set(states), {n[:-5] for n in profiles["data"]})
             for name, (state, err) in states.items():
                 self.assertEqual(state, "ok", "%s.conf: %s" % (name, err))
+            # Reads write no log line at the DaemonSet's level: a fleet scrapes every node every
+            # 30 s and NPD checks it every 60 s (libmicrohttpd's socket-option warnings on the
+            # Unix socket were three lines per request).
+            with open(d.log) as f:
+                before = f.read().splitlines()
+            for _ in range(10):
+                self.assertEqual(d.get("/metrics").status, 200)
+                self.assertEqual(d.get("/v1/profiles").status, 200)
+            with open(d.log) as f:
+                after = f.read().splitlines()
+            self.assertEqual(after[len(before):], [])
             # --log-format json: every line the daemon wrote is one JSON object.
             for line in d.log_text().splitlines():
                 if line.strip():
