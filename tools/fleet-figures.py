@@ -65,10 +65,28 @@ def wait_job(d, job_id, timeout=60):
     raise RuntimeError("job %d did not end" % job_id)
 
 
+def families(lines):
+    """Series per metric family (a histogram's _bucket, _sum and _count are one), largest first."""
+    by = {}
+    for l in lines:
+        name = l.split("{", 1)[0].split(" ", 1)[0]
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+        by[name] = by.get(name, 0) + 1
+    return sorted(by.items(), key=lambda kv: -kv[1])
+
+
 def scrape(d):
     text = d.get("/metrics").raw
     om = d.request("GET", "/metrics", headers={"Accept": OM}).raw
-    return {"series": len(sample_lines(text)), "bytes": len(text.encode()), "bytes_om": len(om.encode())}
+    lines = sample_lines(text)
+    # What a fleet Prometheus keeps when it drops the resize histogram's buckets at scrape
+    # (metric_relabel_configs, docs/reference/fleet.md): the series and the bytes without them.
+    kept = [l for l in om.splitlines() if not l.startswith("mempolicyd_hugepages_resize_page_latency_seconds_bucket")]
+    return {"series": len(lines), "bytes": len(text.encode()), "bytes_om": len(om.encode()),
+            "largest": families(lines)[:4], "series_no_buckets": len(sample_lines("\n".join(kept))),
+            "bytes_om_no_buckets": len("\n".join(kept).encode()) + 1}
 
 
 def measure(name, tree, numa_nodes, sizes):
@@ -113,6 +131,7 @@ def measure(name, tree, numa_nodes, sizes):
             row["busy"] = scrape(d)
         with open(labels, "rb") as f:
             data = f.read()
+        row["labels_text"] = data.decode()
         row["label_bytes"] = len(data)
         row["labels"] = sum(1 for l in data.decode().splitlines() if l and not l.startswith("#"))
     finally:
@@ -175,6 +194,14 @@ def main():
             b.get("bytes_om", r["idle"]["bytes_om"]), r["label_bytes"], r["labels"], r["log_lines_per_read"],
             "%.1f" % r["log_lines_per_resize_job"] if "log_lines_per_resize_job" in r else "-",
             "%.0f" % r["log_bytes_per_line"] if "log_bytes_per_line" in r else "-"))
+    print("\nwithout the resize histogram's buckets (busy, or idle): series, OpenMetrics bytes")
+    for r in rows:
+        s = r.get("busy", r["idle"])
+        print("  %-26s %5d %7d" % (r["shape"], s["series_no_buckets"], s["bytes_om_no_buckets"]))
+    print("\nlargest families (series):")
+    for r in rows:
+        s = r.get("busy", r["idle"])
+        print("  %-26s %s" % (r["shape"], ", ".join("%s %d" % kv for kv in s["largest"])))
     print("\n%d nodes, scrape every %d s, NPD every %d s, %d operations a day per node:" % (
         FLEET_NODES, SCRAPE_S, NPD_S, OPS_PER_DAY))
     for r in rows:
