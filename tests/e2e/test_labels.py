@@ -308,7 +308,9 @@ class LabelsClockTest(unittest.TestCase, LabelsDir):
         # The file was replaced while it was read, many times (or the test proved nothing).
         self.assertGreater(len(seen), 5, "the file was not rewritten while it was read")
         self.assertGreater(len(inodes), 1)   # replaced, not rewritten in place (numbers are reused)
-        self.assertEqual(os.listdir(self.features), ["mempolicyd"])   # no dot file left behind
+        # No dot file left behind once the writer is done (stopped: a write in flight finishes).
+        self.assertEqual(self.d.stop(), 0)
+        self.assertEqual(os.listdir(self.features), ["mempolicyd"])
 
 
 class LabelsRefusalsTest(unittest.TestCase, LabelsDir):
