@@ -55,16 +55,6 @@ def count_log(d):
         return len(f.read().splitlines())
 
 
-def wait_job(d, job_id, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        j = d.get("/v1/jobs/%d" % job_id).json
-        if j["status"] not in ("queued", "running"):
-            return j
-        time.sleep(0.02)
-    raise RuntimeError("job %d did not end" % job_id)
-
-
 def families(lines):
     """Series per metric family (a histogram's _bucket, _sum and _count are one), largest first."""
     by = {}
@@ -91,6 +81,7 @@ def scrape(d):
 
 def measure(name, tree, numa_nodes, sizes):
     from lib import Daemon
+    from test_process_migrate import wait_job
 
     work = tempfile.mkdtemp(prefix="mpd-fleet-")
     os.chmod(work, 0o755)

@@ -101,21 +101,19 @@ class LabelsDir:
         cls.path = os.path.join(cls.features, "mempolicyd")
 
 
-class RealKernelLabelsTest(DaemonTest, LabelsDir):
-    """The real kernel, read only: the labels say what /sys says."""
+class LabelsDaemonTest(DaemonTest, LabelsDir):
+    """One daemon for the class, writing the labels file into its own directory."""
 
     @classmethod
     def setUpClass(cls):
         cls.make_dir()
+        cls.addClassCleanup(shutil.rmtree, cls.features, True)
         cls.daemon_args = ("--node-labels-file", cls.path)
         super().setUpClass()
 
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.features, ignore_errors=True)
+
+class RealKernelLabelsTest(LabelsDaemonTest):
+    """The real kernel, read only: the labels say what /sys says."""
 
     def test_labels_are_the_kernels_state_and_expire_ahead(self):
         labels = wait_labels(self.path, lambda l: "madv-collapse" in l)
@@ -150,23 +148,10 @@ class RealKernelLabelsTest(DaemonTest, LabelsDir):
         self.assertEqual(st.st_uid, 0)   # the privileged side wrote it, in a directory only root may write
 
 
-class FakeTreeLabelsTest(DaemonTest, LabelsDir):
+class FakeTreeLabelsTest(LabelsDaemonTest):
     """A generated 4-node tree: what is changed through the API shows in the labels, hostile kernel
     text makes no label and no line."""
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
-
-    @classmethod
-    def setUpClass(cls):
-        cls.make_dir()
-        cls.daemon_args = ("--node-labels-file", cls.path)
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            shutil.rmtree(cls.features, ignore_errors=True)
 
     def test_every_pool_per_size_and_node(self):
         labels = wait_labels(self.path, lambda l: "hugepages-1G-node0" in l)
