@@ -16,6 +16,7 @@
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
+#include "server/ops/profile_state.h"
 #include "server/priv/act.h"
 
 /* The one writer of this process. mu guards the flags; the texts are the thread's own. */
@@ -89,6 +90,26 @@ static void pools(struct nfd_text *t, const struct app *app)
 	free(p);
 }
 
+/* The profile in force and its state (applied or degraded; none before an apply: no state label),
+ * from the profile state; before one exists, the configured name. */
+static void profile(struct nfd_text *t, const struct app *app)
+{
+	struct ps_snapshot snap = { 0 };
+
+	if (!app->profile_state || profile_state_snapshot(app->profile_state, &snap) < 0) {
+		if (app->profile)
+			add(t, "profile", app->profile);
+		return;
+	}
+	if (snap.name[0])
+		add(t, "profile", snap.name);
+	else if (app->profile)
+		add(t, "profile", app->profile);
+	if (snap.state != PS_NONE)
+		add(t, "profile-state", ps_state_name(snap.state));
+	ps_snapshot_free(&snap);
+}
+
 /* The whole text, expiring at expiry_s. What goes in is what changes only when someone changes
  * it (a setting, a pool's size, the profile) or never (what the kernel can do): no free-page
  * count or other figure that moves by itself (docs/reference/fleet.md says why). */
@@ -102,8 +123,7 @@ static void build(struct nfd_text *t, const struct app *app, int64_t expiry_s)
 		if (k && knob_read(app->knobs, k, &ks) == 0 && ks.available)
 			add(t, thp_labels[i].label, ks.value);
 	}
-	if (app->profile)
-		add(t, "profile", app->profile);
+	profile(t, app);
 	add(t, "mpol-preferred-many", app->caps.mpol.preferred_many ? "true" : "false");
 	add(t, "mpol-weighted-interleave", app->caps.weighted_interleave ? "true" : "false");
 	add(t, "madv-collapse", app->caps.madv_collapse ? "true" : "false");

@@ -2,7 +2,8 @@
  * document checked against this host, and the dry run (what an apply would do). The parser and
  * merger are server/profiles/; this file adds what a key means here — the knob catalogue's types
  * and lists, the host's pools and nodes, the cgroups — reading the kernel only, writing nothing.
- * Apply, verify and drift (planned) start from the same checked document. */
+ * The apply (ops/profile_apply.c) and the profile state's readers start from the same checked
+ * document; drift (planned) will too. */
 #ifndef MPD_OPS_PROFILES_H
 #define MPD_OPS_PROFILES_H
 
@@ -24,7 +25,7 @@ struct profile_eval {
 	char reason[192];            /* why unsupported */
 };
 
-/* A merged profile checked against this host: what apply and verify (planned) start from. */
+/* A merged profile checked against this host: what the apply starts from. */
 struct profile_checked {
 	struct prof_doc doc;
 	struct profile_eval *ev;     /* owned, doc.n of them, in doc.keys' order */
@@ -32,12 +33,19 @@ struct profile_checked {
 	struct topology *topo;       /* owned, NULL when the topology cannot be read */
 	struct cg_hier cg;
 	bool have_cg;
+	uint64_t digest;             /* of the files' text as the merge read them (profiles_digest) */
 };
 
 /* Merges `name` from the profiles directory and evaluates every key against the kernel now
  * (reads only). 0, or -1 with pe at the first error; free *ck with profiles_checked_free either way. */
 int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe);
 void profiles_checked_free(struct profile_checked *ck);
+/* Evaluates ck's document (already merged) against the kernel now, again: ck->ev, the topology and
+ * unsupported_required are refreshed. 0, or -1 with pe (a value this kernel no longer allows). */
+int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe);
+/* The digest of name's files as they are now (merged again, nothing evaluated): a changed file,
+ * an include added or removed gives another. 0, or -1 with pe when the files no longer merge. */
+int profiles_digest(const struct app *app, const char *name, uint64_t *digest, struct prof_err *pe);
 
 /* {"dir", "active", "profiles": [{name, file, active, state, reasons?, error?, keys?}]}. A
  * missing default directory is an empty list. 0 with *out (owned), or -1 with pe->e. */
