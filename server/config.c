@@ -162,7 +162,7 @@ static const struct opt_doc {
 	  "checks it at start and reports it; applying it is not built yet)", -1, true },
 	{ "node-labels-file", "PATH", "write the node's state as a Node Feature Discovery local feature file here "
 	  "(e.g. /etc/kubernetes/node-feature-discovery/features.d/mempolicyd): mempolicyd.io/NAME=VALUE labels of "
-	  "the THP settings, the profile, each pool's size per page size and node and the kernel's capabilities, "
+	  "the THP settings, the profile and its state, each pool's size per page size and node and the kernel's capabilities, "
 	  "expiring 300 s ahead and written again every 120 s and after every change, through a dot file renamed "
 	  "over it (docs/reference/fleet.md); the name must not start with a dot", -1, true },
 	{ "help", NULL, "this help", -1, false },

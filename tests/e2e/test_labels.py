@@ -188,6 +188,34 @@ class FakeTreeLabelsTest(LabelsDaemonTest):
             self.tree.write(rel, before)
 
 
+class ProfileStateLabelsTest(LabelsDaemonTest):
+    """The profile in force and its state: the configured name before an apply (no state label),
+    then profile-state=applied once `profile apply` made it so, written at the apply's end."""
+    tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pdir = tempfile.mkdtemp(prefix="mpd-prof-")
+        os.chmod(cls.pdir, 0o755)
+        cls.addClassCleanup(shutil.rmtree, cls.pdir, True)
+        with open(os.path.join(cls.pdir, "web.conf"), "w") as f:
+            f.write("[profile]\non-drift = report\n[knobs]\nthp.defrag = never\n")
+        cls.make_dir()
+        cls.addClassCleanup(shutil.rmtree, cls.features, True)
+        cls.daemon_args = ("--node-labels-file", cls.path, "--profiles-dir", cls.pdir, "--profile", "web")
+        super(LabelsDaemonTest, cls).setUpClass()
+
+    def test_profile_and_its_state(self):
+        labels = wait_labels(self.path, lambda l: "madv-collapse" in l)
+        self.assertEqual(labels["profile"], "web")
+        self.assertNotIn("profile-state", labels)   # configured, not applied: no state to claim
+        p = self.d.ctl("profile", "apply", "web")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # Within the refresh: the apply's end made the daemon write.
+        labels = wait_labels(self.path, lambda l: l.get("profile-state") == "applied", timeout=10)
+        self.assertEqual((labels["profile"], labels["thp-defrag"]), ("web", "never"))
+
+
 class LabelsClockTest(unittest.TestCase, LabelsDir):
     """On the test clock: the expiry is EXPIRY_S past the daemon's clock, the file is written again
     once REFRESH_S have passed (before it lapses), and once the daemon is stopped nothing writes it
