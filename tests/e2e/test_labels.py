@@ -359,6 +359,18 @@ class LabelsRefusalsTest(unittest.TestCase, LabelsDir):
             d.cleanup()
         self.assertEqual(os.listdir(self.features), [])
 
+    def test_one_process_writes_it_itself(self):
+        """--user root (no helper): the daemon's own act writes the same file the same way."""
+        d = Daemon(self.tree, ["--node-labels-file", self.path], user="root")
+        try:
+            d.start()
+            labels = wait_labels(self.path, lambda l: "hugepages-2M-node1" in l)
+            self.assertEqual(labels["mpol-weighted-interleave"], "true")
+            self.assertIn("no privilege separation (--user root)", d.log_text())
+        finally:
+            self.assertEqual(d.cleanup(), 0, d.last_log)
+        self.assertEqual(os.listdir(self.features), ["mempolicyd"])
+
     def test_a_profile_name_that_is_no_label_value_is_left_out(self):
         for name in ("_db", "db.", "-db"):
             d = Daemon(self.tree, ["--node-labels-file", self.path, "--profile", name,
