@@ -15,7 +15,7 @@ the DaemonSet runs it (--log-format json, --log-level info, --node-labels-file) 
                Prometheus asks for first)
   label bytes  the NFD labels file, and its label count
   log lines    JSON lines the daemon writes per operation (a knob set, a resize job) and per read
-               (GET /metrics, GET /v1/health), and their mean size
+               (GET /metrics, GET /v1/health, GET /v1/profile), and their mean size
 Then, from those, what a 10,000-node fleet costs at the stated rates (RATES below)."""
 import argparse
 import json
@@ -95,12 +95,13 @@ def measure(name, tree, numa_nodes, sizes):
         while not os.path.exists(labels) and time.monotonic() < deadline:
             time.sleep(0.02)
         row["idle"] = scrape(d)
-        # Reads: the log lines one scrape and one health check write.
+        # Reads: the log lines a scrape, a health check and what the NPD plugin's `profile verify`
+        # asks (GET /v1/profile) write.
         n = count_log(d)
         for _ in range(20):
-            d.get("/metrics")
-            d.get("/v1/health")
-        row["log_lines_per_read"] = len(log_lines(d, n)) / 40
+            for path in ("/metrics", "/v1/health", "/v1/profile"):
+                assert d.get(path).status == 200, path
+        row["log_lines_per_read"] = len(log_lines(d, n)) / 60
         if tree:
             n = count_log(d)
             r = d.request("PUT", "/v1/knobs/thp.enabled", {"value": "always"})
