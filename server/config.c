@@ -18,6 +18,7 @@
 #include "server/ops/drift.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
+#include "server/oplog.h"
 #include "server/store/retain.h"
 
 /* The numeric limits (api/conn.h): option value OPT_LIMIT + i is limit[i]. */
@@ -69,6 +70,7 @@ static const struct option long_opts[] = {
 	{ "seccomp",     required_argument, NULL, 'Z' },
 	{ "no-seccomp",  no_argument,       NULL, OPT_NO_SECCOMP },
 	{ "log-level",   required_argument, NULL, 'l' },
+	{ "log-format",  required_argument, NULL, 'F' },
 	{ "max-connections",         required_argument, NULL, OPT_LIMIT + 0 },
 	{ "max-connections-per-uid", required_argument, NULL, OPT_LIMIT + 1 },
 	{ "admin-reserve",           required_argument, NULL, OPT_LIMIT + 2 },
@@ -86,11 +88,13 @@ static const struct option long_opts[] = {
 	{ "profiles-dir", required_argument, NULL, 'D' },
 	{ "profile",     required_argument, NULL, 'p' },
 	{ "drift-check-interval", required_argument, NULL, OPT_DRIFT },
+	{ "node-labels-file", required_argument, NULL, 'N' },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
 	{ "list-kinds",  no_argument,       NULL, OPT_LIST },
 	{ "list-reasons", no_argument,      NULL, OPT_LIST + 1 },
+	{ "list-message-ids", no_argument,  NULL, OPT_LIST + 2 },
 #ifdef MPD_TEST_HOOKS
 	{ "test-clock",  required_argument, NULL, 'T' },
 	{ "test-job-workers", required_argument, NULL, 'J' },
@@ -131,6 +135,9 @@ static const struct opt_doc {
 	  "debugging (a kernel without seccomp filters is logged and served without)", -1, true },
 	{ "no-seccomp", NULL, "the same as --seccomp false", -1, false },
 	{ "log-level", "LEVEL", "error, warn, info (default) or debug", -1, true },
+	{ "log-format", "FORMAT", "auto (default: journal when stderr is the journal's stream, else text), text, "
+	  "json (one JSON object per line on stderr) or journal (the native journal protocol, each operation with "
+	  "MESSAGE_ID and MPD_* fields)", -1, true },
 	{ "max-connections", "N", "connections per listener", CONN_DEFAULT_MAX, true },
 	{ "max-connections-per-uid", "N", "Unix socket connections one user may hold, unless root or admin",
 	  CONN_DEFAULT_PER_UID, true },
@@ -162,12 +169,19 @@ static const struct opt_doc {
 	{ "drift-check-interval", "S", "the profile in force is checked on writes to its files (fanotify) as they "
 	  "happen; what the kernel changes with no write (the hugetlb pools, vm.min_free_kbytes) and what has no "
 	  "mark is read every S seconds (1 to 86400)", DRIFT_CHECK_DEFAULT_S, true },
+	{ "node-labels-file", "PATH", "write the node's state as a Node Feature Discovery local feature file here "
+	  "(e.g. /etc/kubernetes/node-feature-discovery/features.d/mempolicyd): mempolicyd.io/NAME=VALUE labels of "
+	  "the THP settings, the profile and its state, each pool's size per page size and node and the kernel's capabilities, "
+	  "expiring 300 s ahead and written again every 120 s and after every change, through a dot file renamed "
+	  "over it (docs/reference/fleet.md); the name must not start with a dot", -1, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
 	{ "list-kinds", NULL, "every operation kind history records: kind, job or record, summary or no-summary", -1,
 	  false },
 	{ "list-reasons", NULL, "every reason a job can end with: reason, meaning", -1, false },
+	{ "list-message-ids", NULL, "the journal MESSAGE_ID of each operation kind's log event: kind, id (* for a "
+	  "kind without its own)", -1, false },
 };
 
 static void usage(FILE *f)
@@ -245,10 +259,12 @@ static char **config_slot(struct config *c, int opt)
 	case 'u': return &c->user;
 	case 'Z': return &c->seccomp;
 	case 'l': return &c->log_level;
+	case 'F': return &c->log_format;
 	case 'M': return &c->probe_share;
 	case 'D': return &c->profiles_dir;
 	case 'p': return &c->profile;
 	case OPT_DRIFT: return &c->drift_check;
+	case 'N': return &c->node_labels_file;
 	case 'C': return &c->tls_cert;
 	case 'K': return &c->tls_key;
 	case 'A': return &c->tls_client_ca;
@@ -447,6 +463,8 @@ int config_parse_args(int argc, char **argv, struct config *c)
 			return ops_list_kinds(stdout) < 0 ? 1 : 0;
 		case OPT_LIST + 1:
 			return job_reasons_list(stdout) < 0 ? 1 : 0;
+		case OPT_LIST + 2:
+			return oplog_list_ids(stdout) < 0 ? 1 : 0;
 		case 'T':
 			free(c->test_clock);
 			c->test_clock = strdup(optarg);

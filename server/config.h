@@ -27,6 +27,7 @@ struct config {
 	char *user;           /* NULL: no privilege separation (server/priv/priv.h); set by main() */
 	char *seccomp;        /* "true" or "false" as written; NULL: true (server/kernel/sandbox.h) */
 	char *log_level;
+	char *log_format;
 	char *test_clock;     /* command line only, never from a config file (server/clock.h) */
 	char *test_job_workers; /* test builds, command line only: the job runner's workers; NULL: 2 */
 	char *limit[7];       /* max-connections ... max-connections-per-address, as written; NULL: default */
@@ -35,6 +36,7 @@ struct config {
 	char *profiles_dir;   /* NULL: DEFAULT_PROFILES_DIR (set by main()) */
 	char *profile;        /* the active profile's name; NULL: none */
 	char *drift_check;    /* drift-check-interval, as written; NULL: DRIFT_CHECK_DEFAULT_S */
+	char *node_labels_file; /* the NFD labels file (server/ops/labels.h); NULL: none */
 };
 
 /* The command line, and the file named by --config under it (the command line wins). Returns -1

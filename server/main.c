@@ -18,6 +18,7 @@
 #include "server/app.h"
 #include "server/clock.h"
 #include "server/config.h"
+#include "server/fleet/nfd.h"
 #include "server/instance.h"
 #include "server/jobs/jobs.h"
 #include "server/jobs/maint.h"
@@ -32,6 +33,7 @@
 #include "server/statedir.h"
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
+#include "server/ops/labels.h"
 #include "server/ops/probes.h"
 #include "server/ops/drift.h"
 #include "server/ops/profile_state.h"
@@ -40,6 +42,7 @@
 #include "server/probes/probe.h"
 #include "server/ops/schedules.h"
 #include "server/metrics.h"
+#include "server/observe.h"
 #include "server/store/db.h"
 #include "server/store/events.h"
 #include "server/store/history.h"
@@ -59,6 +62,7 @@ static void test_clock_moved(const struct app *app, struct maint *maint)
 	log_info("test clock: now %lld", (long long)clk_wall_ns());
 	scheduler_kick(app->scheduler);
 	maint_kick(maint);
+	labels_changed();   /* a refresh due at the new time is written now */
 }
 #endif
 
@@ -187,6 +191,16 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	/* Now, before any sandbox: the journal's socket is connected once, by path. */
+	if (log_set_format(cfg.log_format ? cfg.log_format : "auto") < 0) {
+		if (cfg.log_format && strcmp(cfg.log_format, "journal"))
+			fprintf(stderr, "mempolicyd: unknown log format '%s' (auto, text, json, journal)\n", cfg.log_format);
+		else
+			fprintf(stderr, "mempolicyd: log format journal: %s: %s\n", "/run/systemd/journal/socket",
+				strerror(errno));
+		rc = 2;
+		goto out;
+	}
 	if (cfg.seccomp && strcmp(cfg.seccomp, "true") && strcmp(cfg.seccomp, "false")) {
 		fprintf(stderr, "mempolicyd: seccomp wants true or false, not '%s'\n", cfg.seccomp);
 		rc = 2;
@@ -240,6 +254,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	app.profile = cfg.profile;
+	if (cfg.node_labels_file && !nfd_path_ok(cfg.node_labels_file)) {
+		fprintf(stderr, "mempolicyd: node-labels-file wants a path whose name does not start with a dot (Node "
+			"Feature Discovery skips dot files), not '%s'\n", cfg.node_labels_file);
+		rc = 2;
+		goto out;
+	}
 	/* Before the job runner: a profile.apply job installs into it. */
 	if (!(app.profile_state = profile_state_new(app.profile))) {
 		fprintf(stderr, "mempolicyd: out of memory (the profile state)\n");
@@ -331,6 +351,9 @@ int main(int argc, char **argv)
 		 * handoff.h). Its records are bounded at twice what libmicrohttpd may hold. */
 		struct priv_accept acc = { .listen_fd = http_unix_listener(http), .max_conns = 2 * lim.max_connections,
 					   .serving_uid = user.uid };
+		/* The helper writes the labels file (it alone may, in a root-owned directory): the path
+		 * is fixed before the fork, never sent. */
+		priv_set_labels_file(cfg.node_labels_file);
 		/* Before the store and before any thread (http_listen starts none): the helper is a fork
 		 * of this image, holding the knob catalogue, the roots and the listener, and nothing else
 		 * of the daemon. */
@@ -362,10 +385,12 @@ int main(int argc, char **argv)
 	sd_say("STATUS=opening and migrating the database %s", cfg.db);
 	if (!(app.store = store_open(cfg.db, &e)))
 		goto fail;
-	/* The store counts its commits into GET /metrics' registry without including it. */
-	store_set_events(app.store, &metrics_store_events);
+	/* The store reports its commits to GET /metrics' registry and the operations' log without
+	 * including either (server/observe.h). */
+	store_set_events(app.store, &observe_store_events);
 	/* Before anything writes history (restore, the job runner's recovery): metrics_seed.c says why. */
 	metrics_reset();
+	observe_reset();
 	if (store_metrics_seed(app.store, &e) < 0)
 		goto fail;
 	/* What a probe changed and a dead daemon did not put back, before anyone can ask for anything. */
@@ -397,6 +422,8 @@ int main(int argc, char **argv)
 	/* Verification of the profile in force, from its first apply on; without it the daemon serves
 	 * unverified (logged). */
 	drift = drift_start(&app, drift_check_s);
+	if (cfg.node_labels_file && labels_start(&app, cfg.node_labels_file, &e) < 0)
+		goto fail;
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
 		goto fail;
@@ -444,6 +471,7 @@ fail:
 	sd_say("STATUS=failed: %s", e.detail);
 out:
 	http_stop(http);
+	labels_stop();   /* after the listeners: no request changes what it shows any more */
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */
 	scheduler_stop(app.scheduler);
 	maint_stop(maint);

@@ -7,7 +7,6 @@
 
 #include "common/parse.h"
 #include "server/metrics.h"
-#include "server/store/events.h"
 
 const double metrics_bucket_s[METRICS_NBUCKETS] = {
 	1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5, 10,
@@ -16,6 +15,7 @@ const double metrics_bucket_s[METRICS_NBUCKETS] = {
 #define MAX_COUNTERS 128
 #define MAX_HIST     512
 #define MAX_PENDING  1024
+#define MAX_SCHED_OK 1024            /* schedules with a last success (max-schedules defaults to 1000) */
 
 struct counter {
 	char kind[48];
@@ -35,6 +35,12 @@ struct hist {
 struct pending {
 	int64_t id;                      /* 0: free slot */
 	char kind[48];
+	int64_t schedule_id;             /* 0: not a schedule's job */
+};
+
+struct sched_ok {
+	int64_t schedule_id;
+	double at_s;                     /* wall clock of its last job that ended ok */
 };
 
 static struct {
@@ -44,7 +50,9 @@ static struct {
 	uint64_t missed;
 	struct hist hist[MAX_HIST];
 	int nhist;
-	struct pending pend_ops[MAX_PENDING], pend_jobs[MAX_PENDING];
+	struct pending pend_jobs[MAX_PENDING];
+	struct sched_ok sched_ok[MAX_SCHED_OK];
+	int nsched_ok;
 	uint64_t dropped;                /* series or pending ids that did not fit */
 	uint64_t write_errors;
 	char last_error_code[48];
@@ -75,69 +83,85 @@ static void count(struct counter *t, int *n, int max, const char *kind, const ch
 	t[(*n)++].n = by;
 }
 
-static bool final_status(const char *status)
+void metrics_op_done(const char *kind, const char *status)
 {
-	return strcmp(status, "running") && strcmp(status, "queued");
+	pthread_mutex_lock(&M.mu);
+	count(M.ops, &M.nops, MAX_COUNTERS, kind, status, 1);
+	pthread_mutex_unlock(&M.mu);
 }
 
-/* Lock held. */
-static void remember(struct pending *p, int64_t id, const char *kind)
+void metrics_dropped(void)
 {
+	pthread_mutex_lock(&M.mu);
+	M.dropped++;
+	pthread_mutex_unlock(&M.mu);
+}
+
+void metrics_job_submitted(int64_t id, const char *kind, int64_t schedule_id)
+{
+	pthread_mutex_lock(&M.mu);
 	for (int i = 0; i < MAX_PENDING; i++)
-		if (!p[i].id) {
-			p[i].id = id;
-			snprintf(p[i].kind, sizeof p->kind, "%s", kind);
+		if (!M.pend_jobs[i].id) {
+			M.pend_jobs[i].id = id;
+			snprintf(M.pend_jobs[i].kind, sizeof M.pend_jobs[i].kind, "%s", kind);
+			M.pend_jobs[i].schedule_id = schedule_id;
+			pthread_mutex_unlock(&M.mu);
 			return;
 		}
 	M.dropped++;
+	pthread_mutex_unlock(&M.mu);
 }
 
-/* Lock held: the kind of pending id, forgotten, into kind; false when unknown. */
-static bool forget(struct pending *p, int64_t id, char *kind, size_t len)
+/* Lock held: schedule id's last success is at_s (a later one only: the seed and a finish may
+ * both report). */
+static void sched_ok_at(int64_t schedule_id, double at_s)
 {
-	for (int i = 0; i < MAX_PENDING; i++)
-		if (p[i].id == id) {
-			snprintf(kind, len, "%s", p[i].kind);
-			p[i].id = 0;
-			return true;
+	for (int i = 0; i < M.nsched_ok; i++)
+		if (M.sched_ok[i].schedule_id == schedule_id) {
+			if (at_s > M.sched_ok[i].at_s)
+				M.sched_ok[i].at_s = at_s;
+			return;
 		}
-	return false;
-}
-
-void metrics_op_inserted(int64_t id, const char *kind, const char *status)
-{
-	pthread_mutex_lock(&M.mu);
-	if (final_status(status))
-		count(M.ops, &M.nops, MAX_COUNTERS, kind, status, 1);
-	else
-		remember(M.pend_ops, id, kind);
-	pthread_mutex_unlock(&M.mu);
-}
-
-void metrics_op_finished(int64_t id, const char *status)
-{
-	char kind[48];
-
-	pthread_mutex_lock(&M.mu);
-	if (forget(M.pend_ops, id, kind, sizeof kind))
-		count(M.ops, &M.nops, MAX_COUNTERS, kind, status, 1);
-	pthread_mutex_unlock(&M.mu);
-}
-
-void metrics_job_submitted(int64_t id, const char *kind)
-{
-	pthread_mutex_lock(&M.mu);
-	remember(M.pend_jobs, id, kind);
-	pthread_mutex_unlock(&M.mu);
+	if (M.nsched_ok == MAX_SCHED_OK) {
+		M.dropped++;
+		return;
+	}
+	M.sched_ok[M.nsched_ok++] = (struct sched_ok){ schedule_id, at_s };
 }
 
 void metrics_job_finished(int64_t id, const char *status)
 {
-	char kind[48];
+	struct timespec ts;
 
+	clock_gettime(CLOCK_REALTIME, &ts);
 	pthread_mutex_lock(&M.mu);
-	if (forget(M.pend_jobs, id, kind, sizeof kind))
-		count(M.jobs, &M.njobs, MAX_COUNTERS, kind, status, 1);
+	for (int i = 0; i < MAX_PENDING; i++)
+		if (M.pend_jobs[i].id == id) {
+			struct pending *p = &M.pend_jobs[i];
+			count(M.jobs, &M.njobs, MAX_COUNTERS, p->kind, status, 1);
+			if (p->schedule_id > 0 && !strcmp(status, "ok"))
+				sched_ok_at(p->schedule_id, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+			p->id = 0;
+			break;
+		}
+	pthread_mutex_unlock(&M.mu);
+}
+
+void metrics_schedule_deleted(int64_t id)
+{
+	pthread_mutex_lock(&M.mu);
+	for (int i = 0; i < M.nsched_ok; i++)
+		if (M.sched_ok[i].schedule_id == id) {
+			M.sched_ok[i] = M.sched_ok[--M.nsched_ok];
+			break;
+		}
+	pthread_mutex_unlock(&M.mu);
+}
+
+void metrics_seed_schedule_ok(int64_t schedule_id, int64_t finished_ns)
+{
+	pthread_mutex_lock(&M.mu);
+	sched_ok_at(schedule_id, (double)finished_ns / 1e9);
 	pthread_mutex_unlock(&M.mu);
 }
 
@@ -263,6 +287,12 @@ int metrics_write_counters(FILE *f, bool om)
 			(unsigned long long)M.sched[i].n);
 	counter_head(f, om, "mempolicyd_schedule_misses", "Scheduler runs that skipped occurrences past their misfire grace.");
 	fprintf(f, "mempolicyd_schedule_misses_total %llu\n", (unsigned long long)M.missed);
+	fputs("# HELP mempolicyd_schedule_last_success_timestamp_seconds When the schedule's last job that ended ok "
+	      "finished, by schedule id (absent until one has).\n"
+	      "# TYPE mempolicyd_schedule_last_success_timestamp_seconds gauge\n", f);
+	for (int i = 0; i < M.nsched_ok; i++)
+		fprintf(f, "mempolicyd_schedule_last_success_timestamp_seconds{schedule=\"%lld\"} %.3f\n",
+			(long long)M.sched_ok[i].schedule_id, M.sched_ok[i].at_s);
 
 	fprintf(f, "# HELP mempolicyd_hugepages_resize_page_latency_seconds Time per page of each resize write "
 		   "(write and read-back divided by the pages it moved), by page size, node and direction.\n"
@@ -302,21 +332,3 @@ int metrics_write_counters(FILE *f, bool om)
 	pthread_mutex_unlock(&M.mu);
 	return ferror(f) ? -1 : 0;
 }
-
-/* The store reports through these (server/store/events.h): it counts what it commits without
- * knowing this registry. */
-const struct store_events metrics_store_events = {
-	.op_inserted = metrics_op_inserted,
-	.op_finished = metrics_op_finished,
-	.job_submitted = metrics_job_submitted,
-	.job_finished = metrics_job_finished,
-	.schedule_ran = metrics_schedule_ran,
-	.batch = metrics_batch,
-	.write_error = metrics_store_write_error,
-	.seed_op = metrics_seed_op,
-	.seed_job = metrics_seed_job,
-	.seed_schedule = metrics_seed_schedule,
-	.seed_batches = metrics_seed_batches,
-	.bucket_s = metrics_bucket_s,
-	.nbuckets = METRICS_NBUCKETS,
-};

@@ -40,12 +40,27 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 }
 
+/* What libmicrohttpd says on every response over a Unix socket, where TCP socket options fail with
+ * EOPNOTSUPP: true of the socket, not a fault. As warnings they were three log lines per request
+ * (a scrape every 30 s, a node-problem-detector check every 60 s: ~13,000 lines a day per node,
+ * docs/reference/fleet.md), so they are debug lines. */
+static const char *const mhd_unix_noise[] = {
+	"Setting TCP_NODELAY option",
+	"Setting TCP_CORK option",
+	"Failed to push the data from buffers to the network",
+};
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
 	(void)cls;
 	vsnprintf(line, sizeof line, fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
+	for (size_t i = 0; i < sizeof mhd_unix_noise / sizeof mhd_unix_noise[0]; i++)
+		if (!strncmp(line, mhd_unix_noise[i], strlen(mhd_unix_noise[i]))) {
+			log_debug("libmicrohttpd: %s", line);
+			return;
+		}
 	log_warn("libmicrohttpd: %s", line);
 }
 

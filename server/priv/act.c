@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "server/fleet/nfd.h"
 #include "server/kernel/cgroup.h"
 #include "server/kernel/madv.h"
 #include "server/priv/priv.h"
@@ -67,6 +68,11 @@ int act_pool_run(struct act_pool *p, uint64_t from, uint64_t goal, uint64_t batc
 void act_pool_close(struct act_pool *p)
 {
 	kfs_close(&p->f);
+}
+
+int act_labels_write(const char *path, const char *text, size_t len)
+{
+	return by_helper() ? priv_labels_write(text, len) : nfd_write_file(path, text, len);
 }
 
 int act_compact(const char *procfs_root)

@@ -10,6 +10,7 @@
 #define MPD_PRIV_ACT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,6 +54,10 @@ int act_pool_open(const char *sysfs_root, uint64_t size_kb, int node, struct act
 int act_pool_run(struct act_pool *p, uint64_t from, uint64_t goal, uint64_t batch, unsigned max, int64_t budget_ns,
 		 struct htlb_step *steps, unsigned *n);
 void act_pool_close(struct act_pool *p);
+
+/* nfd_write_file of the node labels file (server/fleet/nfd.h): the helper writes the path it was
+ * given at start after checking the text; in this process, path (borrowed). */
+int act_labels_write(const char *path, const char *text, size_t len);
 
 /* htlb_compact: compact_memory once. */
 int act_compact(const char *procfs_root);

@@ -3,6 +3,7 @@
 #include "server/priv/priv.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -332,6 +333,23 @@ int priv_compact(void)
 	struct priv_reply rep;
 
 	return (int)ask(&m, sizeof m, PRIV_COMPACT, &rep, NULL);
+}
+
+int priv_labels_write(const char *text, size_t len)
+{
+	struct priv_labels_write *m;   /* owned: 32 kB, not on a thread's stack */
+	struct priv_reply rep;
+	long rc;
+
+	if (len < 1 || len > sizeof m->text)
+		return -EINVAL;
+	if (!(m = calloc(1, sizeof *m)))
+		return -ENOMEM;
+	m->len = (uint32_t)len;
+	memcpy(m->text, text, len);
+	rc = ask(m, sizeof *m, PRIV_LABELS_WRITE, &rep, NULL);
+	free(m);
+	return (int)rc;
 }
 
 int priv_proc_open(pid_t pid, enum proc_file f)

@@ -2,9 +2,10 @@
  * checked again in full here, since the sender may be a compromised daemon. Dispatch is by the
  * table priv_requests[] below: the loop checks what every message shares (header, exact size,
  * descriptors), then the type's check, and only then its act. The helper parses no
- * text from the daemon (the one string, a knob value, is compared with the kernel's own list or
- * parsed as a bounded number), builds every path from its own tables, and answers a refusal
- * without acting on it. */
+ * text from the daemon but two (a knob value, compared with the kernel's own list or parsed as a
+ * bounded number; the labels file, checked line by line against its grammar), builds every path
+ * from its own tables or what it was given before the fork, and answers a refusal without acting
+ * on it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
+#include "server/fleet/nfd.h"
 #include "server/kernel/cgroup.h"
 #include "server/kernel/fanwatch.h"
 #include "server/kernel/hugetlb.h"
@@ -294,6 +296,32 @@ static int do_watch(struct helper *h, const void *msg, struct priv_reply *rep, i
 	return 0;
 }
 
+/* ---- labels.write ---- */
+
+const char *priv_labels_path;
+
+static int check_labels_write(const struct helper *h, const void *msg)
+{
+	const struct priv_labels_write *m = msg;
+
+	(void)h;
+	if (!priv_labels_path)
+		return -EPERM;   /* the daemon was started without --node-labels-file */
+	if (m->pad || m->len < 1 || m->len > NFD_TEXT_MAX)
+		return -EINVAL;
+	return nfd_text_check(m->text, m->len);
+}
+
+static int do_labels_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_labels_write *m = msg;
+
+	(void)h;
+	(void)rep;
+	(void)fd_out;
+	return nfd_write_file(priv_labels_path, m->text, m->len);
+}
+
 /* ---- the closed set ---- */
 
 static int check_nothing(const struct helper *h, const void *msg)
@@ -318,6 +346,8 @@ const struct priv_request priv_requests[PRIV_TYPE_END] = {
 			       priv_do_probe_start },
 	[PRIV_KILL]        = { "kill", sizeof(struct priv_kill), 0, priv_check_child, priv_do_kill },
 	[PRIV_WATCH]       = { "watch", sizeof(struct priv_watch), 0, check_watch, do_watch },
+	[PRIV_LABELS_WRITE] = { "labels_write", sizeof(struct priv_labels_write), 0, check_labels_write,
+				do_labels_write },
 };
 
 /* One message of n bytes (in buf, which holds PRIV_MSG_MAX + 1) with nfds descriptors: what every

@@ -39,6 +39,10 @@ struct priv_request {
 /* The closed set, indexed by enum priv_type; entry 0 is unused. */
 extern const struct priv_request priv_requests[PRIV_TYPE_END];
 
+/* The NFD labels file the helper writes (PRIV_LABELS_WRITE): set before the fork by
+ * priv_set_labels_file (borrowed from the config); NULL: none, and every such request is refused. */
+extern const char *priv_labels_path;
+
 /* The launches (helper_spawn.c). */
 int priv_check_spawn(const struct helper *h, const void *msg);
 int priv_do_spawn(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out);

@@ -52,6 +52,10 @@ struct priv_accept;
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
 	       const struct priv_accept *acc, mp_err *e);
 
+/* The NFD labels file (--node-labels-file, borrowed: lives as long as the config) the helper
+ * forked after this writes on PRIV_LABELS_WRITE, and no other path. Call before priv_start. */
+void priv_set_labels_file(const char *path);
+
 /* The calling process becomes u: supplementary groups, gid, uid; every capability set empty
  * (effective, permitted, inheritable, ambient, bounding); no_new_privs. Checked afterwards from
  * the kernel's own view. 0, or -1 with MPE_PRIV_START. */
@@ -119,6 +123,8 @@ int priv_kill(pid_t pid);
 /* fw_open in the helper: a fanotify group (owned by the caller) marking the files of the n
  * targets, *marked the targets marked; or -errno. */
 int priv_watch(const struct fw_target *t, unsigned n, uint64_t *marked);
+/* The labels file's whole text (len <= NFD_TEXT_MAX), checked and written by the helper. */
+int priv_labels_write(const char *text, size_t len);
 
 /* One datagram on a channel, with pass_fd attached (SCM_RIGHTS) when >= 0; EINTR retried. Both
  * sides use it: the daemon for requests, the helper for answers. Bytes sent, or -1 with errno. */

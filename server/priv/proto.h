@@ -20,6 +20,7 @@
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/proc.h"
+#include "server/fleet/nfd.h"
 #include "server/probes/typed.h"
 
 #define PRIV_MAGIC 0x6d706431u   /* "mpd1" */
@@ -41,6 +42,7 @@ enum priv_type {
 	PRIV_PROBE_START,      /* start a probe child (a kind of the probe table) writing to the pipe sent */
 	PRIV_KILL,             /* SIGKILL a child the helper started and has not collected */
 	PRIV_WATCH,            /* a fanotify group with marks on managed knob and pool files: the fd comes back */
+	PRIV_LABELS_WRITE,     /* write the node labels file named at start (h-fleet) */
 	PRIV_TYPE_END,
 };
 
@@ -201,6 +203,17 @@ struct priv_watch {
 	struct fw_target t[FW_MAX];
 };
 
+/* PRIV_LABELS_WRITE: the NFD labels file's whole text (server/fleet/nfd.h), len bytes of text.
+ * The one request whose text the helper parses: it checks every line against the file's grammar
+ * and the Kubernetes label syntax (nfd_text_check) and writes only to the path it was given
+ * before the fork (priv_set_labels_file), never one from the message. */
+struct priv_labels_write {
+	struct priv_hdr h;
+	uint32_t len;          /* 1 .. NFD_TEXT_MAX */
+	uint32_t pad;
+	char text[NFD_TEXT_MAX];
+};
+
 /* Every answer. rc is 0 or -errno, except PRIV_SPAWN and PRIV_PROBE_START: rc the pid (not
  * collected until a PRIV_REAP, so the pid keeps naming it and the daemon reads its start time
  * itself), or rc -errno and value the enum spawn_step that failed. A count is never in rc, always
@@ -222,5 +235,6 @@ _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits t
 _Static_assert(sizeof(struct priv_cg_mems) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 _Static_assert(sizeof(struct priv_spawn) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 _Static_assert(sizeof(struct priv_probe_start) < PRIV_MSG_MAX, "every message fits the helper's buffer");
+_Static_assert(sizeof(struct priv_labels_write) < PRIV_MSG_MAX, "every message fits the helper's buffer");
 
 #endif

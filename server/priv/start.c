@@ -44,6 +44,11 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
  * listening socket when it has one. */
 #define HELPER_FDS (PRIV_CHANNELS + 2)
 
+void priv_set_labels_file(const char *path)
+{
+	priv_labels_path = path;
+}
+
 /* PR_SET_PDEATHSIG's signal in the helper: the serving side died. */
 static void helper_orphaned(int sig)
 {

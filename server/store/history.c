@@ -61,7 +61,7 @@ int64_t history_insert(struct store *st, const struct op_record *op, mp_err *e)
 	id = op_insert_row(st, op, e);
 	store_conn_unlock(st, W);
 	if (id > 0)
-		STORE_EVENT(st, op_inserted, id, op->kind, op->status);
+		STORE_EVENT(st, op_inserted, id, op);
 	return id;
 }
 
@@ -73,7 +73,7 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
 	rc = op_finish_row(st, id, out, e);
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		STORE_EVENT(st, op_finished, id, out->status);
+		STORE_EVENT(st, op_finished, id, out);
 	return rc;
 }
 
@@ -130,7 +130,7 @@ rollback:
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0)
-		STORE_EVENT(st, op_finished, id, out->status);
+		STORE_EVENT(st, op_finished, id, out);
 	return rc;
 }
 

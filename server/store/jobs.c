@@ -50,8 +50,8 @@ int store_job_submit(struct store *st, const struct op_record *op, const struct 
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		STORE_EVENT(st, op_inserted, *op_id, op->kind, op->status);
-		STORE_EVENT(st, job_submitted, *job_id, r->kind);
+		STORE_EVENT(st, op_inserted, *op_id, op);
+		STORE_EVENT(st, job_submitted, *job_id, r->kind, r->schedule_id);
 	}
 	return rc;
 }
@@ -107,7 +107,7 @@ out:
 	if (rc == 0) {
 		STORE_EVENT(st, job_finished, x->job_id, x->status);
 		if (x->op_id > 0)
-			STORE_EVENT(st, op_finished, x->op_id, x->status);
+			STORE_EVENT(st, op_finished, x->op_id, &out);
 	}
 	return rc;
 }

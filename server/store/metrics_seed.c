@@ -41,6 +41,12 @@ static void sched_row(const struct store_events *ev, sqlite3_stmt *s)
 		ev->seed_schedule(status, strcmp(status, "skipped") ? n : 0, strcmp(status, "skipped") ? 0 : n);
 }
 
+static void sched_ok_row(const struct store_events *ev, sqlite3_stmt *s)
+{
+	if (ev->seed_schedule_ok)
+		ev->seed_schedule_ok(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1));
+}
+
 static void batch_row(const struct store_events *ev, sqlite3_stmt *s)
 {
 	if (ev->seed_batches)
@@ -95,6 +101,8 @@ int store_metrics_seed(struct store *st, mp_err *e)
 	    each(st, "SELECT 'submitted', count(*) FROM jobs WHERE schedule_id IS NOT NULL "
 		     "UNION ALL SELECT status, count(*) FROM operations WHERE kind = 'schedule.run' GROUP BY 1",
 		 sched_row, e) < 0 ||
+	    each(st, "SELECT schedule_id, max(finished_ns) FROM jobs WHERE status = 'ok' AND finished_ns IS NOT NULL "
+		     "AND schedule_id IN (SELECT id FROM schedules) GROUP BY 1", sched_ok_row, e) < 0 ||
 	    each(st, sql, batch_row, e) < 0)
 		goto out;
 	rc = 0;

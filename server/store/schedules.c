@@ -107,6 +107,8 @@ int sched_store_delete(struct store *st, int64_t id, mp_err *e)
 	sqlite3_bind_int64(s, 1, id);
 	rc = run_write_one(st, s, MPE_SCHEDULE_NOT_FOUND, "schedule", id, e, "delete schedule");
 	store_conn_unlock(st, W);
+	if (rc == 0)
+		STORE_EVENT(st, schedule_deleted, id);
 	return rc;
 }
 
@@ -224,9 +226,9 @@ out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
 		if (r->skipped_op)
-			STORE_EVENT(st, op_inserted, skip_op, r->skipped_op->kind, r->skipped_op->status);
+			STORE_EVENT(st, op_inserted, skip_op, r->skipped_op);
 		if (r->failed_op)
-			STORE_EVENT(st, op_inserted, fail_op, r->failed_op->kind, r->failed_op->status);
+			STORE_EVENT(st, op_inserted, fail_op, r->failed_op);
 		STORE_EVENT(st, schedule_ran, r->status, r->skipped_op != NULL);
 	}
 	return rc;

@@ -25,14 +25,17 @@ ALLOWED = {
     "common": set(),
     "client": set(),
     "server/kernel": LEAVES,
-    "server/priv": LEAVES | {"server/kernel", "server/probes"},
+    "server/priv": LEAVES | {"server/kernel", "server/probes", "server/fleet"},
     "server/probes": LEAVES | {"server/kernel"},
     # The profile parser and merger: pure text to a document, files only through a loader.
     "server/profiles": set(),
+    # The NFD labels file's format (build, check, write one file): pure, for the serving side's
+    # writer (ops/labels.c) and the privileged helper's check alike.
+    "server/fleet": set(),
     "server/store": LEAVES,
     "server/jobs": LEAVES | {APP, "server/store"},
     "server/ops": LEAVES | {APP, "server/jobs", "server/store", "server/kernel", "server/priv", "server/probes",
-                   "server/profiles"},
+                   "server/profiles", "server/fleet"},
     # server/priv/handoff.h alone of the boundary: under privilege separation the helper accepts on
     # the Unix socket and the listener (api/serve.c, api/incoming.c) takes each connection from the
     # hand-off channel, whose wire format that header is; nothing of the helper's requests.
@@ -122,12 +125,14 @@ class TheArrowsHold(unittest.TestCase):
                    ("server/jobs/jobs.c", "server/ops/kinds.h"), ("server/ops/knobs.c", "server/api/api.h"),
                    ("server/probes/x.c", "server/store/db.h"), ("server/metrics.c", "server/store/db.h"),
                    ("common/parse.c", "server/log.h"), ("client/cli.c", "server/app.h"),
-                   ("server/nowhere/x.c", "common/err.h")]
+                   ("server/nowhere/x.c", "common/err.h"), ("server/fleet/nfd.c", "server/kernel/sysfs.h"),
+                   ("server/fleet/nfd.c", "server/log.h"), ("server/api/x.c", "server/fleet/nfd.h")]
         passed = [("server/api/knobs.c", "server/ops/knobs.h"), ("server/ops/knobs.c", "server/kernel/knobs.h"),
                   ("server/ops/x.c", "server/priv/priv.h"), ("server/priv/priv.c", "server/kernel/sysfs.h"),
                   ("server/kernel/priv.c", "server/log.h"), ("server/store/db.c", "server/store/internal.h"),
                   ("server/metrics.c", "server/store/events.h"), ("server/main.c", "server/api/api.h"),
-                  ("server/api/history.c", "server/store/history.h")]
+                  ("server/api/history.c", "server/store/history.h"), ("server/priv/helper.c", "server/fleet/nfd.h"),
+                  ("server/ops/labels.c", "server/fleet/nfd.h")]
         refused += [("server/ops/x.c", "server/store/internal.h"), ("server/main.c", "server/store/stmts.h")]
         for rel, inc in refused:
             self.assertFalse(allowed(rel, inc), (rel, inc))

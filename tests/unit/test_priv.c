@@ -22,6 +22,7 @@
 
 #include "common/parse.h"
 #include "server/api/listen.h"
+#include "server/fleet/nfd.h"
 #include "server/kernel/knobs.h"
 #include "server/priv/accept.h"
 #include "server/priv/act.h"
@@ -861,6 +862,89 @@ END_TEST
 /* docs/DESIGN.md's table of the op set ("| `name` | fds | ...") names the protocol table's types,
  * in its order, with the descriptors each carries: a type added, renamed or given an fd fails here
  * until DESIGN says so. */
+/* The labels file: the helper writes only the path it was given before the fork, and only a text
+ * whose every line is the expiry or a mempolicyd.io/ label a Kubernetes API takes. A compromised
+ * serving side cannot add another namespace's label, a second directive or a broken line. */
+static char labels_dir[64], labels_path[128];
+
+static void read_back(char *buf, size_t len)
+{
+	int fd = open(labels_path, O_RDONLY);
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(n = read(fd, buf, len - 1), 0);
+	buf[n] = '\0';
+	close(fd);
+}
+
+START_TEST(labels_write_is_checked_and_goes_to_its_path_only)
+{
+	static struct nfd_text t;
+	static struct priv_labels_write m;
+	static const char *const hostile[] = {
+		"mempolicyd.io/a=1\n",                                    /* no expiry first */
+		"# +expiry-time=2030-01-01T00:00:00Z\nother.io/a=1\n",     /* another namespace */
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/a=b c\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/a=1\n# +no-label\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/a=1",   /* no newline at the end */
+		"# +expiry-time=2030-13-01T00:00:00Z\nmempolicyd.io/a=1\n",
+		"# +expiry-time=2030-01-01T00:00:00+01:00\nmempolicyd.io/a=1\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/-a=1\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/a=1.\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/a=1=2\n",
+		"# +expiry-time=2030-01-01T00:00:00Z\nmempolicyd.io/../a=1\n",
+	};
+	char buf[4096];
+
+	snprintf(labels_dir, sizeof labels_dir, "/tmp/mpd-labels-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(labels_dir));
+	snprintf(labels_path, sizeof labels_path, "%s/mempolicyd", labels_dir);
+	priv_set_labels_file(labels_path);
+	make_tree();
+	nfd_begin(&t, 1900000000);
+	ck_assert_int_eq(nfd_add(&t, "thp-enabled", "madvise"), 0);
+	ck_assert_int_eq(nfd_add(&t, "profile", "_db"), -EINVAL);   /* the builder refuses it too */
+	ck_assert_int_eq(nfd_add(&t, "profile", "a\nmempolicyd.io/x"), -EINVAL);
+	ck_assert_int_eq(priv_labels_write(t.text, t.len), 0);
+	read_back(buf, sizeof buf);
+	ck_assert_str_eq(buf, "# +expiry-time=2030-03-17T17:46:40Z\nmempolicyd.io/thp-enabled=madvise\n");
+	for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+		ck_assert_msg(priv_labels_write(hostile[i], strlen(hostile[i])) == -EINVAL, "accepted: %s", hostile[i]);
+		read_back(buf, sizeof buf);
+		ck_assert_str_eq(buf, "# +expiry-time=2030-03-17T17:46:40Z\nmempolicyd.io/thp-enabled=madvise\n");
+	}
+	/* Raw: a NUL inside, a length past the buffer, a pad set. */
+	m.h = hdr(PRIV_LABELS_WRITE, sizeof m);
+	memcpy(m.text, t.text, t.len);
+	m.len = (uint32_t)t.len;
+	m.text[20] = '\0';
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	memcpy(m.text, t.text, t.len);
+	m.len = NFD_TEXT_MAX + 1;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	m.len = (uint32_t)t.len;
+	m.pad = 1;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	m.pad = 0;
+	ck_assert_int_eq(send_raw(&m, sizeof m), 0);
+	unlink(labels_path);
+	rmdir(labels_dir);
+}
+END_TEST
+
+/* Started without a labels file, the helper writes none, whatever it is sent. */
+START_TEST(labels_write_without_a_path_is_refused)
+{
+	static struct nfd_text t;
+
+	make_tree();
+	nfd_begin(&t, 1900000000);
+	ck_assert_int_eq(nfd_add(&t, "a", "1"), 0);
+	ck_assert_int_eq(priv_labels_write(t.text, t.len), -EPERM);
+}
+END_TEST
+
 START_TEST(design_table_matches_the_protocol_table)
 {
 	char path[PATH_MAX], line[1024];
@@ -909,6 +993,8 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, spawn_runs_and_reaps_through_the_helper);
 	tcase_add_test(tc, reap_through_the_helper_gives_the_usage);
 	tcase_add_test(tc, hostile_typed_probe_parameters_start_nothing);
+	tcase_add_test(tc, labels_write_is_checked_and_goes_to_its_path_only);
+	tcase_add_test(tc, labels_write_without_a_path_is_refused);
 	tcase_add_test(tc, design_table_matches_the_protocol_table);
 	suite_add_tcase(s, tc);
 	return s;
