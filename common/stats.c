@@ -155,9 +155,19 @@ static void verdict(struct stats_cmp *o)
 		bool pct = !isnan(o->median_diff_pct);
 		double d = pct ? o->median_diff_pct : o->median_diff;
 		const double *ci = pct ? o->ci95_pct : o->ci95;
-		double h = fmax(fabs(d - ci[0]), fabs(ci[1] - d));
-		n = pct ? snprintf(o->verdict, len, "Difference at 95%% confidence: %+.1f %% \u00b1 %.1f %%", d, h)
-			: snprintf(o->verdict, len, "Difference at 95%% confidence: %+.4g \u00b1 %.4g (baseline median 0)", d, h);
+		double below = d - ci[0], above = ci[1] - d;
+
+		/* ministat's "d ± h" holds for a symmetric interval only; a Hodges-Lehmann interval is often
+		 * not, and "d ± max" would then print a span that may cover 0 while the interval does not. */
+		if (fabs(below - above) < (pct ? 0.05 : 1e-9 * fmax(1.0, fabs(d))))
+			n = pct ? snprintf(o->verdict, len, "Difference at 95%% confidence: %+.1f %% \u00b1 %.1f %%", d, above)
+				: snprintf(o->verdict, len, "Difference at 95%% confidence: %+.4g \u00b1 %.4g (baseline median 0)",
+					   d, above);
+		else
+			n = pct ? snprintf(o->verdict, len, "Difference at 95%% confidence: %+.1f %% (interval %+.1f %% to %+.1f %%)",
+					   d, ci[0], ci[1])
+				: snprintf(o->verdict, len, "Difference at 95%% confidence: %+.4g (interval %+.4g to %+.4g; baseline "
+					   "median 0)", d, ci[0], ci[1]);
 	} else {
 		n = snprintf(o->verdict, len, "No difference proven at 95%% confidence%s",
 			     o->ci_ok ? "" : " (too few rounds for a 95% interval)");

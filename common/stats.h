@@ -76,9 +76,10 @@ struct stats_cmp {
  * before return. seed: the statistics here are deterministic and use none of it; it is kept so
  * that a resampling statistic added later is reproducible from what callers already store.
  * verdict:
- *   "Difference at 95% confidence: -31.2 % ± 8.9 %"   (the difference of medians ± h, where h is
- *        the larger distance from it to either end of the HL interval, so "d ± h" always covers the
- *        interval however asymmetric; the exact ends are in ci95_pct)
+ *   "Difference at 95% confidence: -31.2 % ± 8.9 %"   (the difference of medians ± h, when the HL
+ *        interval is symmetric about it to the printed precision)
+ *   "Difference at 95% confidence: -3.8 % (interval -11.5 % to -0.3 %)"   (when it is not: "d ± h"
+ *        with the wider side as h could span 0 while the interval does not)
  *   "No difference proven at 95% confidence"
  * followed, under STATS_MIN_RELIABLE rounds, by " (unreliable: 5 and 10 rounds, 9+ recommended)".
  * When the baseline's median is 0 the difference is printed in the metric's unit. */
