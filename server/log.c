@@ -28,6 +28,7 @@ enum fmt { FMT_TEXT, FMT_JSON, FMT_JOURNAL };
 static enum log_level level = LOG_LVL_INFO;
 static enum fmt format = FMT_TEXT;
 static int journal_fd = -1;        /* connected datagram socket in journal mode, else -1 */
+static char journal_path[108] = JOURNAL_SOCKET;   /* sun_path's size */
 static pthread_mutex_t journal_mu = PTHREAD_MUTEX_INITIALIZER;   /* a reconnect replaces the fd */
 static const char *const names[] = { "error", "warn", "info", "debug" };
 static const char *const syslog_priority[] = { "3", "4", "6", "7" };   /* err, warning, info, debug */
@@ -59,9 +60,10 @@ static bool stderr_is_journal(void)
 /* CLOEXEC: a launched program must not inherit the daemon's journal connection. */
 static int journal_connect(void)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
 
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", journal_path);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
@@ -93,6 +95,24 @@ int log_set_format(const char *name)
 		f = FMT_TEXT;   /* auto: the stream is the journal but its socket is not there */
 	}
 	format = f;
+	return 0;
+}
+
+int log_use_journal_socket(const char *path)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof journal_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(journal_path, sizeof journal_path, "%s", path);
+	if ((fd = journal_connect()) < 0)
+		return -1;
+	if (journal_fd >= 0)
+		close(journal_fd);
+	journal_fd = fd;
+	format = FMT_JOURNAL;
 	return 0;
 }
 
