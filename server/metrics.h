@@ -30,8 +30,9 @@ void metrics_dropped(void);
  * metrics_job_finished(id). Ids this daemon did not submit (a previous daemon's, which the seed
  * counted) are ignored when they finish. */
 void metrics_job_submitted(int64_t id, const char *kind, int64_t schedule_id);
-/* A job finished; one of a schedule that ended "ok" is that schedule's last success, now. */
-void metrics_job_finished(int64_t id, const char *status);
+/* A job finished (finished_ns: the daemon's clock, as the jobs table has it); one of a schedule
+ * that ended "ok" is that schedule's last success. */
+void metrics_job_finished(int64_t id, const char *status, int64_t finished_ns);
 /* A scheduler run with its status (submitted, skipped, failed); missed is true when it skipped
  * occurrences (its misfire grace had passed). */
 void metrics_schedule_ran(const char *status, bool missed);
