@@ -173,7 +173,7 @@ static size_t utf8_char(const unsigned char *s)
 /* How much of v to keep: at most VALUE_BYTES, never half a character. */
 static size_t bounded(const char *v)
 {
-	size_t n = strnlen(v, VALUE_BYTES + 1);
+	size_t n = strlen(v);   /* every value is a C string */
 
 	if (n <= VALUE_BYTES)
 		return n;
@@ -337,29 +337,32 @@ static void emit(enum log_level lvl, const char *message_id, const struct log_fi
 	free(b);
 }
 
-void log_msg(enum log_level lvl, const char *fmt, ...)
+static void vlog(enum log_level lvl, const char *message_id, const struct log_field *fields, size_t n,
+		 const char *fmt, va_list ap)
 {
 	char line[1024];
-	va_list ap;
 
 	if (lvl > level)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
+	emit(lvl, message_id, fields, n, line);
+}
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(lvl, NULL, NULL, 0, fmt, ap);
 	va_end(ap);
-	emit(lvl, NULL, NULL, 0, line);
 }
 
 void log_event(enum log_level lvl, const char *message_id, const struct log_field *fields, size_t n,
 	       const char *fmt, ...)
 {
-	char line[1024];
 	va_list ap;
 
-	if (lvl > level)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	vlog(lvl, message_id, fields, n, fmt, ap);
 	va_end(ap);
-	emit(lvl, message_id, fields, n, line);
 }

@@ -25,6 +25,7 @@ import unittest
 
 from faketree import FakeTree
 from lib import DAEMON, Daemon
+from test_metrics import wait_job
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DOC = os.path.join(REPO, "docs", "reference", "logs.md")
@@ -33,16 +34,6 @@ JOURNALD = "/lib/systemd/systemd-journald"
 JOURNALCTL = shutil.which("journalctl")
 SECRET_ARG = "argv-secret-7f3a"
 SECRET_ENV = "env-secret-91c2"
-
-
-def wait_job(d, job_id, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        j = d.get("/v1/jobs/%d" % job_id).json
-        if j["status"] not in ("queued", "running"):
-            return j
-        time.sleep(0.02)
-    raise AssertionError("job %d still running" % job_id)
 
 
 def operations(d):

@@ -36,6 +36,15 @@ def wait_job(d, job_id, timeout=20):
     raise AssertionError("job %d still running" % job_id)
 
 
+def stop_prometheus(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def samples(text):
     """{(name, frozenset(labels)): value} of every sample line."""
     out = {}
@@ -244,12 +253,7 @@ class RealPrometheus(unittest.TestCase):
                                      stdout=self.prom_log, stderr=subprocess.STDOUT)
 
     def tearDown(self):
-        self.prom.terminate()
-        try:
-            self.prom.wait(15)
-        except subprocess.TimeoutExpired:
-            self.prom.kill()
-            self.prom.wait()
+        stop_prometheus(self.prom)
         self.prom_log.close()
         rc = self.d.cleanup()
         shutil.rmtree(self.tmp, ignore_errors=True)
