@@ -2,6 +2,8 @@
  * pages), the config file reader and the numbers the limits and retention options become. */
 #include "server/config.h"
 
+#include "server/ops/drift.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -13,6 +15,7 @@
 #include "server/api/api.h"
 #include "server/api/auth.h"
 #include "server/jobs/reasons.h"
+#include "server/ops/drift.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
 #include "server/oplog.h"
@@ -49,6 +52,8 @@ static const struct {
 #define OPT_NO_SECCOMP 402
 /* --list-kinds and --list-reasons: the daemon's other registries, printed like --list-errors. */
 #define OPT_LIST 410
+/* --drift-check-interval (h-drift). */
+#define OPT_DRIFT 420
 
 static const struct option long_opts[] = {
 	{ "config",      required_argument, NULL, 'c' },
@@ -82,6 +87,7 @@ static const struct option long_opts[] = {
 	{ "probe-memory-share", required_argument, NULL, 'M' },
 	{ "profiles-dir", required_argument, NULL, 'D' },
 	{ "profile",     required_argument, NULL, 'p' },
+	{ "drift-check-interval", required_argument, NULL, OPT_DRIFT },
 	{ "help",        no_argument,       NULL, 'h' },
 	{ "version",     no_argument,       NULL, 'V' },
 	{ "list-errors", no_argument,       NULL, 'E' },
@@ -159,6 +165,9 @@ static const struct opt_doc {
 	  "Kubernetes ConfigMap volume", -1, true },
 	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
 	  "checks it at start and reports it; applying it is not built yet)", -1, true },
+	{ "drift-check-interval", "S", "the profile in force is checked on writes to its files (fanotify) as they "
+	  "happen; what the kernel changes with no write (the hugetlb pools, vm.min_free_kbytes) and what has no "
+	  "mark is read every S seconds (1 to 86400)", DRIFT_CHECK_DEFAULT_S, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
@@ -248,6 +257,7 @@ static char **config_slot(struct config *c, int opt)
 	case 'M': return &c->probe_share;
 	case 'D': return &c->profiles_dir;
 	case 'p': return &c->profile;
+	case OPT_DRIFT: return &c->drift_check;
 	case 'C': return &c->tls_cert;
 	case 'K': return &c->tls_key;
 	case 'A': return &c->tls_client_ca;

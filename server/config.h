@@ -35,6 +35,7 @@ struct config {
 	char *probe_share;    /* probe-memory-share, as written; NULL: PROBE_DEFAULT_MEM_PCT */
 	char *profiles_dir;   /* NULL: DEFAULT_PROFILES_DIR (set by main()) */
 	char *profile;        /* the active profile's name; NULL: none */
+	char *drift_check;    /* drift-check-interval, as written; NULL: DRIFT_CHECK_DEFAULT_S */
 };
 
 /* The command line, and the file named by --config under it (the command line wins). Returns -1

@@ -33,6 +33,8 @@
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
+#include "server/ops/drift.h"
+#include "server/ops/profile_state.h"
 #include "server/ops/profiles.h"
 #include "server/ops/restore.h"
 #include "server/probes/probe.h"
@@ -157,6 +159,8 @@ int main(int argc, char **argv)
 	struct conn_limits lim;
 	struct http *http = NULL;
 	struct maint *maint = NULL;
+	struct drift_watcher *drift = NULL;   /* owned */
+	unsigned drift_check_s;
 	struct tls_files tls = { 0 };   /* owned until http_listen takes it */
 	struct priv_user user;
 	mp_err e = { 0 };
@@ -203,6 +207,17 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	drift_check_s = DRIFT_CHECK_DEFAULT_S;
+	if (cfg.drift_check) {
+		uint64_t v;
+		if (parse_u64(cfg.drift_check, &v) < 0 || v < DRIFT_CHECK_MIN_S || v > DRIFT_CHECK_MAX_S) {
+			fprintf(stderr, "mempolicyd: drift-check-interval wants seconds from %d to %d, not '%s'\n",
+				DRIFT_CHECK_MIN_S, DRIFT_CHECK_MAX_S, cfg.drift_check);
+			rc = 2;
+			goto out;
+		}
+		drift_check_s = (unsigned)v;
+	}
 	app.probe_mem_pct = PROBE_DEFAULT_MEM_PCT;
 	if (cfg.probe_share) {
 		uint64_t v;
@@ -236,6 +251,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	app.profile = cfg.profile;
+	/* Before the job runner: a profile.apply job installs into it. */
+	if (!(app.profile_state = profile_state_new(app.profile))) {
+		fprintf(stderr, "mempolicyd: out of memory (the profile state)\n");
+		goto out;
+	}
 	if (cfg.admin_group) {
 		struct group *g = getgrnam(cfg.admin_group);
 		if (!g) {
@@ -387,6 +407,9 @@ int main(int argc, char **argv)
 		goto fail;
 	/* The profiles as this (serving) process can read them; an invalid one is logged, never fatal. */
 	profiles_log_start(&app);
+	/* Verification of the profile in force, from its first apply on; without it the daemon serves
+	 * unverified (logged). */
+	drift = drift_start(&app, drift_check_s);
 	/* app is complete, and read-only from here on (server/app.h): request threads start now. */
 	if (http_serve(http, &app, &e) < 0)
 		goto fail;
@@ -437,7 +460,9 @@ out:
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */
 	scheduler_stop(app.scheduler);
 	maint_stop(maint);
+	drift_stop(drift);   /* before the jobs and the state it reads and the store it records in */
 	jobs_close(app.jobs);
+	profile_state_free(app.profile_state);   /* after the jobs: none installs into it any more */
 	store_close(app.store);
 	if (lock_fd >= 0)
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */

@@ -61,6 +61,14 @@ static const struct knob static_knobs[] = {
 	  "How aggressively kcompactd compacts in the background" },
 	{ "vm.zone_reclaim_mode", "sys/vm/zone_reclaim_mode", KNOB_PROCFS, KNOB_INTEGER, 0, 7,
 	  "Reclaim on the local node before going off-node (bitmask: 1 on, 2 write dirty, 4 swap)" },
+	/* tuned's hpc profile sets both. The kernel raises min_free_kbytes itself when THP is enabled
+	 * (khugepaged's recommended minimum), without a write anyone could see: the drift watcher
+	 * checks it on its timer. watermark_scale_factor's ceiling is 3000 since 5.18 (1000 before:
+	 * an older kernel's EINVAL is recorded as its refusal). */
+	{ "vm.min_free_kbytes", "sys/vm/min_free_kbytes", KNOB_PROCFS, KNOB_INTEGER, 0, INT32_MAX,
+	  "Memory (kB) the kernel keeps free: the min watermark every zone's others derive from" },
+	{ "vm.watermark_scale_factor", "sys/vm/watermark_scale_factor", KNOB_PROCFS, KNOB_INTEGER, 1, 3000,
+	  "Distance between the zone watermarks, in 1/10000 of memory: how early kswapd wakes" },
 	{ "vm.nr_overcommit_hugepages", "sys/vm/nr_overcommit_hugepages", KNOB_PROCFS, KNOB_INTEGER, 0, INT64_MAX,
 	  "Surplus hugetlb pages of the default size the kernel may allocate on demand" },
 };

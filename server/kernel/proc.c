@@ -50,23 +50,28 @@ static int proc_path(char *out, size_t len, const char *root, pid_t pid, const c
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* An fd of the file, or -errno (-ESRCH for ENOENT). */
-static int proc_open(const char *procfs_root, pid_t pid, const char *name)
+/* An fd of the file opened with flags, or -errno (-ESRCH for ENOENT). */
+static int proc_open_flags(const char *procfs_root, pid_t pid, const char *name, int flags)
 {
 	char path[PATH_MAX];
 	int fd, rc;
 
 	if ((rc = proc_path(path, sizeof path, procfs_root, pid, name)) < 0)
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, flags | O_CLOEXEC);
 	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
+static int proc_open(const char *procfs_root, pid_t pid, const char *name)
+{
+	return proc_open_flags(procfs_root, pid, name, O_RDONLY);
 }
 
 const char *proc_file_name(enum proc_file f)
 {
 	static const char *const names[PROC_FILE_END] = {
 		[PROC_MAPS] = "maps", [PROC_SMAPS] = "smaps", [PROC_SMAPS_ROLLUP] = "smaps_rollup",
-		[PROC_NUMA_MAPS] = "numa_maps",
+		[PROC_NUMA_MAPS] = "numa_maps", [PROC_EXE] = "exe",
 	};
 
 	return (unsigned)f < PROC_FILE_END ? names[f] : NULL;
@@ -76,7 +81,9 @@ int proc_open_guarded(const char *procfs_root, pid_t pid, enum proc_file f)
 {
 	const char *name = proc_file_name(f);
 
-	return name ? proc_open(procfs_root, pid, name) : -EINVAL;
+	/* exe is a link to the program: O_PATH follows it (the ptrace check is made then) and gives a
+	 * handle that names the file, through which nothing can be read. */
+	return name ? proc_open_flags(procfs_root, pid, name, f == PROC_EXE ? O_PATH : O_RDONLY) : -EINVAL;
 }
 
 int proc_pidfd(pid_t pid)

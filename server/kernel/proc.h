@@ -36,8 +36,10 @@ int proc_read_file(const char *procfs_root, pid_t pid, const char *name, size_t 
 		   size_t *len);
 
 /* The files the kernel guards with a ptrace-access check made at open, against the opener: under
- * privilege separation only the helper may open them for a process of another user. */
-enum proc_file { PROC_MAPS, PROC_SMAPS, PROC_SMAPS_ROLLUP, PROC_NUMA_MAPS, PROC_FILE_END };
+ * privilege separation only the helper may open them for a process of another user. PROC_EXE is
+ * the program's link, opened O_PATH: the fd names the executable (readlink of /proc/self/fd/N),
+ * it reads nothing (a drift's writer is named by it). */
+enum proc_file { PROC_MAPS, PROC_SMAPS, PROC_SMAPS_ROLLUP, PROC_NUMA_MAPS, PROC_EXE, PROC_FILE_END };
 /* "maps", "smaps", ...; NULL for a value out of the enum. */
 const char *proc_file_name(enum proc_file f);
 /* Opens f of pid in this process, read-only: an fd (owned by the caller), -ESRCH when there is no

@@ -20,6 +20,9 @@ static const char *const denied[] = {
 	"process_vm_readv", "process_vm_writev", "pidfd_getfd",
 	/* memory policy and placement: set in launched children and by the helper, never here */
 	"mbind", "set_mempolicy", "migrate_pages", "move_pages", "process_madvise",
+	/* watching files: the drift watcher's fanotify group is the helper's, marked by it on the
+	 * managed files only (PRIV_WATCH); the serving side reads it and may add no mark of its own */
+	"fanotify_init", "fanotify_mark",
 	/* the file system view, namespaces, handles that bypass path permission checks */
 	"mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_by_handle_at", "name_to_handle_at",
 	"fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "mount_setattr",

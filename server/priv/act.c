@@ -32,6 +32,11 @@ uint64_t act_helper_requests(unsigned type, const char **name)
 	return by_helper() ? priv_requests_sent(type, name) : 0;
 }
 
+pid_t act_helper_pid(void)
+{
+	return by_helper() ? priv_helper_pid() : -1;
+}
+
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
 	return by_helper() ? priv_knob_write(c, k, value) : knob_write(c, k, value);
@@ -95,6 +100,19 @@ long act_collapse(int pidfd, uint64_t start, uint64_t len)
 int act_cg_mems(int dirfd, const char *text)
 {
 	return by_helper() ? priv_cg_mems(dirfd, text) : cg_write_mems(dirfd, text);
+}
+
+int act_watch(const struct knob_catalogue *c, const char *sysfs_root, const char *procfs_root,
+	      const struct fw_target *t, unsigned n, uint64_t *marked)
+{
+	if (by_helper())
+		return priv_watch(t, n, marked);
+	if (n < 1 || n > FW_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (fw_target_check(c, sysfs_root, &t[i]) < 0)
+			return -EINVAL;
+	return fw_open(c, sysfs_root, procfs_root, t, n, marked);
 }
 
 pid_t act_spawn(const struct spawn_spec *s, enum spawn_step *step)

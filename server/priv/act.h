@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "server/kernel/fanwatch.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/mpol.h"
@@ -31,6 +32,9 @@ const char *act_helper_state(void);
 /* How many requests of type (enum priv_type, 1 .. PRIV_TYPE_END - 1) the helper was sent, and the
  * type's name; 0 without a helper or for a type out of the set (*name then untouched). */
 uint64_t act_helper_requests(unsigned type, const char **name);
+
+/* The helper's pid while one runs, else -1: its writes are the daemon's own (the drift watcher). */
+pid_t act_helper_pid(void);
 
 /* knob_write (kernel/knobs.h). */
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
@@ -61,6 +65,11 @@ long act_migrate(const char *procfs_root, pid_t pid, uint64_t start_time, const 
 long act_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cg_write_mems in the cgroup directory dirfd (borrowed). */
 int act_cg_mems(int dirfd, const char *text);
+
+/* fw_open: a fanotify group (owned by the caller) with marks on the files of the n targets, made
+ * where CAP_SYS_ADMIN is; *marked has bit i set for target i marked. The fd, or -errno. */
+int act_watch(const struct knob_catalogue *c, const char *sysfs_root, const char *procfs_root,
+	      const struct fw_target *t, unsigned n, uint64_t *marked);
 
 /* spawn_start, spawn_reap, spawn_kill (kernel/spawn.h): a child started by act_spawn or
  * act_probe_start is reaped and killed with these. s->peer_fd is the client's connection. */

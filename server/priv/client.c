@@ -393,3 +393,29 @@ int priv_cg_mems(int dirfd, const char *text)
 	memcpy(m.nodes, nodes.bits, sizeof m.nodes);
 	return (int)ask_fd(&m, sizeof m, PRIV_CG_MEMS, dirfd, &rep, NULL);
 }
+
+int priv_watch(const struct fw_target *t, unsigned n, uint64_t *marked)
+{
+	struct priv_watch m = { .n = n };
+	struct priv_reply rep;
+	int fd = -1;   /* priv_exchange sets it, also when no channel is left */
+	long rc;
+
+	*marked = 0;
+	if (n < 1 || n > FW_MAX)
+		return -EINVAL;
+	memcpy(m.t, t, n * sizeof *t);
+	rc = ask(&m, sizeof m, PRIV_WATCH, &rep, &fd);
+	if (rc < 0 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rc < 0 ? (int)rc : -EPROTO;
+	}
+	/* Never a mark on a target this side did not name. */
+	if (n < 64 && rep.value >> n) {
+		close(fd);
+		return -EPROTO;
+	}
+	*marked = rep.value;
+	return fd;
+}

@@ -21,6 +21,7 @@
 
 #include "common/parse.h"
 #include "server/kernel/cgroup.h"
+#include "server/kernel/fanwatch.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/knobs.h"
 #include "server/kernel/madv.h"
@@ -263,6 +264,36 @@ static int do_cg_mems(struct helper *h, const void *msg, struct priv_reply *rep,
 	return cg_write_mems(h->in_fd, text);
 }
 
+/* ---- watch ---- */
+
+/* Every target a knob of the catalogue or a pool the kernel has, the entries past n zero: the
+ * group's marks go on those files only (fw_open builds the paths). */
+static int check_watch(const struct helper *h, const void *msg)
+{
+	static const struct fw_target zero;
+	const struct priv_watch *m = msg;
+
+	if (m->n < 1 || m->n > FW_MAX || m->pad)
+		return -EINVAL;
+	for (uint32_t i = 0; i < FW_MAX; i++) {
+		if (i >= m->n ? memcmp(&m->t[i], &zero, sizeof zero) != 0
+			      : fw_target_check(h->knobs, h->sysfs_root, &m->t[i]) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int do_watch(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_watch *m = msg;
+	int fd = fw_open(h->knobs, h->sysfs_root, h->procfs_root, m->t, m->n, &rep->value);
+
+	if (fd < 0)
+		return fd;
+	*fd_out = fd;
+	return 0;
+}
+
 /* ---- the closed set ---- */
 
 static int check_nothing(const struct helper *h, const void *msg)
@@ -286,6 +317,7 @@ const struct priv_request priv_requests[PRIV_TYPE_END] = {
 	[PRIV_PROBE_START] = { "probe_start", sizeof(struct priv_probe_start), 1, priv_check_probe_start,
 			       priv_do_probe_start },
 	[PRIV_KILL]        = { "kill", sizeof(struct priv_kill), 0, priv_check_child, priv_do_kill },
+	[PRIV_WATCH]       = { "watch", sizeof(struct priv_watch), 0, check_watch, do_watch },
 };
 
 /* One message of n bytes (in buf, which holds PRIV_MSG_MAX + 1) with nfds descriptors: what every

@@ -113,6 +113,9 @@ pid_t priv_probe_start(const struct spawn_spec *s, unsigned kind, unsigned pass,
 		       enum spawn_step *step);
 /* SIGKILL to a child the helper started: 0 or -errno. */
 int priv_kill(pid_t pid);
+/* fw_open in the helper: a fanotify group (owned by the caller) marking the files of the n
+ * targets, *marked the targets marked; or -errno. */
+int priv_watch(const struct fw_target *t, unsigned n, uint64_t *marked);
 
 /* One datagram on a channel, with pass_fd attached (SCM_RIGHTS) when >= 0; EINTR retried. Both
  * sides use it: the daemon for requests, the helper for answers. Bytes sent, or -1 with errno. */

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "server/kernel/fanwatch.h"
 #include "server/kernel/hugetlb.h"
 #include "server/kernel/mpol.h"
 #include "server/kernel/proc.h"
@@ -39,6 +40,7 @@ enum priv_type {
 	PRIV_REAP,             /* collect the exit status of a program the helper started */
 	PRIV_PROBE_START,      /* start a probe child (a kind of the probe table) writing to the pipe sent */
 	PRIV_KILL,             /* SIGKILL a child the helper started and has not collected */
+	PRIV_WATCH,            /* a fanotify group with marks on managed knob and pool files: the fd comes back */
 	PRIV_TYPE_END,
 };
 
@@ -186,15 +188,28 @@ struct priv_kill {
 	uint32_t pad;
 };
 
+/* PRIV_WATCH: a new fanotify group (FAN_CLASS_NOTIF, FAN_REPORT_PIDFD where the kernel has it)
+ * with FAN_MODIFY | FAN_CLOSE_WRITE marks on the files of targets t[0 .. n-1] — catalogue knobs by
+ * index, hugetlb pools by size and node — which the helper builds itself (kernel/fanwatch.h): no
+ * path crosses, so no other file can be watched. Entries past n are zero. Answered with rc 0, the
+ * group (SCM_RIGHTS) and value bit i set when target i's own file was marked. The serving side
+ * cannot add marks to it: its seccomp filter denies fanotify_mark (DESIGN, Security). */
+struct priv_watch {
+	struct priv_hdr h;
+	uint32_t n;            /* 1 .. FW_MAX */
+	uint32_t pad;
+	struct fw_target t[FW_MAX];
+};
+
 /* Every answer. rc is 0 or -errno, except PRIV_SPAWN and PRIV_PROBE_START: rc the pid (not
  * collected until a PRIV_REAP, so the pid keeps naming it and the daemon reads its start time
  * itself), or rc -errno and value the enum spawn_step that failed. A count is never in rc, always
- * in value. A PRIV_PROC_OPEN answer with rc 0 carries the fd (SCM_RIGHTS). */
+ * in value. A PRIV_PROC_OPEN or PRIV_WATCH answer with rc 0 carries the fd (SCM_RIGHTS). */
 struct priv_reply {
 	struct priv_hdr h;     /* type and seq: the request's (both 0 when it had no header) */
 	int64_t rc;            /* 0, a pid (spawn, probe), or -errno */
 	uint64_t value;        /* migrate: pages not moved; collapse: bytes; spawn, probe: the failed step;
-	                        * reap: the wait status */
+	                        * reap: the wait status; watch: the targets marked */
 	uint32_t nsteps;       /* PRIV_POOL_RUN: steps done (also when rc < 0: those before the error) */
 	uint32_t pad;
 	struct htlb_step steps[HTLB_RUN_MAX];   /* PRIV_POOL_RUN */

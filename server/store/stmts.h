@@ -82,6 +82,10 @@
 	                       " FROM operations WHERE id = ?1") \
 	X(OP_GET_CHANGES,   R, "SELECT seq, knob, old, new, status, errno FROM knob_changes WHERE op_id = ?1 " \
 	                       "ORDER BY seq") \
+	/* profile.drift rows (drift.c): one per drift, updated while it lasts; newest first */ \
+	X(DRIFT_LIST,       R, "SELECT id, started_ns, finished_ns, status, request, result FROM operations " \
+	                       "WHERE kind = 'profile.drift' AND (?1 IS NULL OR json_extract(request, '$.key') = ?1) " \
+	                       "AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3") \
 	/* jobs and batches (jobs.c) */ \
 	X(JOB_INSERT,       W, "INSERT INTO jobs (kind, status, conflict_key, source, schedule_id, actor_uid, " \
 	                       "actor_name, op_id, created_ns, request, progress, instance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") \
@@ -170,6 +174,7 @@
 	C(OP_LIST, OP_NCOLS + OP_SUMMARY_NCOLS) \
 	C(OP_GET, OP_NCOLS + 3 + OP_SUMMARY_NCOLS)   /* + request, result, kernel_release */ \
 	C(OP_GET_CHANGES, 6) \
+	C(DRIFT_LIST, 6) \
 	C(JOB_GET, JOB_NCOLS) \
 	C(JOB_LIST, JOB_NCOLS) \
 	C(JOB_ACTIVE, 2) \

@@ -106,6 +106,15 @@ static void cgroup(struct line *l, const char *status, const json_t *request, co
 	add(l, "cgroup /%s mems→%s %s", str(request, "path"), str(request, "mems"), status);
 }
 
+/* profile.apply: "profile db ok" (each key's outcome is in the result). */
+static void profile(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		    const char *changes)
+{
+	(void)targets;
+	(void)changes;
+	add(l, "profile %s %s", str(request, "profile"), status);
+}
+
 /* process.migrate: "pid 4242 0→1 ok"; the other process kinds: "pid 4242 ok". */
 static void process(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		    const char *changes)
@@ -139,6 +148,15 @@ static void schedule(struct line *l, const char *status, const json_t *request, 
 	add(l, "schedule %lld %s", (long long)json_integer_value(json_object_get(request, "schedule_id")), status);
 }
 
+/* profile.drift: the key and what its policy did ("thp.defrag drift restored"). */
+static void drift(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		  const char *changes)
+{
+	(void)targets;
+	(void)changes;
+	add(l, "%s drift %s", str(request, "key"), status);
+}
+
 /* probe.<kind> and probe.restore: "probe thp-fault ok"; a kind without a builder: its status. */
 static void other(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		  const char *changes)
@@ -165,6 +183,8 @@ static const struct {
 	{ "process.sample",   process },
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
+	{ "profile.apply",    profile },
+	{ "profile.drift",    drift },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
 };
 

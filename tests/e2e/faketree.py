@@ -134,6 +134,8 @@ class FakeTree:
         w("proc/sys/kernel/numa_balancing", "0")
         w("proc/sys/vm/compaction_proactiveness", "20")
         w("proc/sys/vm/zone_reclaim_mode", "0")
+        w("proc/sys/vm/min_free_kbytes", "67584")
+        w("proc/sys/vm/watermark_scale_factor", "10")
         w("proc/sys/vm/nr_overcommit_hugepages", "0")
         w("proc/sys/vm/nr_hugepages", "0")
         w("proc/vmstat", "nr_free_pages 1000\nthp_fault_alloc 0\nthp_fault_fallback 0\n"

@@ -30,6 +30,7 @@ class KnobsFakeTest(DaemonTest):
                   "thp.khugepaged.defrag", "thp.khugepaged.pages_to_scan", "thp.khugepaged.max_ptes_none",
                   "thp.khugepaged.max_ptes_swap", "thp.khugepaged.max_ptes_shared", "numa.balancing",
                   "vm.compaction_proactiveness", "vm.zone_reclaim_mode", "vm.nr_overcommit_hugepages",
+                  "vm.min_free_kbytes", "vm.watermark_scale_factor",
                   "thp.size.64kB.enabled", "thp.size.2048kB.shmem_enabled"):
             self.assertIn(n, by)
         for node in range(4):

@@ -69,8 +69,8 @@ START_TEST(static_and_discovered_entries_in_order)
 		"thp.khugepaged.pages_to_scan", "thp.khugepaged.scan_sleep_millisecs",
 		"thp.khugepaged.alloc_sleep_millisecs", "thp.khugepaged.max_ptes_none",
 		"thp.khugepaged.max_ptes_swap", "thp.khugepaged.max_ptes_shared", "numa.balancing",
-		"vm.compaction_proactiveness", "vm.zone_reclaim_mode", "vm.nr_overcommit_hugepages",
-		"thp.size.8kB.shmem_enabled", "thp.size.64kB.enabled", "thp.size.2048kB.enabled",
+		"vm.compaction_proactiveness", "vm.zone_reclaim_mode", "vm.min_free_kbytes",
+		"vm.watermark_scale_factor", "vm.nr_overcommit_hugepages", "thp.size.8kB.shmem_enabled", "thp.size.64kB.enabled", "thp.size.2048kB.enabled",
 		"thp.size.2048kB.shmem_enabled", "mempolicy.weighted_interleave.node0",
 		"mempolicy.weighted_interleave.node2", "mempolicy.weighted_interleave.node10",
 	};
@@ -250,7 +250,7 @@ START_TEST(a_tree_without_thp_or_weights)
 	snprintf(sys_root, sizeof sys_root, "%s/sys", root);
 	snprintf(proc_root, sizeof proc_root, "%s/proc", root);
 	c = knobs_build(sys_root, proc_root);
-	ck_assert_uint_eq(knobs_count(c), 15);   /* the static entries, all unavailable */
+	ck_assert_uint_eq(knobs_count(c), 17);   /* the static entries, all unavailable */
 	for (size_t i = 0; i < knobs_count(c); i++) {
 		knob_read(c, knobs_at(c, i), &st);
 		ck_assert(!st.available);

@@ -23,10 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -369,6 +371,13 @@ static size_t hostile(uint32_t t, void *buf, size_t cap)
 		*m = (struct priv_kill){ .h = hdr(t, sizeof *m), .pid = 1 };
 		return sizeof *m;
 	}
+	case PRIV_WATCH: {
+		struct priv_watch *m = buf;
+		/* A knob past the catalogue: the one index that could name a file of the attacker's. */
+		*m = (struct priv_watch){ .h = hdr(t, sizeof *m), .n = 1 };
+		m->t[0] = (struct fw_target){ .kind = FW_KNOB, .index = UINT32_MAX };
+		return sizeof *m;
+	}
 	}
 	ck_abort_msg("request type %u has no hostile message here: add one", t);
 	return 0;
@@ -570,6 +579,159 @@ START_TEST(the_records_are_bounded_and_a_reported_close_ends_an_identity)
 }
 END_TEST
 
+/* The marks of a fanotify group, from /proc/self/fdinfo: each "fanotify ino:HEX sdev:HEX ..." line. */
+static int group_marks(int fd, unsigned long *inos, int max)
+{
+	char path[64], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+	ck_assert_ptr_nonnull(f = fopen(path, "re"));
+	while (fgets(line, sizeof line, f))
+		if (n < max && sscanf(line, "fanotify ino:%lx", &inos[n]) == 1)
+			n++;
+	fclose(f);
+	return n;
+}
+
+static unsigned long ino_of(const char *root_dir, const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", root_dir, rel);
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (unsigned long)st.st_ino;
+}
+
+static void watch_event(void *arg, const struct fw_event *ev)
+{
+	struct fw_event *out = arg;
+
+	*out = *ev;
+	out->pidfd = ev->pidfd >= 0 ? 1 : -1;   /* the fd is closed after the callback: whether it came */
+}
+
+/* The drift watcher's group (PRIV_WATCH): the serving side names knobs and pools, never a file,
+ * and the helper marks their files only. Hostile contents are refused with no group; the group
+ * it does get carries exactly the marks named, and the serving side cannot add one of its own
+ * (its seccomp filter denies fanotify_mark) — neither on an arbitrary file nor a mount. A root
+ * writer's event names it by pid, with its pidfd. */
+START_TEST(the_watch_group_marks_only_managed_files)
+{
+	_Alignas(8) static struct priv_watch m;
+	struct priv_reply rep;
+	unsigned long inos[16];
+	size_t thp;
+	int fd, back, go[2], st;
+	struct fw_event ev = { 0 };
+	pid_t writer;
+	uint64_t marked;
+
+	setup(64);
+	for (thp = 0; thp < knobs_count(cat) && strcmp(knobs_at(cat, thp)->name, "thp.enabled"); thp++)
+		;
+	ck_assert_uint_lt(thp, knobs_count(cat));
+	/* A root process that writes the knob when told: a foreign writer. */
+	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+	ck_assert_int_ge(writer = fork(), 0);
+	if (writer == 0) {
+		char x, path[PATH_MAX];
+		int w;
+		close(go[1]);
+		snprintf(path, sizeof path, "%s/" THP "enabled", sys_root);
+		if (read(go[0], &x, 1) != 1 || (w = open(path, O_WRONLY | O_TRUNC)) < 0 ||
+		    write(w, "always [madvise] never", 22) != 22)
+			_exit(1);
+		close(w);
+		/* Stays until the test closes the pipe: its pidfd is still good when the event is read. */
+		(void)!read(go[0], &x, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	become_serving_side();
+
+	struct { const char *what; struct fw_target t; uint32_t n, pad; } bad[] = {
+		{ "no target", { .kind = FW_KNOB, .index = (uint32_t)thp }, 0, 0 },
+		{ "more than FW_MAX", { .kind = FW_KNOB, .index = (uint32_t)thp }, FW_MAX + 1, 0 },
+		{ "padding set", { .kind = FW_KNOB, .index = (uint32_t)thp }, 1, 1 },
+		{ "a knob past the catalogue", { .kind = FW_KNOB, .index = (uint32_t)knobs_count(cat) }, 1, 0 },
+		{ "a knob with a pool's fields", { .kind = FW_KNOB, .index = (uint32_t)thp, .size_kb = 2048 }, 1, 0 },
+		{ "a size the kernel lacks", { .kind = FW_POOL, .size_kb = 4096, .node = -1 }, 1, 0 },
+		{ "a node without that pool", { .kind = FW_POOL, .size_kb = 2048, .node = 5 }, 1, 0 },
+		{ "a node below -1", { .kind = FW_POOL, .size_kb = 2048, .node = -2 }, 1, 0 },
+		{ "an unknown kind", { .kind = 3, .index = (uint32_t)thp }, 1, 0 },
+		{ "no kind", { .kind = 0 }, 1, 0 },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&m, 0, sizeof m);
+		m.h = hdr(PRIV_WATCH, sizeof m);
+		m.n = bad[i].n;
+		m.pad = bad[i].pad;
+		m.t[0] = bad[i].t;
+		ck_assert_int_eq(priv_exchange(&m, sizeof m, -1, &rep, &back), 0);
+		ck_assert_msg(rep.rc == -EINVAL && back < 0, "%s: rc %lld, fd %d", bad[i].what, (long long)rep.rc, back);
+	}
+	/* A target past n is not a free slot for a file. */
+	memset(&m, 0, sizeof m);
+	m.h = hdr(PRIV_WATCH, sizeof m);
+	m.n = 1;
+	m.t[0] = (struct fw_target){ .kind = FW_KNOB, .index = (uint32_t)thp };
+	m.t[1] = (struct fw_target){ .kind = FW_KNOB, .index = UINT32_MAX };
+	ck_assert_int_eq(priv_exchange(&m, sizeof m, -1, &rep, &back), 0);
+	ck_assert_int_eq(rep.rc, -EINVAL);
+	ck_assert_int_lt(back, 0);
+	/* With a descriptor attached: refused as every request that carries none. */
+	m.t[1] = (struct fw_target){ 0 };
+	ck_assert_int_eq(priv_exchange(&m, sizeof m, api_copy, &rep, &back), 0);
+	ck_assert_int_eq(rep.rc, -EBADMSG);
+	ck_assert_int_lt(back, 0);
+
+	/* What it is lent: the knob and the pool, each its own file. */
+	struct fw_target t[2] = { { .kind = FW_KNOB, .index = (uint32_t)thp }, { .kind = FW_POOL, .size_kb = 2048, .node = -1 } };
+	ck_assert_int_ge(fd = priv_watch(t, 2, &marked), 0);
+	ck_assert_uint_eq(marked, 3);
+	ck_assert_int_eq(group_marks(fd, inos, 16), 2);
+	ck_assert_uint_eq(inos[0] == ino_of(sys_root, THP "enabled") ? inos[1] : inos[0], ino_of(sys_root, POOL "nr_hugepages"));
+	/* The serving side's own marks: on a file it can read, on the mount, on the tree's root. */
+	ck_assert_int_eq(fanotify_mark(fd, FAN_MARK_ADD, FAN_MODIFY | FAN_ACCESS, AT_FDCWD, "/etc/passwd"), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_MODIFY, AT_FDCWD, "/"), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(fanotify_mark(fd, FAN_MARK_ADD, FAN_MODIFY | FAN_ACCESS | FAN_EVENT_ON_CHILD, AT_FDCWD, root), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID, O_RDONLY), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(group_marks(fd, inos, 16), 2);
+
+	/* A foreign write is seen, with its writer. */
+	ck_assert_int_eq(write(go[1], "w", 1), 1);
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ck_assert_int_eq(poll(&p, 1, 10000), 1);
+	}
+	ck_assert_int_eq(fw_read(fd, watch_event, &ev), 0);
+	ck_assert_int_eq(ev.pid, writer);
+	ck_assert_uint_eq(ev.ino, ino_of(sys_root, THP "enabled"));
+	/* Linux 5.15 and later report the writer's pidfd; it is still alive, so a real one. */
+	{
+		struct utsname u;
+		unsigned maj = 0, min = 0;
+		ck_assert_int_eq(uname(&u), 0);
+		sscanf(u.release, "%u.%u", &maj, &min);
+		if (maj > 5 || (maj == 5 && min >= 15))
+			ck_assert(ev.pidfd_info && ev.pidfd >= 0);
+	}
+	close(go[1]);
+	ck_assert_int_eq(waitpid(writer, &st, 0), writer);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	assert_untouched();
+	teardown();
+}
+END_TEST
+
 static Suite *identity_suite(void)
 {
 	Suite *s = suite_create("priv_identity");
@@ -578,6 +740,7 @@ static Suite *identity_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_compromised_serving_side_launches_nothing_beyond_the_residual);
 	tcase_add_test(tc, the_records_are_bounded_and_a_reported_close_ends_an_identity);
+	tcase_add_test(tc, the_watch_group_marks_only_managed_files);
 	suite_add_tcase(s, tc);
 	return s;
 }

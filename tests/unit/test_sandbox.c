@@ -157,6 +157,9 @@ static void denied_calls(void)
 	DENIED(syscall(SYS_personality, 0xffffffffUL), EPERM);
 	DENIED(syscall(SYS_clock_settime, -1, NULL), EPERM);
 	DENIED(syscall(SYS_keyctl, -1, 0UL, 0UL, 0UL, 0UL), EPERM);
+	/* the drift watcher's group is the helper's to mark */
+	DENIED(syscall(SYS_fanotify_mark, -1, 0U, 0ULL, AT_FDCWD, NULL), EPERM);   /* EBADF unfiltered */
+	DENIED(syscall(SYS_fanotify_init, 0U, 0U), EPERM);
 	/* namespaces and mounts, last: an unshare that got through would leave the checks after it
 	 * in a user namespace, where they fail with EPERM for another reason */
 	DENIED(mount("none", "/nonexistent-mpd-sandbox", "tmpfs", 0, NULL), EPERM);   /* ENOENT unfiltered */

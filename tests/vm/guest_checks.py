@@ -20,7 +20,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from lib import Daemon, bracketed, real_file, real_write  # noqa: E402
+from lib import Daemon, bracketed, real_file, real_write, shared_tmp  # noqa: E402
 
 NODE_SYS = "/sys/devices/system/node"
 THP = "/sys/kernel/mm/transparent_hugepage"
@@ -387,6 +387,120 @@ def check_hugepages_1g_larger_than_node(d, nodes):
 
 
 # -- process placement, migration, probes (later issues) ----------------------------------------------
+
+
+# -- fanotify on the managed files (the drift watcher, server/kernel/fanwatch.c) ----------------------
+
+FAN_CLOSE_WRITE, FAN_MODIFY, FAN_CLASS_NOTIF = 0x08, 0x02, 0x00
+FAN_CLOEXEC, FAN_NONBLOCK, FAN_REPORT_PIDFD, FAN_MARK_ADD = 0x01, 0x02, 0x80, 0x01
+FAN_WATCHED = [THP + "/defrag", THP + "/khugepaged/alloc_sleep_millisecs", "/proc/sys/vm/nr_hugepages",
+               "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
+               NODE_SYS + "/node0/hugepages/hugepages-2048kB/nr_hugepages", "/proc/sys/vm/overcommit_memory",
+               "/proc/sys/vm/min_free_kbytes", "/proc/sys/vm/watermark_scale_factor"]
+
+
+def fanotify_events(path):
+    """What a group with FAN_REPORT_PIDFD sees when sh writes path's own value back: [(mask, pid,
+    has_pidfd_record)], and sh's pid."""
+    import ctypes
+    import struct
+    import subprocess
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+    fd = libc.fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD, os.O_RDONLY)
+    expect(fd >= 0, "fanotify_init with FAN_REPORT_PIDFD: errno %d" % ctypes.get_errno())
+    try:
+        expect(libc.fanotify_mark(fd, FAN_MARK_ADD, FAN_MODIFY | FAN_CLOSE_WRITE, -100, path.encode()) == 0,
+               "fanotify_mark %s: errno %d" % (path, ctypes.get_errno()))
+        text = real_file(path)
+        value = bracketed(text) if "[" in text else text
+        sh = subprocess.run(["sh", "-c", 'echo "$0" > "$1"; echo $$', value, path], capture_output=True, text=True)
+        eq(sh.returncode, 0, "sh writing %s" % path)
+        pid = int(sh.stdout)
+        buf = os.read(fd, 8192)
+        out = []
+        while len(buf) >= 24:
+            event_len, vers, _, mlen, mask, efd, epid = struct.unpack_from("=IBBHQii", buf)
+            has_pidfd, off = False, mlen
+            while off + 4 <= event_len:
+                itype, _, ilen = struct.unpack_from("=BBH", buf, off)
+                if itype == 4:   # FAN_EVENT_INFO_TYPE_PIDFD
+                    has_pidfd = True
+                    ipidfd = struct.unpack_from("=i", buf, off + 4)[0]
+                    if ipidfd >= 0:
+                        os.close(ipidfd)
+                off += max(ilen, 4)
+            if efd >= 0:
+                os.close(efd)
+            out.append((mask, epid, has_pidfd))
+            buf = buf[event_len:]
+        return out, pid
+    finally:
+        os.close(fd)
+
+
+def check_fanotify_on_6_1(d, nodes):
+    """Debian 12's 6.1: each managed kind of file gives FAN_MODIFY and FAN_CLOSE_WRITE carrying the
+    writer's pid, and FAN_REPORT_PIDFD (5.15) is there (the writer was reaped by the time the
+    events are read here, so its pidfd record says FAN_NOPIDFD: the record is what is checked)."""
+    seen = []
+    for path in FAN_WATCHED:
+        if not os.path.exists(path):
+            continue
+        events, pid = fanotify_events(path)
+        masks = 0
+        for mask, epid, has_pidfd in events:
+            eq(epid, pid, "%s: the event's pid" % path)
+            expect(has_pidfd, "%s: no pidfd record" % path)
+            masks |= mask
+        eq(masks & (FAN_MODIFY | FAN_CLOSE_WRITE), FAN_MODIFY | FAN_CLOSE_WRITE, "%s: events" % path)
+        seen.append(os.path.basename(path))
+    expect(len(seen) >= 7, "files checked: %s" % seen)
+    return "MODIFY+CLOSE_WRITE with the writer's pid and a pidfd record on %d files" % len(seen)
+
+
+def check_drift_recorded_on_6_1(d, nodes):
+    """A profile applied by a daemon of its own; sh writes defrag and stays until its drift is
+    recorded: the row names it (pid, comm), and restore puts the value back."""
+    import subprocess
+    import tempfile
+    pdir = tempfile.mkdtemp(prefix="mpd-vm-profiles-", dir=shared_tmp())   # the guest's /tmp is read-only
+    os.chmod(pdir, 0o755)
+    with open(pdir + "/vm.conf", "w") as f:
+        f.write("[profile]\non-drift = restore\n[knobs]\nthp.defrag = defer+madvise\n")
+    old = bracketed(real_file(THP + "/defrag"))
+    dd = Daemon(None, ("--profiles-dir", pdir))
+    sh = None
+    try:
+        dd.start(timeout=60)
+        r = dd.request("POST", "/v1/profile", {"name": "vm"})
+        eq(r.status, 202, "POST /v1/profile")
+        job = r.json["id"]
+        deadline = time.monotonic() + 120
+        while dd.get("/v1/jobs/%d?wait=30" % job).json["status"] in ("queued", "running"):
+            expect(time.monotonic() < deadline, "the profile.apply job did not end")
+        eq(bracketed(real_file(THP + "/defrag")), "defer+madvise", "defrag after the apply")
+        sh = subprocess.Popen(["sh", "-c", "echo never > %s/defrag && echo written && read _" % THP],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        eq(sh.stdout.readline().strip(), "written", "sh wrote")
+        t0 = time.monotonic()
+        while not dd.get("/v1/profile/drift").json["drifts"]:
+            expect(time.monotonic() - t0 < 60, "no drift row")
+            time.sleep(0.01)
+        row = dd.get("/v1/profile/drift").json["drifts"][0]
+        w = row["result"]["writer"]
+        eq((row["action"], row["result"]["cause"], w["pid"], w["comm"]), ("restored", "process", sh.pid, "sh"),
+           "the drift row")
+        eq(bracketed(real_file(THP + "/defrag")), "defer+madvise", "defrag put back")
+        return "recorded and restored %.0f ms after the write" % ((time.monotonic() - t0) * 1000)
+    finally:
+        if sh:
+            sh.stdin.close()
+            sh.wait()
+        dd.cleanup()
+        real_write(THP + "/defrag", old)
+        import shutil
+        shutil.rmtree(pdir, ignore_errors=True)
 
 
 # Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.

@@ -1,0 +1,268 @@
+/* The drift watcher's thread: the managed set from the profile state, the fanotify group over its
+ * files, and the checks (drift_record.c records what a check found and acts on the policy). */
+#include "server/ops/drift.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/clock.h"
+#include "server/kernel/fanwatch.h"
+#include "server/log.h"
+#include "server/ops/drift_cause.h"
+#include "server/ops/drift_int.h"
+#include "server/ops/profile_state.h"
+#include "server/priv/act.h"
+
+struct drift_watcher {
+	const struct app *app;           /* borrowed */
+	pthread_t th;
+	int stop_fd;                     /* owned: an eventfd, written once to stop */
+	int fan_fd;                      /* owned: the group, -1 without one */
+	int64_t check_ns;                /* the slow timer */
+	struct dw_key *keys;             /* owned, n of them: the managed set */
+	size_t n;
+};
+
+/* The values the kernel changes with no write anyone could see: khugepaged raises min_free_kbytes
+ * when THP is enabled; memory offlining, hugetlb demotion and a failed page shrink pools. */
+static bool kernel_changes(const struct ps_key *k)
+{
+	return k->k.kind == PROF_POOL || (k->k.kind == PROF_KNOB && !strcmp(k->k.key, "vm.min_free_kbytes"));
+}
+
+/* The key's target for the group, false when it has none (a cgroup's mems: no file of the kind the
+ * helper marks). */
+static bool target_of(const struct app *app, const struct dw_key *dk, struct fw_target *t)
+{
+	*t = (struct fw_target){ 0 };
+	if (dk->pk.k.kind == PROF_KNOB && dk->knob) {
+		for (size_t i = 0; i < knobs_count(app->knobs); i++)
+			if (knobs_at(app->knobs, i) == dk->knob) {
+				*t = (struct fw_target){ .kind = FW_KNOB, .index = (uint32_t)i };
+				return true;
+			}
+	}
+	if (dk->pk.k.kind == PROF_POOL) {
+		*t = (struct fw_target){ .kind = FW_POOL, .size_kb = dk->pk.k.size_kb, .node = dk->pk.k.node };
+		return true;
+	}
+	return false;
+}
+
+/* The (dev, inode) of each file the key's mark covers: an event's file is matched against them. */
+static void key_files(const struct app *app, struct dw_key *dk, const struct fw_target *t)
+{
+	char paths[FW_FILES_MAX][4096];
+	int n = fw_target_files(app->knobs, app->sysfs_root, app->procfs_root, t, paths);
+	struct stat st;
+
+	dk->nfiles = 0;
+	for (int i = 0; i < n; i++)
+		if (stat(paths[i], &st) == 0) {
+			dk->dev[dk->nfiles] = st.st_dev;
+			dk->ino[dk->nfiles++] = st.st_ino;
+		}
+}
+
+/* The managed set changed (an apply, a yield): a new group with marks on the new set, made before
+ * the old one is closed so that no write between the two goes unseen; then every key's value now
+ * is its baseline. */
+static void rebuild(struct drift_watcher *w)
+{
+	const struct app *app = w->app;
+	struct ps_snapshot snap;
+	struct fw_target t[FW_MAX];
+	size_t slot[FW_MAX], nt = 0;
+	struct dw_key *keys = NULL;   /* owned until it replaces w->keys */
+	uint64_t marked = 0;
+	int fd = -1;
+
+	if (profile_state_snapshot(app->profile_state, &snap) < 0) {
+		log_error("drift watcher: out of memory taking the profile state: the managed set is not re-marked");
+		return;
+	}
+	if (snap.n && !(keys = calloc(snap.n, sizeof *keys))) {
+		ps_snapshot_free(&snap);
+		log_error("drift watcher: out of memory: the managed set is not re-marked");
+		return;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < snap.n; i++) {
+		struct dw_key *dk = &keys[n];
+		if (!snap.keys[i].managed || !snap.keys[i].supported || snap.keys[i].k.kind == PROF_CGROUP)
+			continue;
+		dk->pk = snap.keys[i];
+		dk->knob = dk->pk.k.kind == PROF_KNOB ? knobs_find(app->knobs, dk->pk.k.key) : NULL;
+		if (dk->pk.k.kind == PROF_KNOB && !dk->knob)
+			continue;
+		dk->timer = kernel_changes(&dk->pk);
+		if (nt < FW_MAX && target_of(app, dk, &t[nt])) {
+			key_files(app, dk, &t[nt]);
+			slot[nt++] = n;
+		}
+		dk->have_last = dw_read(app, dk, dk->last, sizeof dk->last, NULL) == 0;
+		n++;
+	}
+	ps_snapshot_free(&snap);
+	if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
+		log_warn("drift watcher: no fanotify group (%s): the %zu managed keys are checked every %lld s instead",
+			 strerror(-fd), n, (long long)(w->check_ns / CLK_NS));
+	for (size_t i = 0; i < nt; i++)
+		keys[slot[i]].marked = fd >= 0 && (marked >> i & 1);
+	for (size_t i = 0; i < n; i++)
+		if (!keys[i].marked)
+			keys[i].timer = true;   /* no event will tell: the timer must */
+	if (w->fan_fd >= 0)
+		close(w->fan_fd);
+	w->fan_fd = fd;
+	dw_keys_free(w->keys, w->n);
+	w->keys = keys;
+	w->n = n;
+	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
+}
+
+/* Writes by the daemon itself: this process, the helper, and the helper's probe children (its
+ * children running this binary: a launched program is the caller's own and its writes count). */
+static bool own_write(const struct drift_writer *wr)
+{
+	static char self_exe[512];
+	pid_t helper = act_helper_pid();
+
+	if (wr->pid == getpid() || (helper > 0 && wr->pid == helper))
+		return true;
+	if (!self_exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+		self_exe[n > 0 ? n : 0] = '\0';
+	}
+	return wr->named && (wr->ppid == getpid() || (helper > 0 && wr->ppid == helper)) && self_exe[0] &&
+	       !strcmp(wr->exe, self_exe);
+}
+
+struct event_ctx {
+	struct drift_watcher *w;
+	bool overflow;
+};
+
+static void on_event(void *arg, const struct fw_event *ev)
+{
+	struct event_ctx *c = arg;
+	struct drift_watcher *w = c->w;
+	struct drift_writer wr;
+	bool attributed = false;
+
+	if (ev->overflow) {
+		c->overflow = true;
+		return;
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		struct dw_key *dk = &w->keys[i];
+		bool hit = false;
+		for (int f = 0; f < dk->nfiles && !hit; f++)
+			hit = dk->dev[f] == ev->dev && dk->ino[f] == ev->ino;
+		if (!hit)
+			continue;
+		/* Named once per event, at the moment it is handled, under the event's pidfd. */
+		if (!attributed) {
+			/* The kernel's pid: its files are the kernel's procfs, never a generated tree's. */
+			drift_attribute("/proc", ev->pid, ev->pidfd, ev->pidfd_info, &wr);
+			attributed = true;
+		}
+		if (own_write(&wr)) {
+			dw_note_own(w->app, dk);
+			continue;
+		}
+		dw_check(w->app, dk, ev->pid > 0 ? DC_PROCESS : DC_UNKNOWN, &wr);
+	}
+}
+
+static void check_all(struct drift_watcher *w, bool timer_only, enum drift_cause marked_cause)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (!timer_only || w->keys[i].timer)
+			dw_check(w->app, &w->keys[i], w->keys[i].marked ? marked_cause : DC_UNKNOWN, NULL);
+}
+
+static void *run(void *arg)
+{
+	struct drift_watcher *w = arg;
+	int changes = profile_state_changes_fd(w->app->profile_state);
+	int64_t next = clk_mono_ns() + w->check_ns;
+
+	rebuild(w);
+	for (;;) {
+		struct pollfd p[3] = { { .fd = w->stop_fd, .events = POLLIN }, { .fd = changes, .events = POLLIN },
+				       { .fd = w->fan_fd, .events = POLLIN } };
+		int64_t left = next - clk_mono_ns();
+		uint64_t v;
+		int rc = poll(p, w->fan_fd >= 0 ? 3 : 2, left <= 0 ? 0 : (int)(left / 1000000 + 1));
+
+		if (rc < 0 && errno != EINTR) {
+			log_error("drift watcher: poll: %s; verification stops", strerror(errno));
+			break;
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents & POLLIN) {
+			(void)!read(changes, &v, sizeof v);
+			rebuild(w);
+		}
+		if (w->fan_fd >= 0 && (p[2].revents & POLLIN)) {
+			struct event_ctx c = { .w = w };
+			int r = fw_read(w->fan_fd, on_event, &c);
+			if (r < 0)
+				log_warn("drift watcher: reading events: %s", strerror(-r));
+			/* Events were lost: who wrote what is unknown, but what changed is not. */
+			if (c.overflow)
+				check_all(w, false, DC_UNKNOWN);
+		}
+		if (clk_mono_ns() >= next) {
+			/* A change no write event told of: the kernel's own, where a mark would have seen
+			 * any writer. */
+			check_all(w, true, DC_KERNEL);
+			next = clk_mono_ns() + w->check_ns;
+		}
+	}
+	return NULL;
+}
+
+struct drift_watcher *drift_start(const struct app *app, unsigned check_s)
+{
+	struct drift_watcher *w = calloc(1, sizeof *w);
+
+	if (!w || !app->profile_state)
+		goto fail;
+	*w = (struct drift_watcher){ .app = app, .fan_fd = -1, .check_ns = (int64_t)check_s * CLK_NS };
+	if ((w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		goto fail;
+	if (pthread_create(&w->th, NULL, run, w) != 0) {
+		close(w->stop_fd);
+		goto fail;
+	}
+	return w;
+fail:
+	log_error("drift watcher: cannot start: the profile is verified only when asked (profile verify)");
+	free(w);
+	return NULL;
+}
+
+void drift_stop(struct drift_watcher *w)
+{
+	uint64_t one = 1;
+
+	if (!w)
+		return;
+	(void)!write(w->stop_fd, &one, sizeof one);
+	pthread_join(w->th, NULL);
+	close(w->stop_fd);
+	if (w->fan_fd >= 0)
+		close(w->fan_fd);
+	dw_keys_free(w->keys, w->n);
+	free(w);
+}

@@ -1,0 +1,168 @@
+"""Drift with its cause, on the real kernel (issue 18, "Done means"): after a profile is applied, a
+shell's write to /sys/kernel/mm/transparent_hugepage/defrag is recorded as a profile.drift with that
+shell's pid and comm, put back within a second under `restore`, only reported under `report`, left
+alone under `yield` (the key then leaves the managed set). The daemon's own writes (the apply,
+the restore) are not drift.
+
+No sleep proves an absence: the watcher handles a key's event in one step — read, record, act — so
+once the row is there, what the policy did is done. The shell is held alive until its row is
+recorded (its pidfd then still names it: comm and exe can be read). Every knob is restored, also on
+failure; thp.enabled ends at madvise. On main there is no watcher and no /v1/profile/drift."""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from lib import Daemon, DaemonTest, bracketed, real_file, real_write, shared_tmp
+
+T = "/sys/kernel/mm/transparent_hugepage/"
+DEFRAG, ENABLED = T + "defrag", T + "enabled"
+
+
+def wait_for(cond, timeout=30, what="condition"):
+    """cond()'s first true value, polled until timeout (a deadline, not a guess)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.005)
+    raise AssertionError("timed out waiting for " + what)
+
+
+PROFILES = {
+    "drift-restore": "[profile]\non-drift = restore\n[knobs]\nthp.enabled = madvise\nthp.defrag = defer+madvise\n",
+    "drift-report": "[profile]\non-drift = restore\n[knobs]\nthp.enabled = madvise\n"
+                    "thp.defrag = defer+madvise ; on-drift = report\n",
+    "drift-yield": "[profile]\non-drift = yield\n[knobs]\nthp.enabled = madvise\nthp.defrag = defer+madvise\n",
+}
+
+
+class ProfileDriftRealTest(DaemonTest):
+    """A daemon per test: a profile left in force by one test would take the next one's clean-up
+    writes for drift."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pdir = tempfile.mkdtemp(prefix="mpd-drift-profiles-", dir=shared_tmp())
+        os.chmod(cls.pdir, 0o755)
+        for name, text in PROFILES.items():
+            with open(os.path.join(cls.pdir, name + ".conf"), "w") as f:
+                f.write(text)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pdir, ignore_errors=True)
+
+    def setUp(self):
+        old_defrag = bracketed(real_file(DEFRAG))
+        # Run last to first: the daemon stops before the knobs are put back by hand.
+        self.addCleanup(real_write, ENABLED, "madvise")
+        self.addCleanup(real_write, DEFRAG, old_defrag)
+        self.d = Daemon(None, ("--profiles-dir", self.pdir))
+        self.d.start()
+        self.addCleanup(self.d.cleanup)
+        self.shells = []
+        self.addCleanup(self.end_shells)
+        self.before = 0
+
+    def end_shells(self):
+        for p in self.shells:
+            if p.poll() is None:
+                p.stdin.close()
+                p.wait(10)
+
+    def apply(self, name):
+        r = self.d.request("POST", "/v1/profile", {"name": name})
+        self.assertEqual(r.status, 202, r.raw)
+        job = r.json["id"]
+        r = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
+            self.d.get("/v1/jobs/%d?wait=30" % job)), 60, "the profile.apply job")
+        self.assertEqual(r.json["status"], "ok", r.raw)
+        self.assertEqual(bracketed(real_file(DEFRAG)), "defer+madvise")
+        # the apply's own writes made no drift
+        self.assertEqual(self.drifts(), [], "the daemon's own writes were taken for drift")
+        return job
+
+    def drifts(self):
+        r = self.d.get("/v1/profile/drift?key=thp.defrag&limit=1000")
+        self.assertEqual(r.status, 200, r.raw)
+        return [d for d in r.json["drifts"] if d["id"] > self.before]
+
+    def foreign_write(self, value):
+        """sh writes value and stays (stdin open) until the test is done with it: its pid and comm
+        are the writer's. Returns once the write returned."""
+        p = subprocess.Popen(["sh", "-c", "echo %s > %s && echo written && read _" % (value, DEFRAG)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.shells.append(p)
+        self.assertEqual(p.stdout.readline().strip(), "written")
+        return p, time.monotonic()
+
+    def recorded(self, action, timeout=30):
+        return wait_for(lambda: [d for d in self.drifts() if d["action"] == action], timeout,
+                        "a profile.drift row with action " + action)[0]
+
+    def assert_writer(self, row, shell):
+        self.assertEqual(row["drift"]["key"], "thp.defrag")
+        self.assertEqual(row["drift"]["expected"], ["defer+madvise"])
+        self.assertEqual(row["drift"]["comparator"], "=")
+        self.assertEqual(row["result"]["actual"], "never")
+        self.assertEqual(row["result"]["cause"], "process")
+        w = row["result"]["writer"]
+        self.assertEqual(w["pid"], shell.pid, row)
+        self.assertEqual(w["comm"], "sh", row)
+        self.assertEqual(w["uid"], 0, row)
+        self.assertTrue(w["verified"], row)   # named through the event's own pidfd (Linux 5.15+)
+        self.assertTrue(w["exe"] and os.path.basename(w["exe"]) in ("sh", "dash", "bash"), row)
+        self.assertEqual(row["result"]["count"], 1)
+        self.assertLessEqual(row["first_seen_ns"], row["last_seen_ns"])
+
+    def test_restore_puts_it_back_within_a_second_and_records_the_shell(self):
+        self.apply("drift-restore")
+        shell, wrote = self.foreign_write("never")
+        wait_for(lambda: bracketed(real_file(DEFRAG)) == "defer+madvise", 10, "defrag put back")
+        took = time.monotonic() - wrote
+        self.assertLess(took, 1.0, "restored %.3f s after the write" % took)
+        row = self.recorded("restored")
+        self.assert_writer(row, shell)
+        # one row, and the watcher's own restore write is not a second drift
+        self.assertEqual(len(self.drifts()), 1, self.drifts())
+        op = self.d.get("/v1/history/%d" % row["id"]).json
+        self.assertEqual((op["kind"], op["status"]), ("profile.drift", "restored"))
+        self.assertIn("thp.defrag drift restored", op["summary"])
+        m = self.d.get("/metrics").raw
+        self.assertIn('mempolicyd_profile_drift_total{cause="process",action="restored"} ', m)
+        self.assertIn('mempolicyd_profile_key_drift{key="thp.defrag"} 0', m)
+
+    def test_report_leaves_it_and_says_degraded(self):
+        self.apply("drift-report")
+        shell, _ = self.foreign_write("never")
+        row = self.recorded("reported")
+        self.assert_writer(row, shell)
+        # the row is written after the policy acted: report wrote nothing back
+        self.assertEqual(bracketed(real_file(DEFRAG)), "never")
+        p = self.d.get("/v1/profile").json
+        self.assertEqual(p["state"], "degraded", p)
+        self.assertIn("drift", p["reasons"])
+        m = self.d.get("/metrics").raw
+        self.assertIn('mempolicyd_profile_key_drift{key="thp.defrag"} 1', m)
+        # the admin puts it back by hand: the drift ends, the same row says when
+        real_write(DEFRAG, "defer+madvise")
+        done = wait_for(lambda: [d for d in self.drifts() if "ended_ns" in d["result"]], 30, "the drift's end")
+        self.assertEqual(done[0]["id"], row["id"])
+        wait_for(lambda: self.d.get("/v1/profile").json["state"] == "applied", 30, "the state back to applied")
+
+    def test_yield_leaves_it_and_the_key_is_no_longer_managed(self):
+        self.apply("drift-yield")
+        shell, _ = self.foreign_write("never")
+        row = self.recorded("yielded")
+        self.assert_writer(row, shell)
+        self.assertEqual(bracketed(real_file(DEFRAG)), "never")
+        keys = {k["key"]: k for k in self.d.get("/v1/profile").json["keys"]}
+        self.assertEqual(keys["thp.defrag"]["verdict"], "yielded", keys["thp.defrag"])
+
+    def test_bad_queries_are_refused(self):
+        for q in ("key=", "key=a%22b", "limit=0", "limit=1001", "other=1", "cursor=zz"):
+            r = self.d.get("/v1/profile/drift?" + q)
+            self.assertProblem(r, 400)
