@@ -29,9 +29,9 @@ static const struct { const char *kind, *id; } ids[] = {
 	{ "process.sample",      "922764bf37a84be19c337d35d5d253f4" },
 	{ "schedule.run",        "159bb652f8fa42a097af5b6eef9f4f58" },
 	{ "probe.restore",       "ff6d9241aa5343af8ef449e5f513e2dd" },
+	{ "profile.apply",       "1ba928ba5991411fb416427f10462e24" },
+	{ "profile.drift",       "5c3d33fcf9fd43a5aff7ab332ad47a0e" },
 };
-/* Kept for the profiles' apply (issue 18), whose kind is not in this tree yet: the line to add with
- * it is { "profile.apply", "1ba928ba5991411fb416427f10462e24" } (and the row in logs.md). */
 #define OTHER_ID "2eae46c33491430183331acff0423686"
 
 const char *oplog_message_id(const char *kind)
