@@ -1,8 +1,9 @@
 """packaging/prometheus/ and packaging/grafana/ against promtool, a live daemon and a real
 Prometheus (Debian's package):
 
-- the rules file passes `promtool check rules`, its unit tests (`promtool test rules`) pass, and
-  every alert has a runbook line, a summary, a unit test where it fires and a section in
+- the rules file passes `promtool check rules`, its unit tests (`promtool test rules`) pass,
+  every recording rule has a unit test of its values, and every alert has a runbook line, a
+  summary, a unit test where it fires and one where it does not yet, and a line in
   docs/reference/prometheus.md;
 - every query of the dashboard and of the rules parses (each is written into a rules file that
   promtool checks, Grafana's variables replaced by values of their type) and every metric they
@@ -130,6 +131,17 @@ class Rules(unittest.TestCase):
             self.assertIn(name, fired, name + ": no promtool test where it fires")
             self.assertIn(name, quiet, name + ": no promtool test where it does not fire yet")
             self.assertIn("`%s`" % name, doc, name + " is not in docs/reference/prometheus.md")
+
+    def test_every_recording_rule_has_a_unit_test(self):
+        tested = set()
+        for f in os.listdir(RULE_TESTS):
+            with open(os.path.join(RULE_TESTS, f)) as fh:
+                for t in yaml.safe_load(fh)["tests"]:
+                    for x in t.get("promql_expr_test", []):
+                        if x.get("exp_samples"):
+                            tested |= metric_names(x["expr"])
+        self.assertTrue(recorded())
+        self.assertEqual(recorded() - tested, set(), "recording rules without a promql_expr_test")
 
     def test_the_name_finder_finds_names(self):
         # the checks below are only as good as this
