@@ -116,6 +116,13 @@ int log_use_journal_socket(const char *path)
 	return 0;
 }
 
+void log_reopen(void)
+{
+	pthread_mutex_lock(&journal_mu);
+	journal_fd = format == FMT_JOURNAL ? journal_connect() : -1;
+	pthread_mutex_unlock(&journal_mu);
+}
+
 const char *log_format(void)
 {
 	return format_names[format];
