@@ -1,6 +1,7 @@
 /* The daemon's counters for GET /metrics, kept in memory so that a scrape costs the same with ten
  * rows of history or ten million: the store reports each commit through its events
- * (server/store/events.h; main() gives it metrics_store_events), and store_metrics_seed() reports
+ * (server/store/events.h; main() gives it server/observe.c's observe_store_events, which calls
+ * the functions below), and store_metrics_seed() reports
  * once at start what the database holds. One process-wide registry, because the store, which
  * feeds it, knows no struct app; every function takes its mutex.
  *
