@@ -193,8 +193,8 @@ test: deps user
 		--deb $(DEB_FILE_NOW)
 
 # What the tsan stage runs: the daemon, the CLI, and the unit tests of the threaded job runner,
-# scheduler and held answers (api/waits.c).
-TSAN_UNITS := test_jobs test_scheduler test_waits
+# scheduler, held answers (api/waits.c) and the profile state (ops/profile_state.c).
+TSAN_UNITS := test_jobs test_scheduler test_waits test_profile_state
 tsan-bins: all $(TSAN_UNITS:%=$(BUILD)/tests/%)
 
 test-tsan: deps

@@ -163,8 +163,8 @@ static const struct opt_doc {
 	{ "profiles-dir", "DIR", "the profiles directory, one NAME.conf each (default " DEFAULT_PROFILES_DIR "; "
 	  "a missing default directory holds no profiles); read at start and on every API read; may be a "
 	  "Kubernetes ConfigMap volume", -1, true },
-	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
-	  "checks it at start and reports it; applying it is not built yet)", -1, true },
+	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (checked at start and "
+	  "reported; applied by POST /v1/profile or mempolicyctl profile apply, not yet at start)", -1, true },
 	{ "drift-check-interval", "S", "the profile in force is checked on writes to its files (fanotify) as they "
 	  "happen; what the kernel changes with no write (the hugetlb pools, vm.min_free_kbytes) and what has no "
 	  "mark is read every S seconds (1 to 86400)", DRIFT_CHECK_DEFAULT_S, true },

@@ -123,6 +123,7 @@ int fw_read(int fd, fw_event_fn fn, void *arg)
 				off += h->len;
 			}
 			ev.mask = m->mask;
+			ev.modify = (m->mask & FAN_MODIFY) != 0;
 			ev.pid = m->pid > 0 ? m->pid : 0;
 			ev.overflow = (m->mask & FAN_Q_OVERFLOW) != 0;
 			if (m->fd >= 0 && fstat(m->fd, &st) == 0) {

@@ -59,6 +59,8 @@ int fw_open(const struct knob_catalogue *c, const char *sysfs_root, const char *
 struct fw_event {
 	bool overflow;          /* the queue overflowed: events were lost, nothing else is set */
 	uint64_t mask;          /* FAN_MODIFY, FAN_CLOSE_WRITE */
+	bool modify;            /* FAN_MODIFY in mask: bytes were written (a close alone may follow a
+	                         * write already seen, or a write the kernel refused) */
 	pid_t pid;              /* the writer's (its thread group), 0 when the kernel gave none */
 	bool pidfd_info;        /* the group reports pidfds (the event has the record): a pidfd < 0 is then
 	                         * FAN_NOPIDFD, the writer reaped before the event was read */

@@ -28,6 +28,7 @@ struct drift_watcher {
 	int64_t check_ns;                /* the slow timer */
 	struct dw_key *keys;             /* owned, n of them: the managed set */
 	size_t n;
+	int64_t apply_op;                /* the apply the managed set is of (its operation id) */
 };
 
 /* The values the kernel changes with no write anyone could see: khugepaged raises min_free_kbytes
@@ -69,63 +70,6 @@ static void key_files(const struct app *app, struct dw_key *dk, const struct fw_
 			dk->dev[dk->nfiles] = st.st_dev;
 			dk->ino[dk->nfiles++] = st.st_ino;
 		}
-}
-
-/* The managed set changed (an apply, a yield): a new group with marks on the new set, made before
- * the old one is closed so that no write between the two goes unseen; then every key's value now
- * is its baseline. */
-static void rebuild(struct drift_watcher *w)
-{
-	const struct app *app = w->app;
-	struct ps_snapshot snap;
-	struct fw_target t[FW_MAX];
-	size_t slot[FW_MAX], nt = 0;
-	struct dw_key *keys = NULL;   /* owned until it replaces w->keys */
-	uint64_t marked = 0;
-	int fd = -1;
-
-	if (profile_state_snapshot(app->profile_state, &snap) < 0) {
-		log_error("drift watcher: out of memory taking the profile state: the managed set is not re-marked");
-		return;
-	}
-	if (snap.n && !(keys = calloc(snap.n, sizeof *keys))) {
-		ps_snapshot_free(&snap);
-		log_error("drift watcher: out of memory: the managed set is not re-marked");
-		return;
-	}
-	size_t n = 0;
-	for (size_t i = 0; i < snap.n; i++) {
-		struct dw_key *dk = &keys[n];
-		if (!snap.keys[i].managed || !snap.keys[i].supported || snap.keys[i].k.kind == PROF_CGROUP)
-			continue;
-		dk->pk = snap.keys[i];
-		dk->knob = dk->pk.k.kind == PROF_KNOB ? knobs_find(app->knobs, dk->pk.k.key) : NULL;
-		if (dk->pk.k.kind == PROF_KNOB && !dk->knob)
-			continue;
-		dk->timer = kernel_changes(&dk->pk);
-		if (nt < FW_MAX && target_of(app, dk, &t[nt])) {
-			key_files(app, dk, &t[nt]);
-			slot[nt++] = n;
-		}
-		dk->have_last = dw_read(app, dk, dk->last, sizeof dk->last, NULL) == 0;
-		n++;
-	}
-	ps_snapshot_free(&snap);
-	if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
-		log_warn("drift watcher: no fanotify group (%s): the %zu managed keys are checked every %lld s instead",
-			 strerror(-fd), n, (long long)(w->check_ns / CLK_NS));
-	for (size_t i = 0; i < nt; i++)
-		keys[slot[i]].marked = fd >= 0 && (marked >> i & 1);
-	for (size_t i = 0; i < n; i++)
-		if (!keys[i].marked)
-			keys[i].timer = true;   /* no event will tell: the timer must */
-	if (w->fan_fd >= 0)
-		close(w->fan_fd);
-	w->fan_fd = fd;
-	dw_keys_free(w->keys, w->n);
-	w->keys = keys;
-	w->n = n;
-	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
 }
 
 /* Writes by the daemon itself: this process, the helper, and the helper's probe children (its
@@ -178,15 +122,111 @@ static void on_event(void *arg, const struct fw_event *ev)
 			dw_note_own(w->app, dk);
 			continue;
 		}
-		dw_check(w->app, dk, ev->pid > 0 ? DC_PROCESS : DC_UNKNOWN, &wr);
+		/* A close after a write already handled is no second sighting of the drift: only a
+		 * write counts one. */
+		dw_check(w->app, dk, ev->pid > 0 ? DC_PROCESS : DC_UNKNOWN, &wr, ev->modify);
 	}
+}
+
+/* A key's drift carried over a rebuild of the same apply (a yield of another key): its open row
+ * stays the one a further sighting updates. A new apply ends every drift. */
+static void carry_over(struct dw_key *dk, struct dw_key *old, size_t nold)
+{
+	for (size_t i = 0; i < nold; i++)
+		if (!strcmp(old[i].pk.k.id, dk->pk.k.id)) {
+			dk->row = old[i].row;
+			dk->open = old[i].open;
+			dk->first_ns = old[i].first_ns;
+			dk->last_ns = old[i].last_ns;
+			dk->count = old[i].count;
+			dk->cause = old[i].cause;
+			memcpy(dk->sig, old[i].sig, sizeof dk->sig);
+			dk->writer = old[i].writer;
+			old[i].writer = NULL;
+			return;
+		}
+}
+
+/* The managed set changed (an apply, a yield): a new group with marks on the new set, made before
+ * the old one is closed so that no write between the two goes unseen. Each key's baseline is the
+ * value the state last knew (the apply's read-back), and every key is checked once the marks are
+ * there: a write after the apply read it back and before the group existed is a drift too (its
+ * writer unknown). */
+static void rebuild(struct drift_watcher *w)
+{
+	const struct app *app = w->app;
+	struct ps_snapshot snap;
+	struct fw_target t[FW_MAX];
+	size_t slot[FW_MAX], nt = 0;
+	struct dw_key *keys = NULL;   /* owned until it replaces w->keys */
+	uint64_t marked = 0;
+	int fd = -1;
+
+	if (profile_state_snapshot(app->profile_state, &snap) < 0) {
+		log_error("drift watcher: out of memory taking the profile state: the managed set is not re-marked");
+		return;
+	}
+	if (snap.n && !(keys = calloc(snap.n, sizeof *keys))) {
+		ps_snapshot_free(&snap);
+		log_error("drift watcher: out of memory: the managed set is not re-marked");
+		return;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < snap.n; i++) {
+		struct dw_key *dk = &keys[n];
+		if (!snap.keys[i].managed || !snap.keys[i].supported || snap.keys[i].k.kind == PROF_CGROUP)
+			continue;
+		dk->pk = snap.keys[i];
+		dk->knob = dk->pk.k.kind == PROF_KNOB ? knobs_find(app->knobs, dk->pk.k.key) : NULL;
+		if (dk->pk.k.kind == PROF_KNOB && !dk->knob)
+			continue;
+		dk->timer = kernel_changes(&dk->pk);
+		if (nt < FW_MAX && target_of(app, dk, &t[nt])) {
+			key_files(app, dk, &t[nt]);
+			slot[nt++] = n;
+		}
+		if (dk->pk.have_actual) {
+			snprintf(dk->last, sizeof dk->last, "%s", dk->pk.actual);
+			dk->have_last = true;
+		} else {
+			dk->have_last = dw_read(app, dk, dk->last, sizeof dk->last, NULL) == 0;
+		}
+		if (snap.operation_id == w->apply_op)
+			carry_over(dk, w->keys, w->n);
+		n++;
+	}
+	w->apply_op = snap.operation_id;
+	ps_snapshot_free(&snap);
+	if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
+		log_warn("drift watcher: no fanotify group (%s): the %zu managed keys are checked every %lld s instead",
+			 strerror(-fd), n, (long long)(w->check_ns / CLK_NS));
+	for (size_t i = 0; i < nt; i++)
+		keys[slot[i]].marked = fd >= 0 && (marked >> i & 1);
+	for (size_t i = 0; i < n; i++)
+		if (!keys[i].marked)
+			keys[i].timer = true;   /* no event will tell: the timer must */
+	if (w->fan_fd >= 0)
+		close(w->fan_fd);
+	w->fan_fd = fd;
+	dw_keys_free(w->keys, w->n);
+	w->keys = keys;
+	w->n = n;
+	/* Writes since the group was made are events: named first, then the catch-up finds only
+	 * what came before it. */
+	if (fd >= 0) {
+		struct event_ctx c = { .w = w };
+		(void)fw_read(fd, on_event, &c);
+	}
+	for (size_t i = 0; i < n; i++)
+		dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
+	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
 }
 
 static void check_all(struct drift_watcher *w, bool timer_only, enum drift_cause marked_cause)
 {
 	for (size_t i = 0; i < w->n; i++)
 		if (!timer_only || w->keys[i].timer)
-			dw_check(w->app, &w->keys[i], w->keys[i].marked ? marked_cause : DC_UNKNOWN, NULL);
+			dw_check(w->app, &w->keys[i], w->keys[i].marked ? marked_cause : DC_UNKNOWN, NULL, false);
 }
 
 static void *run(void *arg)

@@ -41,8 +41,11 @@ struct dw_key {
 /* The key's value now as text into buf: 0, or -errno. */
 int dw_read(const struct app *app, const struct dw_key *dk, char *buf, size_t len, bool *in_sync);
 /* A check of dk: read it, compare with the profile, and when a change broke it, record the drift
- * (cause; wr the writer when an event named one, else NULL) and act on the key's policy. */
-void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr);
+ * (cause; wr the writer when an event named one, else NULL) and act on the key's policy. write: a
+ * write event (FAN_MODIFY), which counts a drift still open as seen again even when the value
+ * is the same. */
+void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
+	      bool write);
 /* The daemon's own write to dk's file: the new value is the baseline (and ends a drift it mends). */
 void dw_note_own(const struct app *app, struct dw_key *dk);
 void dw_keys_free(struct dw_key *keys, size_t n);

@@ -119,8 +119,12 @@ static void put_row(const struct app *app, struct dw_key *dk, const char *actual
 		}
 	} else {
 		struct op_outcome out = { .status = status, .finished_ns = dk->last_ns, .result = result };
-		if (history_finish(app->store, dk->row, &out, &e) < 0)
+		/* A row retention removed (or a store that failed) is not updated again: the next
+		 * sighting starts a row of its own. */
+		if (history_finish(app->store, dk->row, &out, &e) < 0) {
 			log_error("drift watcher: the drift of %s could not be updated: %s", dk->pk.k.id, e.detail);
+			dk->row = 0;
+		}
 	}
 	json_decref(result);
 }
@@ -194,7 +198,8 @@ static void mended(const struct app *app, struct dw_key *dk, const char *now)
 	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);
 }
 
-void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr)
+void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
+	      bool write)
 {
 	char now[PS_ACTUAL_MAX];
 	bool ok = false, changed;
@@ -211,7 +216,7 @@ void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, 
 	}
 	/* Out of sync but unchanged: the state the apply left (a pool short of memory), or a drift
 	 * already recorded. A write of the same wrong value again is the same drift, seen again. */
-	if (!changed && !(dk->open && wr))
+	if (!changed && !(dk->open && write))
 		return;
 	drifted(app, dk, now, cause, wr);
 }

@@ -477,7 +477,7 @@ void profiles_log_start(const struct app *app)
 		struct profile_checked ck;
 		memset(&pe, 0, sizeof pe);
 		if (profiles_check(app, app->profile, &ck, &pe) < 0)
-			log_error("active profile %s: %s (apply is not built yet: nothing is applied)", app->profile,
+			log_error("active profile %s: %s (it cannot be applied: nothing is applied)", app->profile,
 				  pe.e.detail);
 		profiles_checked_free(&ck);
 	}

@@ -452,6 +452,20 @@ json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 	return arr;
 }
 
+json_t *read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
+		  mp_err *e, const char *what)
+{
+	json_t *a = read_many(st, c, s, row, e, what);
+	size_t n;
+
+	*next_before_id = 0;
+	if (a && (n = json_array_size(a)) > (size_t)limit) {
+		json_array_remove(a, n - 1);
+		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
+	}
+	return a;
+}
+
 int bind_fail(int rc, mp_err *e, const char *what)
 {
 	if (rc == SQLITE_NOMEM)

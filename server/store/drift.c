@@ -15,7 +15,6 @@ int drift_list(struct store *st, const char *key, int64_t before_id, int limit, 
 {
 	sqlite3_stmt *s;
 	json_t *a;
-	size_t n;
 	int brc = SQLITE_OK;   /* the first failed bind */
 
 	*items = NULL;
@@ -31,14 +30,10 @@ int drift_list(struct store *st, const char *key, int64_t before_id, int limit, 
 		store_conn_unlock(st, R);
 		return bind_fail(brc, e, "list drift");
 	}
-	a = read_many(st, R, s, drift_row, e, "list drift");
+	a = read_page(st, R, s, drift_row, limit, next_before_id, e, "list drift");
 	store_conn_unlock(st, R);
 	if (!a)
 		return -1;
-	if ((n = json_array_size(a)) > (size_t)limit) {
-		json_array_remove(a, n - 1);
-		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
-	}
 	*items = a;
 	return 0;
 }

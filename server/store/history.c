@@ -185,7 +185,6 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 {
 	sqlite3_stmt *s;
 	json_t *a;
-	size_t n;
 	int brc = SQLITE_OK;   /* the first failed bind */
 
 	*ops = NULL;
@@ -206,14 +205,10 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 		store_conn_unlock(st, R);
 		return bind_fail(brc, e, "list operations");
 	}
-	a = read_many(st, R, s, op_list_item, e, "list operations");
+	a = read_page(st, R, s, op_list_item, f->limit, next_before_id, e, "list operations");
 	store_conn_unlock(st, R);
 	if (!a)
 		return -1;
-	if ((n = json_array_size(a)) > (size_t)f->limit) {
-		json_array_remove(a, n - 1);
-		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
-	}
 	*ops = a;
 	return 0;
 }

@@ -94,6 +94,10 @@ typedef json_t *(*row_fn)(sqlite3_stmt *s);
 json_t *read_one(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, enum mp_code not_found,
 		 const char *noun, int64_t id, mp_err *e);
 json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, mp_err *e, const char *what);
+/* A keyset page: s selected limit + 1 rows by id descending; the extra one is dropped and says
+ * there is a next page, whose cursor (the last kept row's "id") goes to *next_before_id (0: none). */
+json_t *read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
+		  mp_err *e, const char *what);
 
 /* Binding: NULL binds SQL NULL; JSON is bound as compact text. */
 int bind_text_or_null(sqlite3_stmt *s, int i, const char *t);

@@ -24,6 +24,11 @@ CASES = {
                      "refused": [(["nosuchprofile"], "profile.not_found")]},
     "profile diff": {"usage": [[], ["a", "b"], ["../x"], ["--dry-run"]],
                      "refused": [(["nosuchprofile"], "profile.not_found")]},
+    "profile apply": {"usage": [[], ["a", "b"], ["../x"], ["a", "--deadline", "soon"], ["a", "--deadline", "0"],
+                                ["a", "--exit-code"]],
+                      "refused": [(["nosuchprofile"], "profile.not_found")],
+                      "nobody": [["nosuchprofile"], ["nosuchprofile", "--dry-run"]]},
+    "profile verify": {"usage": [["x"], ["--dry-run"], ["--exit-code", "x"]]},
     "knob get": {"usage": [[], ["a", "b"], ["../x"], ["thp/enabled"]],
                  "refused": [(["no.such.knob"], "knob.unknown")]},
     "knob set": {"usage": [[], ["thp.enabled"], ["=never"], ["thp.enabled="], ["thp.enabled=a", "thp.enabled=b"],
@@ -140,7 +145,7 @@ CASES = {
                      "nobody": [["nope"]]},
 }
 CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems", "probe run",
-            "token create", "token revoke"}
+            "token create", "token revoke", "profile apply"}
 
 
 class CliBadInput(DaemonTest):

@@ -395,6 +395,15 @@ class StalledResize:
         if self.reader is None:
             self.reader = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
 
+    def end_stall(self):
+        """tearDown's: the compaction released, the daemon stopped, the tree removed."""
+        self.release()
+        try:
+            self.d.cleanup()
+        finally:
+            os.close(self.reader)
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
     def start_stalled_job(self):
         r = self.d.request("PUT", "/v1/hugepages/2M", body={"nodes": {"0": 3, "1": 5}, "compact": True})
         self.assertEqual(r.status, 202, r.raw)
@@ -411,12 +420,7 @@ class BlockedCompaction(StalledResize, unittest.TestCase):
         self.d.start()
 
     def tearDown(self):
-        self.release()
-        try:
-            self.d.cleanup()
-        finally:
-            os.close(self.reader)
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.end_stall()
 
     def test_conflict_then_cancel_between_batches(self):
         job_id = self.start_stalled_job()

@@ -15,20 +15,30 @@ import tempfile
 import time
 
 from lib import Daemon, DaemonTest, bracketed, real_file, real_write, shared_tmp
+from test_probes_framework import wait_for
 
 T = "/sys/kernel/mm/transparent_hugepage/"
 DEFRAG, ENABLED = T + "defrag", T + "enabled"
 
 
-def wait_for(cond, timeout=30, what="condition"):
-    """cond()'s first true value, polled until timeout (a deadline, not a guess)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.005)
-    raise AssertionError("timed out waiting for " + what)
+def marks_made(d):
+    """How many times d's drift watcher has marked a managed set (its log line, written once the
+    new group exists and what was written before it is checked): a write after that is an event."""
+    with open(d.log) as f:
+        return f.read().count(" with a mark")
+
+
+def apply_profile(test, d, name):
+    """POST /v1/profile, the profile.apply job waited for (ok), then the watcher's marks."""
+    seen = marks_made(d)
+    r = d.request("POST", "/v1/profile", {"name": name})
+    test.assertEqual(r.status, 202, r.raw)
+    job = r.json["id"]
+    r = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
+        d.get("/v1/jobs/%d?wait=30" % job)), 60, "the profile.apply job")
+    test.assertEqual(r.json["status"], "ok", r.raw)
+    wait_for(lambda: marks_made(d) > seen, 30, "the watcher to mark the new managed set")
+    return job
 
 
 PROFILES = {
@@ -65,7 +75,6 @@ class ProfileDriftRealTest(DaemonTest):
         self.addCleanup(self.d.cleanup)
         self.shells = []
         self.addCleanup(self.end_shells)
-        self.before = 0
 
     def end_shells(self):
         for p in self.shells:
@@ -74,12 +83,7 @@ class ProfileDriftRealTest(DaemonTest):
                 p.wait(10)
 
     def apply(self, name):
-        r = self.d.request("POST", "/v1/profile", {"name": name})
-        self.assertEqual(r.status, 202, r.raw)
-        job = r.json["id"]
-        r = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
-            self.d.get("/v1/jobs/%d?wait=30" % job)), 60, "the profile.apply job")
-        self.assertEqual(r.json["status"], "ok", r.raw)
+        job = apply_profile(self, self.d, name)
         self.assertEqual(bracketed(real_file(DEFRAG)), "defer+madvise")
         # the apply's own writes made no drift
         self.assertEqual(self.drifts(), [], "the daemon's own writes were taken for drift")
@@ -88,7 +92,7 @@ class ProfileDriftRealTest(DaemonTest):
     def drifts(self):
         r = self.d.get("/v1/profile/drift?key=thp.defrag&limit=1000")
         self.assertEqual(r.status, 200, r.raw)
-        return [d for d in r.json["drifts"] if d["id"] > self.before]
+        return r.json["drifts"]
 
     def foreign_write(self, value):
         """sh writes value and stays (stdin open) until the test is done with it: its pid and comm
@@ -131,6 +135,14 @@ class ProfileDriftRealTest(DaemonTest):
         op = self.d.get("/v1/history/%d" % row["id"]).json
         self.assertEqual((op["kind"], op["status"]), ("profile.drift", "restored"))
         self.assertIn("thp.defrag drift restored", op["summary"])
+        # mempolicyctl profile drift: the same row, its writer and action in the table
+        out = self.d.ctl("profile", "drift", "--key", "thp.defrag")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("process sh[%d] uid 0" % shell.pid, out.stdout)
+        self.assertIn("restored", out.stdout)
+        js = self.d.ctl("profile", "drift", "--json")
+        self.assertEqual(js.returncode, 0, js.stderr)
+        self.assertIn('"comm": "sh"', js.stdout)
         m = self.d.get("/metrics").raw
         self.assertIn('mempolicyd_profile_drift_total{cause="process",action="restored"} ', m)
         self.assertIn('mempolicyd_profile_key_drift{key="thp.defrag"} 0', m)

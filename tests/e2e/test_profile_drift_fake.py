@@ -11,10 +11,11 @@ import mmap
 import os
 import shutil
 import tempfile
-import time
 
 from faketree import FakeTree
 from lib import Daemon, DaemonTest, shared_tmp
+from test_probes_framework import wait_for
+from test_profile_drift import apply_profile
 
 POOL = "sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"
 SCAN = "sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan"
@@ -24,16 +25,6 @@ PROFILES = {
     "defrag": "[knobs]\nthp.defrag = defer+madvise ; on-drift = report\n",
     "scan": "[knobs]\nthp.khugepaged.pages_to_scan >= 4096 ; on-drift = report\n",
 }
-
-
-def wait_for(cond, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting for " + what)
 
 
 class DriftOnATreeTest(DaemonTest):
@@ -54,12 +45,7 @@ class DriftOnATreeTest(DaemonTest):
         self.addCleanup(self.d.cleanup)
 
     def apply(self, name):
-        r = self.d.request("POST", "/v1/profile", {"name": name})
-        self.assertEqual(r.status, 202, r.raw)
-        job = r.json["id"]
-        r = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
-            self.d.get("/v1/jobs/%d?wait=30" % job)), 60, "the profile.apply job")
-        self.assertEqual(r.json["status"], "ok", r.raw)
+        apply_profile(self, self.d, name)
 
     def drifts(self, key):
         r = self.d.get("/v1/profile/drift?key=" + key)

@@ -4,7 +4,8 @@
  * queued jobs start in, cancelling a queued job, and what GET shows while a job waits. And the
  * seam itself (job_ctx.h): a kind is known to the runner only by registering it; its
  * interrupted() runs at start for its jobs a previous daemon left; its initial progress shows
- * while it waits; a submission's deadline reaches run() through job_past_deadline(). */
+ * while it waits; a submission's deadline reaches run() through job_past_deadline(); a running
+ * job's held key (job_hold_key) conflicts and blocks like a conflict key until released. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,33 @@ static void gated_key(const void *arg, char *key, size_t len)
 }
 
 static const struct job_kind gated = { .name = "test.gated", .run = gated_run, .conflict_key = gated_key };
+
+/* A job that holds a second key (its g1 pass), releases it, then waits again (g2). */
+struct holder {
+	struct gate g1, g2;
+	const char *hold;
+	int rc;
+	int64_t other;               /* who stood on the key when the hold was refused */
+};
+
+static void holding_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
+{
+	struct holder *h = arg;
+
+	h->rc = job_hold_key(ctx, h->hold, &h->other);
+	gate_pass(&h->g1);
+	if (h->rc == 0)
+		job_release_key(ctx);
+	gate_pass(&h->g2);
+	out->status = "ok";
+}
+
+static void holding_key(const void *arg, char *key, size_t len)
+{
+	snprintf(key, len, "%s", ((const struct holder *)arg)->g1.key);
+}
+
+static const struct job_kind holding = { .name = "test.holding", .run = holding_run, .conflict_key = holding_key };
 
 static void gate_init(struct gate *g)
 {
@@ -119,6 +147,7 @@ static void setup(void)
 	runner = jobs_open(&app, &e);
 	ck_assert_ptr_nonnull(runner);
 	ck_assert_msg(jobs_register(runner, &gated, &e) == 0, "%s", e.detail);
+	ck_assert_msg(jobs_register(runner, &holding, &e) == 0, "%s", e.detail);
 	app.jobs = runner;
 	ck_assert_msg(jobs_start(runner, 2, &e) == 0, "%s", e.detail);
 	nstarted = 0;
@@ -211,6 +240,54 @@ START_TEST(second_of_a_key_is_409_with_the_active_id)
 	ib = submit(&b, "k", 0, NULL, &e);
 	ck_assert_msg(ib > 0, "%s", e.detail);
 	wait_status(ib, "\"ok\"");
+}
+END_TEST
+
+START_TEST(a_held_key_conflicts_and_blocks_until_released)
+{
+	struct holder h;
+	struct gate b, o;
+	struct job_spec spec = { .kind = &holding, .origin.source = "api", .arg = &h };
+	int64_t ih, ib, io, conflict = 0;
+	mp_err e = { 0 };
+	json_t *job;
+
+	memset(&h, 0, sizeof h);
+	gate_init(&h.g1);
+	gate_init(&h.g2);
+	gate_init(&b);
+	gate_init(&o);
+	h.g1.key = "profile";
+	h.hold = "pool";
+	ck_assert_ptr_nonnull(job = jobs_submit(runner, &spec, NULL, &e));
+	ih = json_integer_value(json_object_get(job, "id"));
+	json_decref(job);
+	wait_started(&h.g1);
+	ck_assert_int_eq(h.rc, 0);
+	ck_assert(jobs_key_busy(runner, "pool"));
+	/* a job of the held key: 409 naming the holder, or queued behind it */
+	ck_assert_int_eq(submit(&b, "pool", 0, &conflict, &e), -1);
+	ck_assert_str_eq(mp_code_name(e.code), "job.conflict");
+	ck_assert_int_eq(conflict, ih);
+	ib = submit(&b, "pool", 1, NULL, &e);
+	ck_assert_msg(ib > 0, "%s", e.detail);
+	/* the second worker is free, yet b waits: a job of another key starts there instead */
+	io = submit(&o, "other", 0, NULL, &e);
+	ck_assert_msg(io > 0, "%s", e.detail);
+	wait_started(&o);
+	ck_assert(!started(&b));
+	gate_open(&o);
+	wait_status(io, "\"ok\"");
+	assert_field(ib, "status", "\"queued\"");
+	/* released (the holder runs on, past g1): b starts beside it */
+	gate_open(&h.g1);
+	wait_started(&b);
+	ck_assert(jobs_key_busy(runner, "profile"));   /* the holder's own key stays its */
+	gate_open(&b);
+	gate_open(&h.g2);
+	wait_status(ib, "\"ok\"");
+	wait_status(ih, "\"ok\"");
+	ck_assert(!jobs_key_busy(runner, "pool"));
 }
 END_TEST
 
@@ -606,6 +683,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, second_of_a_key_is_409_with_the_active_id);
 	tcase_add_test(t, wait_behind_queues_in_order_and_is_bounded);
+	tcase_add_test(t, a_held_key_conflicts_and_blocks_until_released);
 	tcase_add_test(t, a_queued_job_cancelled_never_runs);
 	tcase_add_test(t, interrupted_hook_of_a_registered_kind_runs_at_start);
 	tcase_add_test(t, only_registered_kinds_run);

@@ -480,6 +480,9 @@ def check_drift_recorded_on_6_1(d, nodes):
         while dd.get("/v1/jobs/%d?wait=30" % job).json["status"] in ("queued", "running"):
             expect(time.monotonic() < deadline, "the profile.apply job did not end")
         eq(bracketed(real_file(THP + "/defrag")), "defer+madvise", "defrag after the apply")
+        while "drift watcher: 1 managed keys" not in open(dd.log).read():   # the group is there
+            expect(time.monotonic() < deadline, "the watcher did not mark the profile's keys")
+            time.sleep(0.01)
         sh = subprocess.Popen(["sh", "-c", "echo never > %s/defrag && echo written && read _" % THP],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         eq(sh.stdout.readline().strip(), "written", "sh wrote")
