@@ -234,6 +234,8 @@ install: all
 	install -D -m 0644 packaging/mempolicyd-metrics.service $(DESTDIR)/lib/systemd/system/mempolicyd-metrics.service
 	install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/mempolicyd.conf.example
 	install -D -m 0644 packaging/mempolicyd-network.conf $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-network.conf
+	install -D -m 0644 packaging/prometheus/mempolicyd.rules.yml $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd.rules.yml
+	install -D -m 0644 packaging/grafana/mempolicyd-dashboard.json $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-dashboard.json
 	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
 		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf

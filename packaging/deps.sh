@@ -5,7 +5,7 @@ set -eu
 # curl, patch and xz-utils fetch, patch and unpack the source of mempolicyctl's embedded libcurl
 # (tools/build-curl.sh); libcurl4-gnutls-dev stays for its headers' fallback and the https path.
 build="gcc make pkg-config libmicrohttpd-dev libjansson-dev libnuma-dev libsqlite3-dev libcurl4-gnutls-dev libsystemd-dev libgnutls28-dev curl patch xz-utils libseccomp-dev"
-test="$build check python3 python3-scipy python3-yaml curl sqlite3 passwd prometheus systemd man-db openssl"
+test="$build check python3 python3-scipy python3-yaml curl sqlite3 passwd prometheus systemd man-db openssl jq"
 vm="$build qemu-system-x86 busybox-static cpio python3 curl numactl"
 bench="$build wrk nginx-light numactl curl python3 linux-source-6.1"
 fuzz="$build clang libclang-rt-14-dev"

@@ -28,6 +28,7 @@ enum fmt { FMT_TEXT, FMT_JSON, FMT_JOURNAL };
 static enum log_level level = LOG_LVL_INFO;
 static enum fmt format = FMT_TEXT;
 static int journal_fd = -1;        /* connected datagram socket in journal mode, else -1 */
+static char journal_path[108] = JOURNAL_SOCKET;   /* sun_path's size */
 static pthread_mutex_t journal_mu = PTHREAD_MUTEX_INITIALIZER;   /* a reconnect replaces the fd */
 static const char *const names[] = { "error", "warn", "info", "debug" };
 static const char *const syslog_priority[] = { "3", "4", "6", "7" };   /* err, warning, info, debug */
@@ -59,9 +60,10 @@ static bool stderr_is_journal(void)
 /* CLOEXEC: a launched program must not inherit the daemon's journal connection. */
 static int journal_connect(void)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
 
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", journal_path);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
@@ -94,6 +96,31 @@ int log_set_format(const char *name)
 	}
 	format = f;
 	return 0;
+}
+
+int log_use_journal_socket(const char *path)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof journal_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(journal_path, sizeof journal_path, "%s", path);
+	if ((fd = journal_connect()) < 0)
+		return -1;
+	if (journal_fd >= 0)
+		close(journal_fd);
+	journal_fd = fd;
+	format = FMT_JOURNAL;
+	return 0;
+}
+
+void log_reopen(void)
+{
+	pthread_mutex_lock(&journal_mu);
+	journal_fd = format == FMT_JOURNAL ? journal_connect() : -1;
+	pthread_mutex_unlock(&journal_mu);
 }
 
 const char *log_format(void)
@@ -153,7 +180,7 @@ static size_t utf8_char(const unsigned char *s)
 /* How much of v to keep: at most VALUE_BYTES, never half a character. */
 static size_t bounded(const char *v)
 {
-	size_t n = strnlen(v, VALUE_BYTES + 1);
+	size_t n = strlen(v);   /* every value is a C string */
 
 	if (n <= VALUE_BYTES)
 		return n;
@@ -317,29 +344,32 @@ static void emit(enum log_level lvl, const char *message_id, const struct log_fi
 	free(b);
 }
 
-void log_msg(enum log_level lvl, const char *fmt, ...)
+static void vlog(enum log_level lvl, const char *message_id, const struct log_field *fields, size_t n,
+		 const char *fmt, va_list ap)
 {
 	char line[1024];
-	va_list ap;
 
 	if (lvl > level)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
+	emit(lvl, message_id, fields, n, line);
+}
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(lvl, NULL, NULL, 0, fmt, ap);
 	va_end(ap);
-	emit(lvl, NULL, NULL, 0, line);
 }
 
 void log_event(enum log_level lvl, const char *message_id, const struct log_field *fields, size_t n,
 	       const char *fmt, ...)
 {
-	char line[1024];
 	va_list ap;
 
-	if (lvl > level)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	vlog(lvl, message_id, fields, n, fmt, ap);
 	va_end(ap);
-	emit(lvl, message_id, fields, n, line);
 }

@@ -18,6 +18,12 @@ int log_set_level(const char *name);  /* "error", "warn", "info", "debug"; 0 or 
  * journal's socket now (call before any sandbox: later sends need no path lookup) and is -1
  * with errno when there is none. */
 int log_set_format(const char *name);
+/* journal format to another socket than /run/systemd/journal/socket (the unit tests' own); 0, or
+ * -1 with errno. */
+int log_use_journal_socket(const char *path);
+/* In a child that closed every fd it did not keep (the privileged helper): the journal's socket
+ * number may now be another file's, so it is forgotten (never closed) and connected anew. */
+void log_reopen(void);
 /* The format in force after log_set_format: "text", "json" or "journal". */
 const char *log_format(void);
 

@@ -40,7 +40,7 @@ struct pending {
 
 struct sched_ok {
 	int64_t schedule_id;
-	double at_s;                     /* wall clock of its last job that ended ok */
+	double at_s;                     /* when its last job that ended ok finished (the jobs table's time) */
 };
 
 static struct {
@@ -129,18 +129,15 @@ static void sched_ok_at(int64_t schedule_id, double at_s)
 	M.sched_ok[M.nsched_ok++] = (struct sched_ok){ schedule_id, at_s };
 }
 
-void metrics_job_finished(int64_t id, const char *status)
+void metrics_job_finished(int64_t id, const char *status, int64_t finished_ns)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
 	pthread_mutex_lock(&M.mu);
 	for (int i = 0; i < MAX_PENDING; i++)
 		if (M.pend_jobs[i].id == id) {
 			struct pending *p = &M.pend_jobs[i];
 			count(M.jobs, &M.njobs, MAX_COUNTERS, p->kind, status, 1);
 			if (p->schedule_id > 0 && !strcmp(status, "ok"))
-				sched_ok_at(p->schedule_id, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+				sched_ok_at(p->schedule_id, (double)finished_ns / 1e9);
 			p->id = 0;
 			break;
 		}

@@ -1,6 +1,7 @@
 /* The daemon's counters for GET /metrics, kept in memory so that a scrape costs the same with ten
  * rows of history or ten million: the store reports each commit through its events
- * (server/store/events.h; main() gives it metrics_store_events), and store_metrics_seed() reports
+ * (server/store/events.h; main() gives it server/observe.c's observe_store_events, which calls
+ * the functions below), and store_metrics_seed() reports
  * once at start what the database holds. One process-wide registry, because the store, which
  * feeds it, knows no struct app; every function takes its mutex.
  *
@@ -30,8 +31,9 @@ void metrics_dropped(void);
  * metrics_job_finished(id). Ids this daemon did not submit (a previous daemon's, which the seed
  * counted) are ignored when they finish. */
 void metrics_job_submitted(int64_t id, const char *kind, int64_t schedule_id);
-/* A job finished; one of a schedule that ended "ok" is that schedule's last success, now. */
-void metrics_job_finished(int64_t id, const char *status);
+/* A job finished (finished_ns: the daemon's clock, as the jobs table has it); one of a schedule
+ * that ended "ok" is that schedule's last success. */
+void metrics_job_finished(int64_t id, const char *status, int64_t finished_ns);
 /* A scheduler run with its status (submitted, skipped, failed); missed is true when it skipped
  * occurrences (its misfire grace had passed). */
 void metrics_schedule_ran(const char *status, bool missed);

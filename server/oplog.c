@@ -29,7 +29,8 @@ static const struct { const char *kind, *id; } ids[] = {
 	{ "process.sample",      "922764bf37a84be19c337d35d5d253f4" },
 	{ "schedule.run",        "159bb652f8fa42a097af5b6eef9f4f58" },
 	{ "probe.restore",       "ff6d9241aa5343af8ef449e5f513e2dd" },
-	{ "profile.apply",       "1ba928ba5991411fb416427f10462e24" },   /* branch h-apply's kind */
+	{ "profile.apply",       "1ba928ba5991411fb416427f10462e24" },
+	{ "profile.drift",       "5c3d33fcf9fd43a5aff7ab332ad47a0e" },
 };
 #define OTHER_ID "2eae46c33491430183331acff0423686"
 

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "server/log.h"
 #include "server/priv/accept.h"
 #include "server/priv/caps.h"
 #include "server/priv/chans.h"
@@ -102,6 +103,7 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 				_exit(1);
 		}
 		syscall(SYS_close_range, 3U + HELPER_FDS, ~0U, 0U);
+		log_reopen();   /* the journal's socket was one of the fds closed or overwritten */
 		if (priv_helper_caps() < 0)
 			_exit(1);
 		/* Without a listener nobody is accepted: no connection has an identity, and every

@@ -18,7 +18,7 @@ struct store_events {
 	void (*op_inserted)(int64_t id, const struct op_record *op);
 	void (*op_finished)(int64_t id, const struct op_outcome *out);
 	void (*job_submitted)(int64_t id, const char *kind, int64_t schedule_id);   /* schedule_id 0: none */
-	void (*job_finished)(int64_t id, const char *status);
+	void (*job_finished)(int64_t id, const char *status, int64_t finished_ns);
 	void (*schedule_ran)(const char *status, bool missed);
 	void (*schedule_deleted)(int64_t id);
 	void (*batch)(uint64_t size_kb, int node, bool grow, int64_t latency_ns);

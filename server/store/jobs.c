@@ -105,7 +105,7 @@ int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
-		STORE_EVENT(st, job_finished, x->job_id, x->status);
+		STORE_EVENT(st, job_finished, x->job_id, x->status, x->finished_ns);
 		if (x->op_id > 0)
 			STORE_EVENT(st, op_finished, x->op_id, &out);
 	}

@@ -79,5 +79,8 @@ rollback:
 	id = -1;
 out:
 	store_conn_unlock(st, W);
+	/* Counted and logged like every operation (it was the one insert the events missed). */
+	if (id > 0)
+		STORE_EVENT(st, op_inserted, id, op);
 	return id;
 }

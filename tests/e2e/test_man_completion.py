@@ -76,7 +76,8 @@ class ManPages(unittest.TestCase):
         conf = render(run(DAEMON, "--man-conf"))
         self.assertIn("MEMPOLICYD.CONF(5)", conf)
         for o in help_opts:
-            if o in ("--config", "--help", "--version", "--list-errors", "--list-kinds", "--list-reasons", "--no-seccomp"):   # its key: seccomp
+            if o in ("--config", "--help", "--version", "--list-errors", "--list-kinds", "--list-reasons",
+                     "--list-message-ids", "--no-seccomp"):   # no-seccomp: its key is seccomp
                 self.assertNotRegex(conf, r"\n\s+%s =" % re.escape(o[2:]), o)
             else:
                 self.assertRegex(conf, r"\n\s+%s =" % re.escape(o[2:]), o)

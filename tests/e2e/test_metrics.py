@@ -1,8 +1,10 @@
 """GET /metrics: the Prometheus text format that promtool accepts, OpenMetrics by Accept, the pool
 gauges (reservations and each size's bytes too) and resize-latency histogram after a resize on a
 generated tree, the jobs queued and running now, the daemon's start time, counters that survive a
-restart (seeded from the database), the same answer on the TCP listener, and a real Prometheus
-(Debian's package) scraping the daemon and answering queries about it."""
+restart (seeded from the database), each schedule's last success (live, seeded, gone with the
+schedule), the same answer on the TCP listener, and a real Prometheus (Debian's package)
+scraping the daemon and answering queries about it."""
+import calendar
 import os
 import re
 import shutil
@@ -32,6 +34,15 @@ def wait_job(d, job_id, timeout=20):
             return r.json
         time.sleep(0.02)
     raise AssertionError("job %d still running" % job_id)
+
+
+def stop_prometheus(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def samples(text):
@@ -170,6 +181,57 @@ class Metrics(unittest.TestCase):
         self.assertEqual(r.content_type, "application/problem+json")
 
 
+class ScheduleLastSuccess(unittest.TestCase):
+    """mempolicyd_schedule_last_success_timestamp_seconds{schedule}: on the test clock, a schedule
+    fires, its job ends ok, and the series says when (the job's finished_ns); a restart finds it
+    in the database; a schedule whose job failed has none; deleting the schedule removes it."""
+    NAME = "mempolicyd_schedule_last_success_timestamp_seconds"
+    DUE = calendar.timegm((2031, 3, 14, 2, 0, 0))
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mpd-tree-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.tree = FakeTree(self.tmp, nodes=2)
+        self.d = Daemon(self.tree, ["--retain-days", "0"], clock_ns=(self.DUE - 30) * 10**9).start()
+        self.addCleanup(self.d.cleanup)
+
+    def schedule(self, action):
+        tm = time.gmtime(self.DUE)
+        r = self.d.request("POST", "/v1/schedules", body={
+            "cron": "%d %d %d %d *" % (tm.tm_min, tm.tm_hour, tm.tm_mday, tm.tm_mon), "action": action})
+        self.assertEqual(r.status, 201, r.raw)
+        return r.json["id"]
+
+    def job_of(self, sid):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            rows = self.d.sql("SELECT status, finished_ns FROM jobs WHERE schedule_id = ?", (sid,))
+            if rows and rows[0][0] not in ("queued", "running"):
+                return rows[0]
+            time.sleep(0.02)
+        raise AssertionError("no finished job of schedule %d" % sid)
+
+    def series(self):
+        return {dict(k[1])["schedule"]: v for k, v in samples(self.d.get("/metrics").raw).items() if k[0] == self.NAME}
+
+    def test_last_success_live_after_restart_and_gone_with_the_schedule(self):
+        ok = self.schedule({"hugepages": {"size": "2M", "nodes": {"0": 4}}})
+        # node 1's count file gives one page fewer than written: the job ends partial
+        bad = self.schedule({"hugepages": {"size": "2M", "nodes": {"1": 3}}})
+        self.tree.partial(NODE % (1, 2048, "nr_hugepages"))
+        self.assertEqual(self.series(), {})
+        self.d.set_clock(self.DUE * 10**9)
+        status, finished_ns = self.job_of(ok)
+        self.assertEqual(status, "ok")
+        self.assertNotEqual(self.job_of(bad)[0], "ok")
+        self.assertEqual(self.series(), {str(ok): round(finished_ns / 1e9, 3)})
+        self.d.restart()
+        self.assertEqual(self.series(), {str(ok): round(finished_ns / 1e9, 3)})
+        self.assertEqual(self.d.request("DELETE", "/v1/schedules/%d" % ok).status, 200)
+        self.assertEqual(self.series(), {})
+
+
 @unittest.skipUnless(PROMETHEUS, "prometheus (Debian package) is not installed")
 class RealPrometheus(unittest.TestCase):
     def setUp(self):
@@ -191,12 +253,7 @@ class RealPrometheus(unittest.TestCase):
                                      stdout=self.prom_log, stderr=subprocess.STDOUT)
 
     def tearDown(self):
-        self.prom.terminate()
-        try:
-            self.prom.wait(15)
-        except subprocess.TimeoutExpired:
-            self.prom.kill()
-            self.prom.wait()
+        stop_prometheus(self.prom)
         self.prom_log.close()
         rc = self.d.cleanup()
         shutil.rmtree(self.tmp, ignore_errors=True)

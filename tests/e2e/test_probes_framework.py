@@ -265,6 +265,8 @@ def restored_at_start(test, d, thp0):
     test.assertEqual((op["status"], op["source"]), ("ok", "daemon"))
     test.assertEqual([(x["target"], x["value"], x["status"]) for x in op["result"]["restored"]],
                      [("thp.enabled", thp0, "restored")])
+    # counted like any operation (the store reports the insert: the seed ran before it)
+    test.assertIn('mempolicyd_operations_total{kind="probe.restore",status="ok"} 1\n', d.get("/metrics").raw)
 
 
 def child_pids(pid):
