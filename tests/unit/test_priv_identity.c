@@ -378,6 +378,16 @@ static size_t hostile(uint32_t t, void *buf, size_t cap)
 		m->t[0] = (struct fw_target){ .kind = FW_KNOB, .index = UINT32_MAX };
 		return sizeof *m;
 	}
+	case PRIV_LABELS_WRITE: {
+		/* No expiry line, and a line that is no label: a second file's content smuggled in. (This
+		 * helper was also given no labels file: EPERM before the text is read.) */
+		static const char text[] = "root::0:0::/root:/bin/sh\nmempolicyd.io/thp-enabled=never\n";
+		struct priv_labels_write *m = buf;
+		m->h = hdr(t, sizeof *m);
+		m->len = sizeof text - 1;
+		memcpy(m->text, text, sizeof text - 1);
+		return sizeof *m;
+	}
 	}
 	ck_abort_msg("request type %u has no hostile message here: add one", t);
 	return 0;
@@ -407,7 +417,9 @@ START_TEST(a_compromised_serving_side_launches_nothing_beyond_the_residual)
 	struct sockaddr_in si;
 	socklen_t sl = sizeof si;
 	int fds[256], nfds, host_peer, tcp_peer, tcp_fresh;
-	_Alignas(8) static unsigned char buf[sizeof(struct priv_spawn)];
+	/* The largest request a hostile message is built in. */
+	_Alignas(8) static unsigned char buf[sizeof(struct priv_spawn) > sizeof(struct priv_labels_write)
+					     ? sizeof(struct priv_spawn) : sizeof(struct priv_labels_write)];
 	struct priv_spawn *m;
 
 	setup(64);
