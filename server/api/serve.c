@@ -29,6 +29,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		/* The TCP listener speaks TLS when it has a certificate: a refusal cannot be written there. */
 		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd, h->tls.cert != NULL) : NULL;
+		if (h->incoming && http_on_unix_socket(conn))
+			incoming_opened(h->incoming);
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		/* Before libmicrohttpd's close(): the socket still names the connection. */
 		if (h->incoming && http_on_unix_socket(conn)) {
@@ -64,14 +66,33 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("libmicrohttpd: %s", line);
 }
 
+/* What libmicrohttpd says of TCP options on a socket it was given, not accepted: 0.9.75's
+ * MHD_add_connection cannot be told the socket is not TCP/IP (it passes "unknown"), and Linux
+ * answers TCP_NODELAY and TCP_CORK on a Unix socket with EOPNOTSUPP, which it does not take for
+ * "not TCP/IP", so every answer on a handed-over connection would log these three lines (three
+ * writes to the log per answer, bench/README.md row 14). Nothing in them applies to a Unix
+ * socket; matched on the format, before anything is formatted. */
+static const char *const unix_noise[] = {
+	"Setting %s option to %s state failed",
+	"Failed to push the data from buffers to the network",
+};
+
+static void mhd_log_unix(void *cls, const char *fmt, va_list ap)
+{
+	for (size_t i = 0; i < sizeof unix_noise / sizeof *unix_noise; i++)
+		if (!strncmp(fmt, unix_noise[i], strlen(unix_noise[i])))
+			return;
+	mhd_log(cls, fmt, ap);
+}
+
 /* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). fd -1:
- * no listening socket, the connections come from the helper (MHD_add_connection); incoming.c
- * holds them to max-connections, and libmicrohttpd's limit is twice that, because it splits its
- * limit over its workers and picks one by the fd's number and counts that lag behind the adds, so
- * at its exact limit a worker over its share would close a connection silently. */
+ * one of the Unix socket's loops under privilege separation (api/incoming.c): no listening socket
+ * (the connections come from the helper, MHD_add_connection), no thread of its own (the loop runs
+ * it), and the receiver holds all the loops together to max-connections, which is therefore also
+ * as many as one loop's daemon may hold. */
 static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 {
-	unsigned limit = fd < 0 ? 2 * h->lim.max_connections : h->lim.max_connections;
+	unsigned threads = fd < 0 ? MHD_USE_EPOLL : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
 	struct MHD_OptionItem listen_opts[] = {
 		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
 		{ MHD_OPTION_END, 0, NULL },
@@ -85,15 +106,15 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 		{ MHD_OPTION_END, 0, NULL },
 	};
 
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-				MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0) | (fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0), 0,
+	return MHD_start_daemon(threads | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0) |
+				(fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0), 0,
 				NULL, NULL, http_on_request, h,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_EXTERNAL_LOGGER, fd < 0 ? mhd_log_unix : mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
 				MHD_OPTION_ARRAY, fd >= 0 ? listen_opts : &listen_opts[1],
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)CONN_WORKERS,
+				MHD_OPTION_THREAD_POOL_SIZE, fd < 0 ? 0u : (unsigned int)CONN_WORKERS,
 				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
-				MHD_OPTION_CONNECTION_LIMIT, limit,
+				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, h,
@@ -164,6 +185,11 @@ void http_hand_off(struct http *h, int chan)
 	h->handoff = chan;
 }
 
+static struct MHD_Daemon *start_unix_loop(void *cls)
+{
+	return start_daemon(cls, -1, false);
+}
+
 /* The job runner's end-of-job hook (jobs_on_end), under its lock. */
 static void job_ended(void *cls, int64_t job_id)
 {
@@ -173,8 +199,8 @@ static void job_ended(void *cls, int64_t job_id)
 int http_serve(struct http *h, const struct app *app, mp_err *e)
 {
 	h->app = app;
-	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(e)) ||
-	    !(h->waits = waits_start(MHD_resume_connection, e)))
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(incoming_resume, e)) ||
+	    !(h->waits = waits_start(incoming_resume, e)))
 		return -1;
 	if (app->jobs)
 		jobs_on_end(app->jobs, job_ended, h->waits);
@@ -182,11 +208,14 @@ int http_serve(struct http *h, const struct app *app, mp_err *e)
 		return mp_nomem(e);
 	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->fd_standby, h->lim.max_connections, e)))
 		return -1;
-	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
-		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
-	h->fd_unix = -1;   /* libmicrohttpd's now */
-	if (h->incoming && incoming_start(h->incoming, h->d_unix, e) < 0)
-		return -1;
+	if (h->incoming) {
+		if (incoming_start(h->incoming, CONN_WORKERS, start_unix_loop, h, e) < 0)
+			return -1;
+	} else {
+		if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
+			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
+		h->fd_unix = -1;   /* libmicrohttpd's now */
+	}
 	if (h->fd_tcp >= 0) {
 		if (!(h->d_tcp = start_daemon(h, h->fd_tcp, h->tls.cert != NULL)))
 			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s%s", h->tcp_hosts[0],
@@ -215,8 +244,9 @@ void http_stop(struct http *h)
 	d[1] = h->d_tcp;
 	if (h->unix_path && !h->unix_inherited)
 		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
-	/* Under privilege separation the helper accepts: it stops when the channel ends. */
-	incoming_stop(h->incoming);
+	/* Under privilege separation the helper accepts: it stops when the channel ends, and the
+	 * loops take no more but serve what they hold until incoming_stop below. */
+	incoming_quiesce(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
@@ -233,11 +263,12 @@ void http_stop(struct http *h)
 	/* A scan in flight runs at SCHED_IDLE, which gets no CPU while the machine is busy: at stop
 	 * it is what is left to answer, so it runs at normal priority. */
 	slow_hurry(h->slow);
-	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
+	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) + incoming_connections(h->incoming) > 0; n++)
 		nanosleep(&ts, NULL);
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
 	 * is queued (the drain above let it) and resumes each before it ends. */
 	slow_stop(h->slow);
+	incoming_stop(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		if (d[i])
 			MHD_stop_daemon(d[i]);

@@ -23,6 +23,7 @@ struct slow {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct item *head, *tail;     /* owned */
+	void (*resume)(struct MHD_Connection *conn);
 	bool stopping;
 };
 
@@ -72,7 +73,7 @@ static void *worker(void *p)
 		pthread_mutex_unlock(&sl->lock);
 		test_hold();
 		it->fn(it->arg);
-		MHD_resume_connection(it->conn);
+		sl->resume(it->conn);
 		free(it);
 		pthread_mutex_lock(&sl->lock);
 	}
@@ -80,7 +81,7 @@ static void *worker(void *p)
 	return NULL;
 }
 
-struct slow *slow_start(mp_err *e)
+struct slow *slow_start(void (*resume)(struct MHD_Connection *conn), mp_err *e)
 {
 	struct slow *sl = calloc(1, sizeof *sl);
 
@@ -88,6 +89,7 @@ struct slow *slow_start(mp_err *e)
 		mp_nomem(e);
 		return NULL;
 	}
+	sl->resume = resume;
 	pthread_mutex_init(&sl->lock, NULL);
 	pthread_cond_init(&sl->cond, NULL);
 	if (pthread_create(&sl->thread, NULL, worker, sl)) {

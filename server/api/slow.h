@@ -13,7 +13,8 @@
 struct MHD_Connection;
 struct slow;
 
-struct slow *slow_start(mp_err *e);
+/* resume: how a connection is resumed once its handler ran (the caller's, as for waits_start). */
+struct slow *slow_start(void (*resume)(struct MHD_Connection *conn), mp_err *e);
 /* Queues fn(arg) and returns; the caller has suspended conn, which is resumed after fn ran. */
 int slow_submit(struct slow *sl, struct MHD_Connection *conn, void (*fn)(void *arg), void *arg);
 /* At stop: the thread leaves SCHED_IDLE, so that a scan in flight is answered before the drain

@@ -1,9 +1,10 @@
 /* The helper's acceptor: the only accept() on the API's Unix socket (see handoff.h for the
  * design). One thread polls the listening socket and the hand-off channel: it accepts, records
  * the client, passes the connection on and forgets its own copy; it reads the serving side's
- * close reports; and it stops taking connections while the serving side has not taken the last
- * one (the clients wait in the backlog, as they would for a busy libmicrohttpd). The request
- * threads read the records (priv_accept_identity) under the same lock. */
+ * close reports (as it accepts: see REPORTS_LAZY); and it stops taking connections while the
+ * serving side has not taken the last one (the clients wait in the backlog, as they would for a
+ * busy libmicrohttpd). The request threads read the records (priv_accept_identity) under the
+ * same lock. */
 #include "server/priv/accept.h"
 
 #include <errno.h>
@@ -27,8 +28,6 @@ struct record {
 	dev_t dev;                    /* the socket's inode, which the fd of a request must name too */
 	ino_t ino;
 	struct ucred cred;
-	size_t ngroups;
-	gid_t *groups;                /* owned */
 	struct record *older, *newer; /* accept order: the oldest goes first when the table is full */
 };
 
@@ -40,6 +39,27 @@ static struct {
 	uid_t serving_uid;
 	bool logged_full;             /* the drop of a record is logged once, not per connection */
 } tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Records from which the acceptor reads the serving side's close reports as they come (and,
+ * before it accepts a connection, those sent before it). Below it the reports wait in the
+ * channel: a connection's close costs the helper no wake-up of its own, and the reports of many
+ * closes are read in one go (bench/README.md, row 14). A report is no permission, only the end of
+ * a record: an identity needs the very socket passed back and its client still connected
+ * (priv_accept_identity), so a record that outlives its connection a while grants nothing. What
+ * waits in the channel is fewer reports than this plus what the serving side's loops batch
+ * (api/incoming.c), far below what the channel's socket buffer holds (278 reports with Linux's
+ * default buffer); the serving side's send would wait there, not fail. */
+#define REPORTS_LAZY 32
+
+/* ... and at most a quarter of the bound, so that records waiting for their report never push
+ * out the record of an open connection (the bound is twice the connections the serving side
+ * keeps; api/incoming.c holds back at most another quarter). */
+static size_t reports_lazy(void)
+{
+	size_t q = tab.max / 4;
+
+	return q < 1 ? 1 : q < REPORTS_LAZY ? q : REPORTS_LAZY;
+}
 
 struct acceptor {
 	int listen_fd, chan;          /* owned */
@@ -75,17 +95,17 @@ static void drop(struct record *r)
 	else
 		tab.newest = r->older;
 	tab.n--;
-	free(r->groups);
 	free(r);
 }
 
 /* The client of the connection just accepted on fd, recorded under its cookie; 0 or -errno (the
- * connection is then closed unrecorded: nothing would be known of its client). */
+ * connection is then closed unrecorded: nothing would be known of its client). Its group list is
+ * not read here but when an act needs it (priv_accept_identity), from the same socket: the
+ * kernel fixed both at connect. */
 static int record(int fd, uint64_t *id)
 {
 	struct record *r = calloc(1, sizeof *r);   /* owned until it is in the tree */
-	gid_t groups[PRIV_SPAWN_GROUPS];
-	socklen_t l = sizeof r->cred, gl = sizeof groups;
+	socklen_t l = sizeof r->cred;
 	struct stat st;
 
 	if (!r)
@@ -97,17 +117,6 @@ static int record(int fd, uint64_t *id)
 	}
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
-	/* As the API reads them: unreadable (or more than a spawn carries) grants none. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &gl) < 0)
-		gl = 0;
-	r->ngroups = gl / sizeof *groups;
-	if (r->ngroups) {
-		if (!(r->groups = malloc(r->ngroups * sizeof *groups))) {
-			free(r);
-			return -ENOMEM;
-		}
-		memcpy(r->groups, groups, r->ngroups * sizeof *groups);
-	}
 	pthread_mutex_lock(&tab.mu);
 	/* A serving side that never reports closes must not make the table grow: past the bound
 	 * the oldest record goes, and its connection can no longer be acted for (never the other
@@ -121,7 +130,6 @@ static int record(int fd, uint64_t *id)
 	}
 	if (!tsearch(r, &tab.by_id, by_id)) {
 		pthread_mutex_unlock(&tab.mu);
-		free(r->groups);
 		free(r);
 		return -ENOMEM;
 	}
@@ -153,7 +161,7 @@ int priv_accept_identity(uint64_t id, int fd, struct priv_ident *who)
 {
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 	struct ucred uc;
-	socklen_t l = sizeof uc;
+	socklen_t l = sizeof uc, gl = sizeof who->groups;
 	struct record *r;
 	struct stat st;
 	int rc = 0;
@@ -194,9 +202,11 @@ int priv_accept_identity(uint64_t id, int fd, struct priv_ident *who)
 	who->pid = r->cred.pid;
 	who->uid = r->cred.uid;
 	who->gid = r->cred.gid;
-	who->ngroups = r->ngroups;
-	if (r->ngroups)
-		memcpy(who->groups, r->groups, r->ngroups * sizeof *r->groups);
+	/* The very socket accepted (above), whose peer's groups the kernel fixed at connect. As the
+	 * API reads them: unreadable (or more than a spawn carries) grants none. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, who->groups, &gl) < 0)
+		gl = 0;
+	who->ngroups = gl / sizeof *who->groups;
 out:
 	pthread_mutex_unlock(&tab.mu);
 	return rc;
@@ -258,7 +268,9 @@ static bool read_reports(struct acceptor *a)
 
 static void accept_one(struct acceptor *a)
 {
-	int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC), rc;
+	/* Non-blocking as libmicrohttpd wants it (the flag belongs to the socket's open file, which
+	 * the serving side shares): it need not set it. */
+	int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), rc;
 
 	if (fd < 0) {
 		/* Out of descriptors or memory: the listening socket stays readable, so wait a little
@@ -277,14 +289,27 @@ static void accept_one(struct acceptor *a)
 	a->pending = fd;
 }
 
+/* Whether the acceptor reads the reports now (see REPORTS_LAZY). */
+static bool reports_due(void)
+{
+	bool due;
+
+	pthread_mutex_lock(&tab.mu);
+	due = tab.n >= reports_lazy();
+	pthread_mutex_unlock(&tab.mu);
+	return due;
+}
+
 static void *acceptor_main(void *arg)
 {
 	struct acceptor *a = arg;
 	bool gone = false;
 
 	while (!gone) {
+		/* The channel's end (POLLHUP) wakes it whatever it asks for. */
+		bool due = reports_due();
 		struct pollfd p[2] = {
-			{ .fd = a->chan, .events = POLLIN | (a->pending >= 0 ? POLLOUT : 0) },
+			{ .fd = a->chan, .events = (due ? POLLIN : 0) | (a->pending >= 0 ? POLLOUT : 0) },
 			{ .fd = a->pending >= 0 ? -1 : a->listen_fd, .events = POLLIN },
 		};
 		if (poll(p, 2, -1) < 0) {
@@ -292,7 +317,9 @@ static void *acceptor_main(void *arg)
 				continue;
 			break;
 		}
-		if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && read_reports(a))
+		/* When due, before a connection is accepted the closes reported before it: its record
+		 * never pushes out the record of a connection that is still open. */
+		if ((p[0].revents & (POLLIN | POLLHUP | POLLERR) || (due && (p[1].revents & POLLIN))) && read_reports(a))
 			break;
 		if (a->pending >= 0 && !hand_over(a, &gone))
 			continue;

@@ -36,7 +36,9 @@ int priv_accept_start(int listen_fd, int chan, const struct priv_accept *cfg);
 /* In the helper: the client of the connection fd (borrowed), which the request names by id. 0
  * with *who filled only when fd is the very socket the helper accepted under id (its cookie,
  * its inode and its peer's credentials all agree with the record), the serving side has not
- * reported it closed, and its client has not hung up (then the record ends here too). -EBADF or
+ * reported it closed (as far as the acceptor has read its reports: accept.c, REPORTS_LAZY), and
+ * its client has not hung up (then the record ends here too). The group list is the socket's
+ * SO_PEERGROUPS, read now. -EBADF or
  * -ENOTSOCK for what is no socket; -EPERM when fd is not the connection id names, or the client is
  * the serving side's own user; -ENOTCONN when no open connection of a client has that id. */
 int priv_accept_identity(uint64_t id, int fd, struct priv_ident *who);

@@ -79,12 +79,14 @@ int priv_handoff_read(int chan, int flags, struct priv_handoff *m, int *fd, int 
 	return (size_t)n == sizeof *m && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? 1 : -EBADMSG;
 }
 
-int priv_handoff_recv(int chan, int *fd, uint64_t *id)
+static int handoff_recv(int chan, int flags, int *fd, uint64_t *id)
 {
 	struct priv_handoff m;
-	int got, nfds, rc = priv_handoff_read(chan, 0, &m, &got, &nfds);
+	int got, nfds, rc = priv_handoff_read(chan, flags, &m, &got, &nfds);
 
 	*fd = -1;
+	if (rc == -EWOULDBLOCK)
+		return -EAGAIN;
 	if (rc < 0 && rc != -EBADMSG)
 		return rc == -ECONNRESET ? -EPIPE : rc;
 	if (rc == 1 && m.magic == PRIV_HANDOFF_MAGIC && m.type == PRIV_HANDOFF_CONN && m.id && nfds == 1) {
@@ -98,6 +100,16 @@ int priv_handoff_recv(int chan, int *fd, uint64_t *id)
 	return rc == 0 ? -EPIPE : -EPROTO;
 }
 
+int priv_handoff_recv(int chan, int *fd, uint64_t *id)
+{
+	return handoff_recv(chan, 0, fd, id);
+}
+
+int priv_handoff_take(int chan, int *fd, uint64_t *id)
+{
+	return handoff_recv(chan, MSG_DONTWAIT, fd, id);
+}
+
 void priv_handoff_closed(int chan, uint64_t id)
 {
 	struct priv_handoff m = { .magic = PRIV_HANDOFF_MAGIC, .type = PRIV_HANDOFF_CLOSED, .id = id };
@@ -106,6 +118,33 @@ void priv_handoff_closed(int chan, uint64_t id)
 		return;
 	while (send(chan, &m, sizeof m, MSG_NOSIGNAL) < 0 && errno == EINTR)
 		;
+}
+
+void priv_handoff_closed_many(int chan, const uint64_t *ids, unsigned n)
+{
+	struct priv_handoff m[PRIV_HANDOFF_BATCH];
+	struct iovec iov[PRIV_HANDOFF_BATCH];
+	struct mmsghdr mm[PRIV_HANDOFF_BATCH];
+	unsigned k = 0, sent = 0;
+
+	if (chan < 0)
+		return;
+	for (unsigned i = 0; i < n && k < PRIV_HANDOFF_BATCH; i++) {
+		if (!ids[i])
+			continue;
+		m[k] = (struct priv_handoff){ .magic = PRIV_HANDOFF_MAGIC, .type = PRIV_HANDOFF_CLOSED, .id = ids[i] };
+		iov[k] = (struct iovec){ .iov_base = &m[k], .iov_len = sizeof m[k] };
+		mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+		k++;
+	}
+	while (sent < k) {
+		int r = sendmmsg(chan, mm + sent, k - sent, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;   /* the helper is gone: nothing to report to */
+		sent += (unsigned)r;
+	}
 }
 
 void priv_handoff_shutdown(int chan)

@@ -6,8 +6,9 @@
  * SO_PEERCRED (pid, uid, gid) and SO_PEERGROUPS — records it under the connection's identifier,
  * and passes the connection to the serving side over a SOCK_SEQPACKET socketpair of its own (one
  * datagram, the socket attached with SCM_RIGHTS); the helper keeps no copy of the socket, so the
- * serving side's close is the connection's end as before. The serving side feeds it to
- * libmicrohttpd (server/api/incoming.c) and tells the helper when it closes it.
+ * serving side's close is the connection's end as before. The serving side's loop that takes it
+ * serves it in its own libmicrohttpd daemon (server/api/incoming.c) and tells the helper when it
+ * closes it.
  *
  * The identifier is the socket's cookie (SO_COOKIE): the kernel's own number for the socket
  * object, which no process can set, and which is never given to another socket in the boot. A
@@ -55,9 +56,16 @@ void priv_handoff_release(void);
  * when the channel has ended (the helper is gone, or priv_handoff_shutdown); -EPROTO for a
  * datagram that is not a connection (dropped, with any fd it carried); else -errno. */
 int priv_handoff_recv(int chan, int *fd, uint64_t *id);
+/* The same without waiting: -EAGAIN when no datagram is there (several loops poll the channel,
+ * and the first to read takes the connection). */
+int priv_handoff_take(int chan, int *fd, uint64_t *id);
 /* Tells the helper that the connection id is closed: its identity ends there. Blocks only while
  * the helper's queue is full; nothing to report when the helper is gone. */
 void priv_handoff_closed(int chan, uint64_t id);
+/* The same for up to PRIV_HANDOFF_BATCH connections at once (ids of 0 skipped): one system call
+ * for all, one datagram each. */
+#define PRIV_HANDOFF_BATCH 8
+void priv_handoff_closed_many(int chan, const uint64_t *ids, unsigned n);
 /* Ends the channel both ways: a receiver blocked in priv_handoff_recv returns -EPIPE, and the
  * helper stops accepting and closes its listening socket. */
 void priv_handoff_shutdown(int chan);
