@@ -42,27 +42,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 }
 
-/* What libmicrohttpd says on every response over a Unix socket, where TCP socket options fail with
- * EOPNOTSUPP: true of the socket, not a fault. As warnings they were three log lines per request
- * (a scrape every 30 s, a node-problem-detector check every 60 s: ~13,000 lines a day per node,
- * docs/reference/fleet.md), so they are debug lines. */
-static const char *const mhd_unix_noise[] = {
-	"Setting TCP_NODELAY option",
-	"Setting TCP_CORK option",
-	"Failed to push the data from buffers to the network",
-};
-
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
 	(void)cls;
 	vsnprintf(line, sizeof line, fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
-	for (size_t i = 0; i < sizeof mhd_unix_noise / sizeof mhd_unix_noise[0]; i++)
-		if (!strncmp(line, mhd_unix_noise[i], strlen(mhd_unix_noise[i]))) {
-			log_debug("libmicrohttpd: %s", line);
-			return;
-		}
 	log_warn("libmicrohttpd: %s", line);
 }
 
@@ -70,8 +55,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * MHD_add_connection cannot be told the socket is not TCP/IP (it passes "unknown"), and Linux
  * answers TCP_NODELAY and TCP_CORK on a Unix socket with EOPNOTSUPP, which it does not take for
  * "not TCP/IP", so every answer on a handed-over connection would log these three lines (three
- * writes to the log per answer, bench/README.md row 14). Nothing in them applies to a Unix
- * socket; matched on the format, before anything is formatted. */
+ * writes to the log per answer, bench/README.md row 14; at a scrape every 30 s and a
+ * node-problem-detector check every 60 s, ~13,000 lines a day per node, docs/reference/fleet.md).
+ * Nothing in them applies to a Unix socket; matched on the format, before anything is formatted. */
 static const char *const unix_noise[] = {
 	"Setting %s option to %s state failed",
 	"Failed to push the data from buffers to the network",
