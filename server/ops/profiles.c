@@ -172,8 +172,14 @@ int profiles_check(const struct app *app, const char *name, struct profile_check
 {
 	struct prof_dir dir = { .path = app->profiles_dir };
 
+	return profiles_check_in(app, &dir, name, ck, pe);
+}
+
+int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
+		      struct prof_err *pe)
+{
 	memset(ck, 0, sizeof *ck);
-	if (prof_merge(name, prof_dir_load, &dir, &ck->doc, pe) < 0)
+	if (prof_merge(name, prof_dir_load, (void *)dir, &ck->doc, pe) < 0)
 		return -1;
 	if (!(ck->ev = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *ck->ev)) || !(ck->topo = malloc(sizeof *ck->topo)))
 		return mp_nomem(&pe->e);

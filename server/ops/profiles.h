@@ -37,6 +37,10 @@ struct profile_checked {
 /* Merges `name` from the profiles directory and evaluates every key against the kernel now
  * (reads only). 0, or -1 with pe at the first error; free *ck with profiles_checked_free either way. */
 int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe);
+/* profiles_check reading from dir (a ConfigMap snapshot pinned by the reload, ops/profile_reload.h). */
+struct prof_dir;
+int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
+		      struct prof_err *pe);
 void profiles_checked_free(struct profile_checked *ck);
 
 /* {"dir", "active", "profiles": [{name, file, active, state, reasons?, error?, keys?}]}. A
