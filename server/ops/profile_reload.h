@@ -33,7 +33,7 @@ struct reload_hooks {
 	/* The set is valid: activate v->activate from dir (pinned to the swap that was checked). */
 	void (*valid)(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v);
 	/* The set is not: the profile in force stays; v->err says why. */
-	void (*invalid)(void *ctx, const struct reload_verdict *v);
+	void (*invalid)(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v);
 };
 
 struct profile_reload;
