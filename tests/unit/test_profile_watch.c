@@ -34,7 +34,7 @@ static struct app app;
 static const char BASE[] = "[knobs]\nthp.enabled = madvise\n";
 static const char DB[] = "[profile]\ninclude = base\n[knobs]\nthp.defrag = defer|madvise\n";
 static const char EXTRA[] = "[knobs]\nthp.enabled = never\n";
-/* line 3, column 14: "sometimes" is not in the knob's list */
+/* line 3: "sometimes" is not in the knob's list */
 static const char BROKEN[] = "# the base, broken\n[knobs]\nthp.enabled = sometimes\n";
 
 static void make_host(void)
