@@ -54,6 +54,7 @@ struct args {
 	struct num limit, count, total, batch, grace;
 	struct num node_id;     /* --node N where the client checks the number itself */
 	bool dry_run, wait, no_wait, compact, force;
+	bool exit_code;         /* profile verify --exit-code */
 	const char *name, *scope, *expires;   /* token create */
 	bool mappings;          /* proc show --mappings */
 	json_t *nodes;          /* owned: {"N": COUNT} of repeated --node N=COUNT, when declared */
@@ -156,6 +157,10 @@ void cli_print_usage_args(FILE *f, const struct command *cmd);
 /* `mempolicyctl GROUP NAME --help`: usage, summary, the declared options, the notes. */
 void cli_command_help(FILE *f, const struct command *cmd);
 extern const char cli_exit_codes[];
+
+/* A --deadline: "500ms", "30s", "2m", or plain milliseconds (leading zeros skipped, as parse_u64
+ * would); 0, or -1 for anything else, zero or too large (client/cmd_pool.c). */
+int parse_deadline_ms(const char *s, int64_t *ms);
 
 /* Prints "mempolicyctl: <message>" and the command's usage line to stderr; returns EXIT_USAGE. */
 int cli_usage_error(const struct command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

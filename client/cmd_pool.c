@@ -85,8 +85,7 @@ int cmd_pool_list(struct cli *c, const struct command *cmd, struct args *a)
 	return EXIT_OK;
 }
 
-/* "500ms", "30s", "2m", or plain milliseconds. Leading zeros are skipped, as parse_u64 would. */
-static int parse_deadline_ms(const char *s, int64_t *ms)
+int parse_deadline_ms(const char *s, int64_t *ms)
 {
 	char num[32];
 	size_t n;

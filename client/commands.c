@@ -39,12 +39,28 @@ int cmd_token_revoke(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_list(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_show(struct cli *c, const struct command *cmd, struct args *a);
 int cmd_profile_diff(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_apply(struct cli *c, const struct command *cmd, struct args *a);
+int cmd_profile_verify(struct cli *c, const struct command *cmd, struct args *a);
 
 #define END { NULL, NULL, NULL, OPT_TEXT, 0, 0, 0, NULL }
 
 static const struct opt knob_set_opts[] = {
 	{ "--dry-run", NULL, "show the plan, change nothing", OPT_FLAG_IN(dry_run), 0, NULL },
 	{ "--force", NULL, "write (and record) a knob that already has the value", OPT_FLAG_IN(force), 0, NULL },
+	END,
+};
+
+static const struct opt profile_apply_opts[] = {
+	{ "--dry-run", NULL, "show what an apply would do (the diff), change nothing", OPT_FLAG_IN(dry_run), 0, NULL },
+	{ "--deadline", "D", "how long the pools may take, compacting and retrying (default 60s)",
+	  OPT_TEXT_IN(deadline), 0, NULL },
+	{ "--no-wait", NULL, "print the job id and return; follow with `job show ID --wait`", OPT_FLAG_IN(no_wait), 0, NULL },
+	END,
+};
+
+static const struct opt profile_verify_opts[] = {
+	{ "--exit-code", NULL, "exit 0 in sync, 1 drift or degraded (or no profile applied), 2 usage, 3 unreachable",
+	  OPT_FLAG_IN(exit_code), 0, NULL },
 	END,
 };
 
@@ -241,6 +257,19 @@ const struct command cli_commands[] = {
 	{ "profile", "diff", cmd_profile_diff, "NAME", 1, NULL,
 	  "dry run: each key now and wanted, in sync or not, and what an apply would do (nothing is written)",
 	  "Example: mempolicyctl profile diff db" },
+	{ "profile", "apply", cmd_profile_apply, "NAME", 1, profile_apply_opts,
+	  "activate a profile: its knobs, cgroup mems and pools made so, as one profile.apply job",
+	  "Validates the whole profile first: an invalid one changes nothing (its file:line:column is\n"
+	  "printed). Keys already in sync are not written; keys this kernel lacks are reported\n"
+	  "unsupported. Waits for the job and prints each key's outcome; exit 1 unless it ended ok\n"
+	  "(partial: a pool short of its target at the deadline, with why). Ctrl-C stops waiting,\n"
+	  "not the job.\n"
+	  "Example: mempolicyctl profile apply db" },
+	{ "profile", "verify", cmd_profile_verify, "", 0, profile_verify_opts,
+	  "the profile in force against the kernel now: every key out of sync, expected and actual",
+	  "Each managed key is read again now. Without --exit-code the exit status is 0 whenever the\n"
+	  "daemon answered; with it, 0 means every key in sync and the profile applied.\n"
+	  "Example: mempolicyctl profile verify --exit-code" },
 	{ "history", "", cmd_history_list, "", 0, history_opts,
 	  "recorded operations, newest first", NULL },
 	{ "history", "show", cmd_history_show, "ID", 1, NULL,

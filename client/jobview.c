@@ -169,6 +169,29 @@ static void why_line(const json_t *job, char *buf, size_t len)
 			 (long long)json_integer_value(json_object_get(vm, "compact_success")));
 }
 
+/* A profile.apply: each key's outcome, what the kernel shows after, and why when it fell short. */
+static bool profile_keys(const json_t *result)
+{
+	static const char *const hdr[] = { "KEY", "OUTCOME", "ACTUAL", "VERDICT", "WHY" };
+	const json_t *k;
+	struct table *t;
+	size_t i;
+
+	if (!json_is_array(json_object_get(result, "keys")) || !json_is_string(json_object_get(result, "profile")))
+		return false;
+	t = table_new(5, hdr);
+	json_array_foreach(json_object_get(result, "keys"), i, k) {
+		const char *actual = json_string_value(json_object_get(k, "actual"));
+		table_row(t, json_string_value(json_object_get(k, "key")), json_string_value(json_object_get(k, "outcome")),
+			  actual ? actual : "-", json_string_value(json_object_get(k, "verdict")),
+			  json_string_value(json_object_get(k, "why")));
+	}
+	table_print(t, stdout);
+	printf("profile %s: %s\n", json_string_value(json_object_get(result, "profile")),
+	       json_string_value(json_object_get(result, "state")));
+	return true;
+}
+
 void jobview_print(const json_t *job)
 {
 	static const char *const keys[] = { "id", "kind", "status", "reason", "error", "errno", "source",
@@ -243,6 +266,8 @@ void jobview_print(const json_t *job)
 		}
 	}
 	table_print(t, stdout);
+	if (profile_keys(result))
+		return;   /* its pools are keys of the table; the last resize's progress would repeat them */
 	if (json_is_array(json_object_get(result, "before")))
 		process_nodes(result);
 	if (json_is_array(targets))

@@ -113,6 +113,8 @@
 	X(PROFILE_INCLUDE_MISSING,      "profile.include_missing",      UNPROCESSABLE, "an include names a profile the directory does not hold") \
 	X(PROFILE_LIMIT,                "profile.limit",                UNPROCESSABLE, "a profile file, line, key count or include chain beyond its limit") \
 	X(PROFILE_UNREADABLE,           "profile.unreadable",           INTERNAL,      "a profile file or the profiles directory cannot be read (not a regular file, or an I/O error)") \
+	/* h-apply: activating a profile (ops/profile_apply.c) */ \
+	X(PROFILE_CHANGED,              "profile.changed",              CONFLICT,      "the profile's files changed between validation and the first write of its apply: nothing was applied") \
 	X(TOPOLOGY_UNREADABLE,          "topology.unreadable",          INTERNAL,      "the NUMA topology could not be read from sysfs") \
 	X(STORE_FULL,                   "store.full",                   STORE_FULL,    "the database's disk is full; nothing was changed") \
 	X(STORE_BUSY,                   "store.busy",                   STORE_BUSY,    "the database is locked by another process; nothing was changed") \

@@ -19,6 +19,7 @@ struct knob_catalogue;
 struct jobs;
 struct scheduler;
 struct children;
+struct profile_state;
 
 struct app {
 	const char *sysfs_root;          /* borrowed from the config; "/sys" in production */
@@ -37,7 +38,9 @@ struct app {
 	int64_t started_ns;              /* when main() started: /metrics' process_start_time_seconds */
 	const char *profiles_dir;        /* borrowed from the config: the profiles directory */
 	bool profiles_dir_default;       /* not given: a missing directory means no profiles */
-	const char *profile;             /* borrowed from the config: the active profile, NULL if none */
+	const char *profile;             /* borrowed from the config: the profile configured at start, NULL if
+	                                  * none; which one is active now is profile_state's */
+	struct profile_state *profile_state; /* owned by main(): the profile in force (ops/profile_state.h) */
 };
 
 #endif

@@ -33,6 +33,7 @@
 #include "server/ops/children.h"
 #include "server/ops/kinds.h"
 #include "server/ops/probes.h"
+#include "server/ops/profile_state.h"
 #include "server/ops/profiles.h"
 #include "server/ops/restore.h"
 #include "server/probes/probe.h"
@@ -225,6 +226,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	app.profile = cfg.profile;
+	/* Before the job runner: a profile.apply job installs into it. */
+	if (!(app.profile_state = profile_state_new(app.profile))) {
+		fprintf(stderr, "mempolicyd: out of memory (the profile state)\n");
+		goto out;
+	}
 	if (cfg.admin_group) {
 		struct group *g = getgrnam(cfg.admin_group);
 		if (!g) {
@@ -425,6 +431,7 @@ out:
 	scheduler_stop(app.scheduler);
 	maint_stop(maint);
 	jobs_close(app.jobs);
+	profile_state_free(app.profile_state);   /* after the jobs: none installs into it any more */
 	store_close(app.store);
 	if (lock_fd >= 0)
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */

@@ -198,6 +198,8 @@ int api_probes_list(struct req *rq, mp_err *e);
 int api_probe_start(struct req *rq, mp_err *e);
 int api_tokens_list(struct req *rq, mp_err *e);
 int api_tokens_create(struct req *rq, mp_err *e);
+int api_profile_active_get(struct req *rq, mp_err *e);
+int api_profile_activate(struct req *rq, mp_err *e);
 int api_token_revoke(struct req *rq, mp_err *e);
 int api_profiles_list(struct req *rq, mp_err *e);
 int api_profile_get(struct req *rq, mp_err *e);

@@ -10,6 +10,7 @@
 #include "server/api/api.h"
 #include "server/metrics.h"
 #include "server/ops/gauges.h"
+#include "server/ops/profile_view.h"
 #include "server/store/metrics_seed.h"
 
 #define CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
@@ -30,6 +31,7 @@ int api_metrics_get(struct req *rq, mp_err *e)
 	if (!(f = open_memstream(&text, &len)))
 		return mp_nomem(e);
 	gauges_write(rq->app, f, om);
+	profile_view_metrics(rq->app, f);
 	bytes = store_file_bytes(rq->app->store);
 	fprintf(f, "# HELP mempolicyd_store_size_bytes The database's size on disk, its write-ahead log included.\n"
 		   "# TYPE mempolicyd_store_size_bytes gauge\nmempolicyd_store_size_bytes %lld\n",

@@ -19,10 +19,13 @@ const struct route api_routes[] = {
 	{ "PATCH",  "/v1/knobs",                      api_knobs_patch,       R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/knobs/{}",                   api_knob_get,          0 },
 	{ "PUT",    "/v1/knobs/{}",                   api_knob_put,          R_ADMIN | R_BODY | R_PRIV },
-	/* profiles: read-only here (apply comes with its own routes) */
+	/* profiles: the directory, read-only */
 	{ "GET",    "/v1/profiles",                   api_profiles_list,     0 },
 	{ "GET",    "/v1/profiles/{}",                api_profile_get,       0 },
 	{ "GET",    "/v1/profiles/{}/diff",           api_profile_diff,      0 },
+	/* the profile in force, and activating one (a profile.apply job) */
+	{ "GET",    "/v1/profile",                    api_profile_active_get, 0 },
+	{ "POST",   "/v1/profile",                    api_profile_activate,  R_ADMIN | R_BODY | R_PRIV },
 	/* history */
 	{ "GET",    "/v1/history",                    api_history_list,      0 },
 	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */

@@ -12,6 +12,7 @@
 #include "server/ops/conditions.h"
 #include "server/ops/pmigrate.h"
 #include "server/ops/probes.h"
+#include "server/ops/profile_apply.h"
 #include "server/ops/resize.h"
 #include "server/probes/probe.h"
 #include "server/store/summary.h"
@@ -20,6 +21,7 @@ static const struct job_kind *const kinds[] = {
 	&resize_job,                 /* hugepages.resize */
 	&migrate_job,                /* process.migrate */
 	&collapse_job,               /* process.collapse */
+	&profile_apply_job,          /* profile.apply */
 };
 
 /* Operations recorded in history without a job, each by the file named. */

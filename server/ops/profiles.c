@@ -12,6 +12,7 @@
 #include "server/kernel/knobs.h"
 #include "server/kernel/topology.h"
 #include "server/log.h"
+#include "server/ops/profile_state.h"
 #include "server/profiles/dir.h"
 
 static const char *const verdict_names[] = { "in_sync", "differs", "unsupported" };
@@ -168,20 +169,58 @@ void profiles_checked_free(struct profile_checked *ck)
 	free(ck->topo);
 }
 
-int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe)
-{
-	struct prof_dir dir = { .path = app->profiles_dir };
+/* The merger's loader over the directory, hashing what it reads (FNV-1a over each file's name and
+ * text, in the order read): the digest tells one version of a profile's files from another. */
+struct hashing_dir {
+	struct prof_dir dir;
+	uint64_t h;
+};
 
-	return profiles_check_in(app, &dir, name, ck, pe);
+static void fnv(uint64_t *h, const void *p, size_t n)
+{
+	for (const unsigned char *c = p; n--; c++)
+		*h = (*h ^ *c) * 1099511628211ULL;
 }
 
-int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
-		      struct prof_err *pe)
+static int hashing_load(void *ctx, const char *name, const struct prof_loc *from, char **text, size_t *len,
+			struct prof_err *err)
 {
-	memset(ck, 0, sizeof *ck);
-	if (prof_merge(name, prof_dir_load, (void *)dir, &ck->doc, pe) < 0)
-		return -1;
-	if (!(ck->ev = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *ck->ev)) || !(ck->topo = malloc(sizeof *ck->topo)))
+	struct hashing_dir *d = ctx;
+	int rc = prof_dir_load(&d->dir, name, from, text, len, err);
+
+	if (rc == 0) {
+		fnv(&d->h, name, strlen(name) + 1);
+		fnv(&d->h, *text, *len);
+	}
+	return rc;
+}
+
+static int merge(const struct prof_dir *dir, const char *name, struct prof_doc *doc, uint64_t *digest,
+		 struct prof_err *pe)
+{
+	struct hashing_dir d = { .dir = *dir, .h = 14695981039346656037ULL };
+	int rc = prof_merge(name, hashing_load, &d, doc, pe);
+
+	*digest = d.h;
+	return rc;
+}
+
+int profiles_digest(const struct app *app, const char *name, uint64_t *digest, struct prof_err *pe)
+{
+	struct prof_dir dir = { .path = app->profiles_dir };
+	struct prof_doc doc;
+	int rc = merge(&dir, name, &doc, digest, pe);
+
+	prof_doc_free(&doc);
+	return rc;
+}
+
+int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe)
+{
+	free(ck->topo);
+	ck->unsupported_required = false;
+	memset(ck->ev, 0, (ck->doc.n ? ck->doc.n : 1) * sizeof *ck->ev);
+	if (!(ck->topo = malloc(sizeof *ck->topo)))
 		return mp_nomem(&pe->e);
 	if (topo_read(app->sysfs_root, ck->topo) < 0) {
 		free(ck->topo);
@@ -204,6 +243,24 @@ int profiles_check_in(const struct app *app, const struct prof_dir *dir, const c
 			ck->unsupported_required = true;
 	}
 	return 0;
+}
+
+int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe)
+{
+	struct prof_dir dir = { .path = app->profiles_dir };
+
+	return profiles_check_in(app, &dir, name, ck, pe);
+}
+
+int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
+		      struct prof_err *pe)
+{
+	memset(ck, 0, sizeof *ck);
+	if (merge(dir, name, &ck->doc, &ck->digest, pe) < 0)
+		return -1;
+	if (!(ck->ev = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *ck->ev)))
+		return mp_nomem(&pe->e);
+	return profiles_evaluate(app, ck, pe);
 }
 
 static json_t *loc_json(const struct prof_loc *l)
@@ -254,6 +311,23 @@ static json_t *key_json(const struct prof_key *k, const struct profile_eval *ev)
 	return o;
 }
 
+/* The active profile: the profile state's (an activation may have changed it), else the configured
+ * one (an app without a state: the unit tests). buf holds it; NULL for none. */
+static const char *active_name(const struct app *app, char *buf, size_t len)
+{
+	if (!app->profile_state)
+		return app->profile;
+	return profile_state_name(app->profile_state, buf, len) ? buf : NULL;
+}
+
+static bool is_active(const struct app *app, const char *name)
+{
+	char buf[PROF_NAME_MAX];
+	const char *a = active_name(app, buf, sizeof buf);
+
+	return a && !strcmp(a, name);
+}
+
 static void file_path(const struct app *app, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s.conf", app->profiles_dir, name);
@@ -268,7 +342,7 @@ static json_t *doc_head(const struct app *app, const struct profile_checked *ck)
 		json_array_append_new(files, json_pack("s+", ck->doc.files[i], ".conf"));
 	file_path(app, ck->doc.name, path, sizeof path);
 	o = json_pack("{s:s, s:s, s:b, s:o, s:s}", "name", ck->doc.name, "file", path, "active",
-		      app->profile && !strcmp(app->profile, ck->doc.name), "files", files, "on_drift",
+		      is_active(app, ck->doc.name), "files", files, "on_drift",
 		      prof_drift_name(ck->doc.on_drift));
 	state_into(o, ck);
 	return o;
@@ -342,7 +416,7 @@ static json_t *list_entry(const struct app *app, const char *name)
 
 	file_path(app, name, path, sizeof path);
 	o = json_pack("{s:s, s:s, s:b}", "name", name, "file", path, "active",
-		      app->profile && !strcmp(app->profile, name));
+		      is_active(app, name));
 	if (profiles_check(app, name, &ck, &pe) < 0) {
 		json_object_set_new(o, "state", json_string("invalid"));
 		json_object_set_new(o, "reasons", json_pack("[s]", "invalid_profile"));
@@ -374,8 +448,12 @@ int profiles_list(const struct app *app, json_t **out, struct prof_err *pe)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, list_entry(app, names[i]));
 	prof_dir_names_free(names, n);
-	*out = json_pack("{s:s, s:o, s:o}", "dir", app->profiles_dir, "active",
-			 app->profile ? json_string(app->profile) : json_null(), "profiles", a);
+	{
+		char buf[PROF_NAME_MAX];
+		const char *act = active_name(app, buf, sizeof buf);
+		*out = json_pack("{s:s, s:o, s:o}", "dir", app->profiles_dir, "active",
+				 act ? json_string(act) : json_null(), "profiles", a);
+	}
 	return 0;
 }
 

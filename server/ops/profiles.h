@@ -32,6 +32,7 @@ struct profile_checked {
 	struct topology *topo;       /* owned, NULL when the topology cannot be read */
 	struct cg_hier cg;
 	bool have_cg;
+	uint64_t digest;             /* of the files' text as the merge read them (profiles_digest) */
 };
 
 /* Merges `name` from the profiles directory and evaluates every key against the kernel now
@@ -42,6 +43,12 @@ struct prof_dir;
 int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
 		      struct prof_err *pe);
 void profiles_checked_free(struct profile_checked *ck);
+/* Evaluates ck's document (already merged) against the kernel now, again: ck->ev, the topology and
+ * unsupported_required are refreshed. 0, or -1 with pe (a value this kernel no longer allows). */
+int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe);
+/* The digest of name's files as they are now (merged again, nothing evaluated): a changed file,
+ * an include added or removed gives another. 0, or -1 with pe when the files no longer merge. */
+int profiles_digest(const struct app *app, const char *name, uint64_t *digest, struct prof_err *pe);
 
 /* {"dir", "active", "profiles": [{name, file, active, state, reasons?, error?, keys?}]}. A
  * missing default directory is an empty list. 0 with *out (owned), or -1 with pe->e. */

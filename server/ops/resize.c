@@ -182,6 +182,7 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	r->ctx = ctx;
 	r->a = a;
+	r->seq = a->seq;
 	r->t0 = r->last_flush = clk_mono_ns();
 	/* The starting point is what the kernel says now, not at submission: another job may have
 	 * run in between. */
@@ -223,6 +224,7 @@ static void resize_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 done:
 	flush(r);
 	report(r);
+	a->seq = r->seq;
 	format_size_kb(a->size_kb, name, sizeof name);
 	out->result = json_pack("{s:s, s:I, s:o, s:I, s:I, s:b}", "size", name, "size_kb", (json_int_t)a->size_kb,
 				"targets", plan_targets_json(a, true), "batches", (json_int_t)r->seq, "elapsed_ns",

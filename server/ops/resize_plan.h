@@ -29,6 +29,9 @@ struct resize_args {
 	uint64_t batch;
 	int64_t deadline_ms;         /* 0: none */
 	bool compact;
+	int64_t seq;                 /* batches this operation recorded before the run (it numbers on from
+	                              * here, and leaves its last number): 0 but for a run of several
+	                              * resizes in one operation (profile.apply) */
 	int n;
 	struct resize_target t[TOPO_MAX_NODES];
 };

@@ -106,6 +106,15 @@ static void cgroup(struct line *l, const char *status, const json_t *request, co
 	add(l, "cgroup /%s mems→%s %s", str(request, "path"), str(request, "mems"), status);
 }
 
+/* profile.apply: "profile db ok" (each key's outcome is in the result). */
+static void profile(struct line *l, const char *status, const json_t *request, const json_t *targets,
+		    const char *changes)
+{
+	(void)targets;
+	(void)changes;
+	add(l, "profile %s %s", str(request, "profile"), status);
+}
+
 /* process.migrate: "pid 4242 0→1 ok"; the other process kinds: "pid 4242 ok". */
 static void process(struct line *l, const char *status, const json_t *request, const json_t *targets,
 		    const char *changes)
@@ -165,6 +174,7 @@ static const struct {
 	{ "process.sample",   process },
 	{ "process.launch",   launch },
 	{ "schedule.run",     schedule },
+	{ "profile.apply",    profile },
 	{ "probe.*",          other },   /* every probe kind, and probe.restore */
 };
 

@@ -1,0 +1,430 @@
+/* profile.apply (see profile_apply.h): validation and the job. The pools' part is profile_pools.c. */
+#include "server/ops/profile_apply.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/parse.h"
+#include "server/jobs/jobs.h"
+#include "server/kernel/knobs.h"
+#include "server/log.h"
+#include "server/ops/cgroups.h"
+#include "server/ops/knobs.h"
+#include "server/ops/profile_pools.h"
+#include "server/ops/profile_state.h"
+#include "server/ops/profiles.h"
+
+#define KIND "profile.apply"
+
+struct apply_args {
+	const struct app *app;       /* borrowed */
+	struct profile_checked ck;   /* owned: the document as validated */
+	struct job_actor actor;      /* who asked; name points into actor_name */
+	bool has_actor;
+	char actor_name[64];
+	char source[16];
+};
+
+static void args_free(void *p)
+{
+	struct apply_args *a = p;
+
+	if (!a)
+		return;
+	profiles_checked_free(&a->ck);
+	free(a);
+}
+
+/* ---- the keys' outcomes ---------------------------------------------------------------------- */
+
+static void outcome(struct ps_key *pk, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void outcome(struct ps_key *pk, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	snprintf(pk->outcome, sizeof pk->outcome, "%s", what);
+	pk->why[0] = '\0';
+	if (!fmt)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(pk->why, sizeof pk->why, fmt, ap);
+	va_end(ap);
+}
+
+static void add_path(struct ps_key *pk, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_path(struct ps_key *pk, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pk->npaths == PS_PATHS_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(pk->paths[pk->npaths++], PS_PATH_MAX, fmt, ap);
+	va_end(ap);
+}
+
+/* The files a key is read from, and those whose writes change it. */
+static void key_paths(const struct app *app, const struct profile_checked *ck, uint64_t default_kb,
+		      struct ps_key *pk)
+{
+	const struct prof_key *k = &pk->k;
+	const struct knob *kn;
+
+	if (k->kind == PROF_KNOB) {
+		if ((kn = knobs_find(app->knobs, k->key)))
+			add_path(pk, "%s/%s", kn->root == KNOB_SYSFS ? app->sysfs_root : app->procfs_root, kn->rel);
+	} else if (k->kind == PROF_POOL) {
+		if (k->node >= 0)
+			add_path(pk, "%s/devices/system/node/node%d/hugepages/hugepages-%llukB/nr_hugepages", app->sysfs_root,
+				 k->node, (unsigned long long)k->size_kb);
+		add_path(pk, "%s/kernel/mm/hugepages/hugepages-%llukB/nr_hugepages", app->sysfs_root,
+			 (unsigned long long)k->size_kb);
+		if (k->size_kb == default_kb)
+			add_path(pk, "%s/sys/vm/nr_hugepages", app->procfs_root);
+	} else if (ck->have_cg) {
+		add_path(pk, "%s/%s/%s/cpuset.mems", app->sysfs_root, ck->cg.mount_rel, k->cgpath);
+	}
+}
+
+/* Hugepagesize: in meminfo, the size /proc/sys/vm/nr_hugepages resizes; 0 when unknown. */
+static uint64_t default_size_kb(const struct app *app)
+{
+	char path[4200], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/meminfo", app->procfs_root);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* The managed set from the validated document: what every key expects, and where it is read. */
+static struct ps_key *keys_new(const struct app *app, const struct profile_checked *ck)
+{
+	struct ps_key *keys = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *keys);
+	uint64_t dkb = default_size_kb(app);
+
+	for (size_t i = 0; keys && i < ck->doc.n; i++) {
+		keys[i].k = ck->doc.keys[i];
+		keys[i].managed = true;
+		key_paths(app, ck, dkb, &keys[i]);
+	}
+	return keys;
+}
+
+/* After the writes: what the kernel shows for each key. */
+static void read_back(const struct app *app, struct profile_checked *ck, struct ps_key *keys)
+{
+	struct prof_err pe = { 0 };
+
+	if (profiles_evaluate(app, ck, &pe) < 0)
+		log_warn("profile %s: reading the keys back: %s", ck->doc.name, pe.e.detail);
+	for (size_t i = 0; i < ck->doc.n; i++) {
+		const struct profile_eval *ev = &ck->ev[i];
+		struct ps_key *pk = &keys[i];
+		pk->supported = ev->verdict != PROF_UNSUPPORTED;
+		pk->in_sync = ev->verdict == PROF_IN_SYNC;
+		pk->have_actual = ev->have_now;
+		snprintf(pk->actual, sizeof pk->actual, "%.*s", PS_ACTUAL_MAX - 1, ev->have_now ? ev->now : "");
+		if (!pk->supported && !pk->outcome[0])
+			outcome(pk, "unsupported", "%s", ev->reason);
+	}
+}
+
+/* ---- knobs and cgroups ----------------------------------------------------------------------- */
+
+static const char *knob_outcome(const char *status)
+{
+	if (!strcmp(status, "written"))
+		return "written";
+	if (!strcmp(status, "restored"))
+		return "rolled_back";
+	if (!strcmp(status, "skipped"))
+		return "skipped";
+	if (!strcmp(status, "unchanged"))
+		return "in_sync";
+	return "failed";
+}
+
+/* The knobs out of sync, as one knobs.set transaction. Returns its operation id (0: none was
+ * needed), or -1 when it failed (the written ones rolled back); *err says why. */
+static int64_t apply_knobs(struct apply_args *a, struct ps_key *keys, char *err, size_t errlen)
+{
+	const struct app *app = a->app;
+	struct knobs_actor who = { .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
+				   .source = "profile" };
+	json_t *want = json_object(), *out = NULL, *c;
+	mp_err e = { 0 };
+	int64_t id = 0;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < a->ck.doc.n; i++) {
+		const struct prof_key *k = &a->ck.doc.keys[i];
+		const struct knob *kn;
+		if (k->kind != PROF_KNOB || a->ck.ev[i].verdict != PROF_DIFFERS || !(kn = knobs_find(app->knobs, k->key)))
+			continue;
+		json_object_set_new(want, k->key, knob_value_json(kn, a->ck.ev[i].target));
+	}
+	if (!json_object_size(want)) {
+		json_decref(want);
+		return 0;
+	}
+	rc = knobs_set(app, &who, want, false, false, &out, &e);
+	if (out && json_is_integer(json_object_get(out, "operation_id")))
+		id = json_integer_value(json_object_get(out, "operation_id"));
+	json_array_foreach(json_object_get(out, "changes"), i, c) {
+		const char *name = json_string_value(json_object_get(c, "knob"));
+		const char *st = json_string_value(json_object_get(c, "status"));
+		for (size_t j = 0; name && st && j < a->ck.doc.n; j++)
+			if (keys[j].k.kind == PROF_KNOB && !strcmp(keys[j].k.key, name))
+				outcome(&keys[j], knob_outcome(st), rc < 0 && strcmp(st, "written") ? "%s" : NULL, e.detail);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "the knobs: %.400s", e.detail);
+		/* Refused before anything was written (validation): every knob key says why. */
+		for (size_t j = 0; !out && j < a->ck.doc.n; j++)
+			if (keys[j].k.kind == PROF_KNOB && json_object_get(want, keys[j].k.key))
+				outcome(&keys[j], "failed", "%s", e.detail);
+		id = -1;
+	}
+	json_decref(want);
+	json_decref(out);
+	return id;
+}
+
+/* Each cgroup out of sync, through ops/cgroups.c (its cgroup.mems operation). Returns how many
+ * failed; their ids are appended to ops. */
+static int apply_cgroups(struct apply_args *a, struct ps_key *keys, json_t *ops, char *err, size_t errlen)
+{
+	struct proc_caller who = { .known = a->has_actor, .admin = true, .uid = a->actor.uid, .name = a->actor.name,
+				   .source = "profile" };
+	int bad = 0;
+
+	for (size_t i = 0; i < a->ck.doc.n; i++) {
+		const struct prof_key *k = &a->ck.doc.keys[i];
+		json_t *body, *out = NULL;
+		mp_err e = { 0 };
+		int rc;
+		if (k->kind != PROF_CGROUP || a->ck.ev[i].verdict != PROF_DIFFERS)
+			continue;
+		body = json_pack("{s:s}", "mems", a->ck.ev[i].target);
+		rc = cgroup_set_mems(a->app, &who, k->cgpath, body, &out, &e);
+		if (out && json_is_integer(json_object_get(out, "operation_id")))
+			json_array_append(ops, json_object_get(out, "operation_id"));
+		if (rc < 0) {
+			outcome(&keys[i], "failed", "%s", e.detail);
+			if (!bad++)
+				snprintf(err, errlen, "%.80s: %.400s", k->id, e.detail);
+		} else {
+			outcome(&keys[i], "written", NULL);
+		}
+		json_decref(body);
+		json_decref(out);
+	}
+	return bad;
+}
+
+/* ---- the job --------------------------------------------------------------------------------- */
+
+static json_t *keys_json(const struct ps_key *keys, size_t n)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ps_key *pk = &keys[i];
+		json_t *vals = json_array();
+		for (int v = 0; v < pk->k.nvals; v++)
+			json_array_append_new(vals, json_string(pk->k.vals[v]));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:{s:s, s:i, s:i}}", "key",
+						     pk->k.id, "outcome", pk->outcome[0] ? pk->outcome : "in_sync",
+						     "comparator", prof_cmp_text(pk->k.cmp), "values", vals, "actual",
+						     pk->have_actual ? json_string(pk->actual) : json_null(), "verdict",
+						     ps_key_verdict(pk), "why", pk->why, "required", json_boolean(pk->k.required),
+						     "source", "file", pk->k.loc.file, "line", (int)pk->k.loc.line, "column",
+						     (int)pk->k.loc.col));
+	}
+	return arr;
+}
+
+static json_t *reasons_json(unsigned reasons)
+{
+	json_t *arr = json_array();
+
+	for (int b = 0; b < PS_NREASONS; b++)
+		if (reasons & (1u << b))
+			json_array_append_new(arr, json_string(ps_reason_name(b)));
+	return arr;
+}
+
+/* The files changed since validation, before anything is written: nothing is applied. */
+static bool changed_before(struct apply_args *a, struct job_outcome *out)
+{
+	struct prof_err pe = { 0 };
+	uint64_t now = 0;
+
+	if (profiles_digest(a->app, a->ck.doc.name, &now, &pe) == 0 && now == a->ck.digest)
+		return false;
+	out->status = "failed";
+	snprintf(out->error, sizeof out->error, "profile %s changed after it was validated (%.300s); nothing was applied, "
+		 "the profile in force is unchanged: activate it again", a->ck.doc.name,
+		 pe.e.code ? pe.e.detail : "its files differ now");
+	return true;
+}
+
+static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
+{
+	struct apply_args *a = arg;
+	const struct app *app = a->app;
+	struct ps_key *keys = NULL;
+	json_t *cg_ops = json_array(), *pools = json_array();
+	char err[512] = "";
+	unsigned reasons = 0;
+	int64_t knob_op = 0;
+	uint64_t digest_after = 0;
+	struct prof_err pe = { 0 };
+	bool stale;
+
+	profile_state_applying(app->profile_state, job_id(ctx));
+	if (changed_before(a, out)) {
+		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(MPE_PROFILE_CHANGED), out->error,
+				     NULL, job_id(ctx));
+		goto done;
+	}
+	/* The document validated at activation, evaluated again now: another change may have come
+	 * between (a queued job runs later). */
+	if (profiles_evaluate(app, &a->ck, &pe) < 0 || !(keys = keys_new(app, &a->ck))) {
+		out->status = "failed";
+		snprintf(out->error, sizeof out->error, "%s", keys ? pe.e.detail : "out of memory");
+		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(pe.e.code ? pe.e.code : MPE_INTERNAL_NOMEM),
+				     out->error, &pe.loc, job_id(ctx));
+		goto done;
+	}
+	for (size_t i = 0; i < a->ck.doc.n; i++)
+		if (a->ck.ev[i].verdict == PROF_IN_SYNC)
+			outcome(&keys[i], "in_sync", NULL);
+	if ((knob_op = apply_knobs(a, keys, err, sizeof err)) < 0) {
+		/* One transaction: the knobs were put back, so nothing else is changed either. */
+		reasons |= PSR_APPLY_FAILED;
+		for (size_t i = 0; i < a->ck.doc.n; i++)
+			if (!keys[i].outcome[0] && a->ck.ev[i].verdict == PROF_DIFFERS)
+				outcome(&keys[i], "skipped", "not applied: the knobs' transaction failed and was rolled back");
+	} else {
+		if (apply_cgroups(a, keys, cg_ops, err, sizeof err) > 0)
+			reasons |= PSR_APPLY_FAILED;
+		reasons |= profile_pools_apply(ctx, app, &a->ck, keys, pools, out, err[0] ? NULL : err, sizeof err);
+	}
+	read_back(app, &a->ck, keys);
+	if (a->ck.unsupported_required)
+		reasons |= PSR_UNSUPPORTED_REQUIRED;
+	/* A file that changed during the apply: the version validated is what was applied, whole. */
+	stale = profiles_digest(app, a->ck.doc.name, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
+	if (stale)
+		log_warn("profile %s changed while job %lld applied it: the version validated at activation is in force; "
+			 "apply it again to take the new one", a->ck.doc.name, (long long)job_id(ctx));
+	out->status = reasons & PSR_APPLY_FAILED ? "failed" : reasons & PSR_PARTIAL_ALLOCATION ? "partial" : "ok";
+	if (err[0] && !out->error[0])
+		snprintf(out->error, sizeof out->error, "%s", err);
+	out->result = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b}", "profile", a->ck.doc.name, "state",
+				reasons ? "degraded" : "applied", "reasons", reasons_json(reasons), "keys",
+				keys_json(keys, a->ck.doc.n), "knobs_operation_id",
+				knob_op > 0 ? json_integer(knob_op) : json_null(), "cgroup_operation_ids", json_incref(cg_ops),
+				"pools", json_incref(pools), "profile_changed", stale);
+	profile_state_install(app->profile_state, a->ck.doc.name, keys, a->ck.doc.n, reasons, job_op_id(ctx),
+			      job_id(ctx), stale);
+	keys = NULL;   /* the state's now */
+done:
+	free(keys);
+	json_decref(cg_ops);
+	json_decref(pools);
+}
+
+/* One activation at a time: a second one while one is queued or running is 409 job.conflict. */
+static void apply_key(const void *arg, char *key, size_t len)
+{
+	(void)arg;
+	snprintf(key, len, "profile");
+}
+
+static json_t *apply_interrupted(const struct app *app, int64_t id, const json_t *request)
+{
+	(void)app;
+	(void)id;
+	(void)request;
+	return json_pack("{s:s}", "note", "the daemon stopped during this apply; the keys are as the kernel shows them "
+			 "(GET /v1/profile after the next apply)");
+}
+
+const struct job_kind profile_apply_job = {
+	.name = KIND,
+	.run = apply_run,
+	.free_arg = args_free,
+	.conflict_key = apply_key,
+	.interrupted = apply_interrupted,
+};
+
+/* ---- activation ------------------------------------------------------------------------------ */
+
+int profile_activate(const struct app *app, const char *name, const struct job_origin *origin, bool dry_run,
+		     int64_t deadline_ms, json_t **out, int64_t *conflict_id, struct prof_err *pe)
+{
+	struct apply_args *a;
+	json_t *request;
+	struct job_spec spec = { .kind = &profile_apply_job, .origin = *origin };
+	int64_t busy = 0;
+
+	*out = NULL;
+	if (dry_run)
+		return profiles_diff(app, name, out, pe);
+	if (!(a = calloc(1, sizeof *a)))
+		return mp_nomem(&pe->e);
+	a->app = app;
+	if (profiles_check(app, name, &a->ck, pe) < 0 || profile_pools_check(app, &a->ck, pe) < 0) {
+		if (pe->e.code != MPE_PROFILE_NOT_FOUND)
+			profile_state_reject(app->profile_state, name, mp_code_name(pe->e.code), pe->e.detail,
+					     pe->loc.line ? &pe->loc : NULL, 0);
+		args_free(a);
+		return -1;
+	}
+	if (origin->actor) {
+		a->has_actor = origin->actor->has_uid;
+		a->actor.has_uid = origin->actor->has_uid;
+		a->actor.uid = origin->actor->uid;
+		snprintf(a->actor_name, sizeof a->actor_name, "%s", origin->actor->name ? origin->actor->name : "");
+		a->actor.name = a->actor_name;
+	}
+	request = json_pack("{s:s, s:b, s:I, s:s}", "profile", name, "dry_run", 0, "deadline_ms",
+			    (json_int_t)(deadline_ms ? deadline_ms : PROFILE_POOL_DEADLINE_MS), "digest", "");
+	{
+		char hex[24];
+		snprintf(hex, sizeof hex, "%016llx", (unsigned long long)a->ck.digest);
+		json_object_set_new(request, "digest", json_string(hex));
+	}
+	spec.arg = a;
+	spec.request = request;
+	spec.deadline_ms = deadline_ms ? deadline_ms : PROFILE_POOL_DEADLINE_MS;
+	*out = jobs_submit(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
+	if (conflict_id)
+		*conflict_id = busy;
+	json_decref(request);
+	if (!*out) {
+		pe->loc.file[0] = '\0';
+		pe->loc.line = 0;
+		if (pe->e.code == MPE_JOB_CONFLICT)
+			snprintf(pe->e.detail, sizeof pe->e.detail, "a profile is being activated already (job %lld); wait "
+				 "for it (mempolicyctl job show %lld --wait) or cancel it, then activate %s", (long long)busy,
+				 (long long)busy, name);
+		return -1;
+	}
+	return 0;
+}
