@@ -477,12 +477,5 @@ void profiles_log_start(const struct app *app)
 			log_info("profile %s: %s", json_string_value(json_object_get(p, "name")), st);
 	}
 	json_decref(l);
-	if (app->profile) {
-		struct profile_checked ck;
-		memset(&pe, 0, sizeof pe);
-		if (profiles_check(app, app->profile, &ck, &pe) < 0)
-			log_error("active profile %s: %s (apply is not built yet: nothing is applied)", app->profile,
-				  pe.e.detail);
-		profiles_checked_free(&ck);
-	}
+	/* The configured profile's own error is the start-time apply's to log (ops/profile_boot.c). */
 }

@@ -60,7 +60,7 @@ int profiles_show(const struct app *app, const char *name, json_t **out, struct 
 /* The dry run: per key now, wanted, verdict (in_sync, differs, unsupported) and the action an
  * apply would take (write, resize, none). Reads the kernel, writes nothing. As profiles_show. */
 int profiles_diff(const struct app *app, const char *name, json_t **out, struct prof_err *pe);
-/* At start: logs each profile's state, and an error when the active one is invalid. */
+/* At start: logs each profile's state (an invalid one as an error). */
 void profiles_log_start(const struct app *app);
 
 #endif
