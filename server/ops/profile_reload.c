@@ -125,7 +125,8 @@ static void *thread_main(void *arg)
 			log_error("profiles watch: read: %s; the directory is no longer watched", strerror(-rc));
 			break;
 		}
-		if (c.changed)
+		/* A directory removed with its files: nothing left to reload, the watch ends. */
+		if (c.changed && !c.lost)
 			reload_once(r, &c);
 		if (c.lost) {
 			log_error("profiles watch: %s was removed or moved; it is no longer watched (restart to watch it again)",
