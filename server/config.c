@@ -149,10 +149,12 @@ static const struct opt_doc {
 	{ "probe-memory-share", "PCT", "a probe may take at most this share of free memory", PROBE_DEFAULT_MEM_PCT,
 	  true },
 	{ "profiles-dir", "DIR", "the profiles directory, one NAME.conf each (default " DEFAULT_PROFILES_DIR "; "
-	  "a missing default directory holds no profiles); read at start and on every API read; may be a "
-	  "Kubernetes ConfigMap volume", -1, true },
-	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (this version reads and "
-	  "checks it at start and reports it; applying it is not built yet)", -1, true },
+	  "a missing default directory holds no profiles); read at start and on every API read, and watched "
+	  "(inotify): a change of a valid set activates the profile in force again; may be a Kubernetes "
+	  "ConfigMap volume (reloaded once per ..data swap)", -1, true },
+	{ "profile", "NAME", "the profile applied at start, NAME.conf in the profiles directory: READY=1 is "
+	  "sent once its apply ended (at most the pools' 60 s deadline and 30 s more); without it, an apply "
+	  "the previous daemon left interrupted is completed", -1, true },
 	{ "help", NULL, "this help", -1, false },
 	{ "version", NULL, "the daemon's version", -1, false },
 	{ "list-errors", NULL, "every problem code the API can answer with: code, status, kind, meaning", -1, false },
