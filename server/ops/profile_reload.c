@@ -93,10 +93,11 @@ static void reload_once(struct profile_reload *r, const struct prof_change *c)
 		return;
 	}
 	if (!v.ok) {
+		/* The state first, then the line: a reader who saw the line finds the error recorded. */
+		r->hooks.invalid(r->hooks.ctx, &dir, &v);
 		log_error("profiles reload%s%s: %s%s%s; nothing activated, the profile in force (%s) stays",
 			  c->configmap ? " of swap " : "", c->configmap ? c->snap : "", v.invalid[0] ? v.invalid : "",
 			  v.invalid[0] ? ": " : "", v.err.e.detail, active[0] ? active : "none");
-		r->hooks.invalid(r->hooks.ctx, &dir, &v);
 		return;
 	}
 	log_info("profiles reload%s%s: %u profile(s), all valid; %s%s", c->configmap ? " of swap " : "",

@@ -90,6 +90,12 @@ class Reload(unittest.TestCase):
         wait_for(lambda: self.profile()["state"] == "applied" and not self.profile()["applying_job"],
                  "the reload's apply to end", self.d)
         self.assertIn("profiles reload of swap %s: 3 profile(s), all valid; activating db" % s1, self.log_all())
+        # The API reads the same set: ..data's files, not a stray file beside them.
+        with open(os.path.join(self.pdir, "stray.conf"), "w") as f:
+            f.write(BASE % "always")
+        listed = self.d.get("/v1/profiles").json["profiles"]
+        self.assertEqual([p["name"] for p in listed], ["base", "db", "extra"], listed)
+        os.unlink(os.path.join(self.pdir, "stray.conf"))
 
         # A broken base: nothing applied, the profile in force stays, the error has its place.
         s2 = self.swap({"base.conf": BROKEN, "db.conf": DB % "never", "extra.conf": BASE % "always"})
