@@ -7,57 +7,24 @@ not fatal (READY=1 all the same) and is in the state with its file:line:column. 
 sent with nothing applied."""
 import os
 import shutil
-import socket
-import tempfile
-import time
 import unittest
 
 from faketree import FakeTree
 from lib import Daemon
+from test_profile_reload import profiles_top, wait_for
+from test_systemd import Notify
 
 THP = "sys/kernel/mm/transparent_hugepage/"
 HP0 = "sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"
 DB = "[knobs]\nthp.enabled = never\nthp.defrag = defer\n[hugepages.2M]\nnode0 = 6\n"
 
 
-class Notify:
-    """A NOTIFY_SOCKET: the datagram socket systemd would read."""
-
-    def __init__(self, path):
-        self.path = path
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.s.bind(path)
-        os.chmod(path, 0o777)   # the serving side is not root
-        self.msgs = []
-
-    def wait_for(self, word, timeout=30):
-        deadline = time.monotonic() + timeout
-        while True:
-            for m in self.msgs:
-                if word in m.split("\n"):
-                    return m
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError("no %s among %r" % (word, self.msgs))
-            self.s.settimeout(left)
-            try:
-                self.msgs.append(self.s.recv(4096).decode())
-            except socket.timeout:
-                pass
-
-    def close(self):
-        self.s.close()
-
-
 class StartApply(unittest.TestCase):
     def setUp(self):
-        self.top = tempfile.mkdtemp(prefix="mpd-boot-")
-        os.chmod(self.top, 0o755)
+        self.top, self.pdir = profiles_top("mpd-boot-")
         self.tree = FakeTree(os.path.join(self.top, "tree"), nodes=2)
-        self.pdir = os.path.join(self.top, "profiles.d")
-        os.mkdir(self.pdir)
-        os.chmod(self.pdir, 0o755)
         self.notify = Notify(os.path.join(self.top, "notify"))
+        os.chmod(self.notify.path, 0o777)   # the serving side is not root
         self.d = None
 
     def tearDown(self):
@@ -88,8 +55,9 @@ class StartApply(unittest.TestCase):
         self.assertTrue(any("profile db applied" in m for m in self.notify.msgs), self.notify.msgs)
         p = self.d.get("/v1/profile").json
         self.assertEqual((p["name"], p["state"]), ("db", "applied"), p)
-        jobs = self.d.sql("SELECT source, status FROM jobs WHERE kind = 'profile.apply'")
-        self.assertEqual(jobs, [("start", "ok")])
+        # The state is installed by the job before the runner records its end: the row follows.
+        wait_for(lambda: self.d.sql("SELECT source, status FROM jobs WHERE kind = 'profile.apply'")
+                 == [("start", "ok")], "the start-time job recorded ok", self.d)
 
     def test_an_invalid_profile_at_start_applies_nothing_and_is_not_fatal(self):
         self.put("db.conf", "[knobs]\nthp.enabled = never\nthp.defrag = sometimes\n")

@@ -25,29 +25,37 @@ DB = "[profile]\ninclude = base\n[knobs]\nthp.defrag = %s\n"
 BROKEN = "# broken on purpose\n[knobs]\nthp.enabled = sometimes\n"
 
 
-def wait_for(cond, what, d, timeout=20):
+def wait_for(cond, what, d=None, timeout=20):
+    """cond()'s first true value, polled; on a timeout (or the daemon d exiting) the daemon's log."""
     deadline = time.monotonic() + timeout
     while True:
         v = cond()
         if v:
             return v
         if time.monotonic() > deadline:
-            raise AssertionError("%s within %ds:\n%s" % (what, timeout, d.log_text()))
-        if d.proc.poll() is not None:
+            raise AssertionError("%s within %ds:\n%s" % (what, timeout, d.log_text() if d else ""))
+        if d and d.proc and d.proc.poll() is not None:
             raise AssertionError("the daemon exited with %d:\n%s" % (d.proc.returncode, d.log_text()))
         time.sleep(0.02)
+
+
+def profiles_top(prefix):
+    """A temporary directory with an empty profiles.d, both readable by the daemon's unprivileged
+    user: (top, profiles.d)."""
+    top = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(top, 0o755)
+    pdir = os.path.join(top, "profiles.d")
+    os.mkdir(pdir)
+    os.chmod(pdir, 0o755)
+    return top, pdir
 
 
 class Reload(unittest.TestCase):
     order = kubelet.LINKS_AFTER
 
     def setUp(self):
-        self.top = tempfile.mkdtemp(prefix="mpd-reload-")
-        os.chmod(self.top, 0o755)
+        self.top, self.pdir = profiles_top("mpd-reload-")
         self.tree = FakeTree(os.path.join(self.top, "tree"), nodes=2)
-        self.pdir = os.path.join(self.top, "profiles.d")
-        os.mkdir(self.pdir)
-        os.chmod(self.pdir, 0o755)
         self.d = None
 
     def tearDown(self):
