@@ -18,6 +18,7 @@ static const char *const instants[] = {
 	"created_ns", "started_ns", "finished_ns", "time_ns", "since_ns", "until_ns",
 	"next_run_ns", "last_run_ns", "last_due_ns", "due_ns", "first_due_ns",
 	"expires_ns", "last_used_ns", "revoked_ns",   /* a token's (null when it has none) */
+	"applied_ns", "rejected_ns",                  /* the profile state's (GET /v1/profile) */
 };
 
 static bool is_instant(const char *key)

@@ -106,5 +106,11 @@ bool job_past_deadline(struct job_ctx *ctx);
 void job_progress(struct job_ctx *ctx, json_t *progress);
 int64_t job_id(const struct job_ctx *ctx);
 int64_t job_op_id(const struct job_ctx *ctx);  /* the history operation of this job */
+/* A job that acts on a second resource for a while (profile.apply resizing a pool) holds that
+ * resource's key: until job_release_key (or the job's end), a submission with that conflict key
+ * is 409 job.conflict naming this job (or queues behind it, wait_behind), and one queued already
+ * waits. 0, or -1 with *holder the job that stands on the key now (nothing held). One at a time. */
+int job_hold_key(struct job_ctx *ctx, const char *key, int64_t *holder);
+void job_release_key(struct job_ctx *ctx);
 
 #endif

@@ -25,6 +25,7 @@ struct job_ctx {
 	int64_t id, op_id;
 	const struct job_kind *kind; /* borrowed: registered */
 	char conflict_key[128];      /* "" for none */
+	char held_key[128];          /* a second key the running job holds for a while (job_hold_key), "" for none */
 	bool running;                /* false: queued */
 	bool cancel;
 	char ended[24];              /* "" until the worker decides the outcome (under lock): then its
@@ -146,14 +147,24 @@ again:
 	return 0;
 }
 
-/* The job right ahead of c with c's conflict key (running, or queued ahead), which c waits for;
- * NULL when c may run. */
+/* Whether o stands on key: its own conflict key, or one it holds now. */
+static bool holds(const struct job_ctx *o, const char *key)
+{
+	return key[0] && (!strcmp(o->conflict_key, key) || !strcmp(o->held_key, key));
+}
+
+/* The job right ahead of c with c's conflict key (running, or queued ahead), or a running job that
+ * holds it (job_hold_key: submitted later, it may run while c waits), which c waits for; NULL
+ * when c may run. */
 static const struct job_ctx *blocker(const struct jobs *j, const struct job_ctx *c)
 {
 	const struct job_ctx *ahead = NULL;
 
 	for (const struct job_ctx *o = j->active; c->conflict_key[0] && o != c; o = o->next)
-		if (!strcmp(o->conflict_key, c->conflict_key))
+		if (holds(o, c->conflict_key))
+			ahead = o;
+	for (const struct job_ctx *o = c->next; c->conflict_key[0] && !ahead && o; o = o->next)
+		if (o->running && !strcmp(o->held_key, c->conflict_key))
 			ahead = o;
 	return ahead;
 }
@@ -368,7 +379,7 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 		goto fail;
 	}
 	for (struct job_ctx *o = j->active; c->conflict_key[0] && o; o = o->next)
-		if (!strcmp(o->conflict_key, c->conflict_key)) {
+		if (holds(o, c->conflict_key)) {
 			if (!same++)
 				first = o->id;
 			if (same > spec->wait_behind) {
@@ -559,9 +570,36 @@ bool jobs_key_busy(struct jobs *j, const char *key)
 
 	pthread_mutex_lock(&j->lock);
 	for (const struct job_ctx *c = j->active; c && !v; c = c->next)
-		v = !strcmp(c->conflict_key, key);
+		v = holds(c, key);
 	pthread_mutex_unlock(&j->lock);
 	return v;
+}
+
+int job_hold_key(struct job_ctx *ctx, const char *key, int64_t *holder)
+{
+	struct jobs *j = ctx->runner;
+	int rc = 0;
+
+	pthread_mutex_lock(&j->lock);
+	for (const struct job_ctx *o = j->active; o && !rc; o = o->next)
+		if (o != ctx && holds(o, key)) {
+			*holder = o->id;
+			rc = -1;
+		}
+	if (!rc)
+		snprintf(ctx->held_key, sizeof ctx->held_key, "%s", key);
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+void job_release_key(struct job_ctx *ctx)
+{
+	struct jobs *j = ctx->runner;
+
+	pthread_mutex_lock(&j->lock);
+	ctx->held_key[0] = '\0';
+	pthread_cond_broadcast(&j->wake);   /* a job queued on that key may start */
+	pthread_mutex_unlock(&j->lock);
 }
 
 bool job_cancelled(struct job_ctx *ctx)

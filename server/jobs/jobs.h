@@ -56,7 +56,8 @@ json_t *jobs_cancel(struct jobs *j, int64_t id, mp_err *e);
 void jobs_on_end(struct jobs *j, void (*fn)(void *cls, int64_t job_id), void *cls);
 /* True while the job is queued or running in this runner (memory only, no store read). */
 bool jobs_active(struct jobs *j, int64_t id);
-/* True while a queued or running job holds this conflict key ("hugepages:2048kB"). */
+/* True while a queued or running job has this conflict key ("hugepages:2048kB"), or holds it
+ * (job_hold_key). */
 bool jobs_key_busy(struct jobs *j, const char *key);
 
 #ifdef MPD_TEST_HOOKS

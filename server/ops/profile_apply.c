@@ -15,6 +15,7 @@
 #include "server/ops/knobs.h"
 #include "server/ops/profile_pools.h"
 #include "server/ops/profile_state.h"
+#include "server/ops/profile_view.h"
 #include "server/ops/profiles.h"
 
 #define KIND "profile.apply"
@@ -241,29 +242,8 @@ static json_t *keys_json(const struct ps_key *keys, size_t n)
 {
 	json_t *arr = json_array();
 
-	for (size_t i = 0; i < n; i++) {
-		const struct ps_key *pk = &keys[i];
-		json_t *vals = json_array();
-		for (int v = 0; v < pk->k.nvals; v++)
-			json_array_append_new(vals, json_string(pk->k.vals[v]));
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:{s:s, s:i, s:i}}", "key",
-						     pk->k.id, "outcome", pk->outcome[0] ? pk->outcome : "in_sync",
-						     "comparator", prof_cmp_text(pk->k.cmp), "values", vals, "actual",
-						     pk->have_actual ? json_string(pk->actual) : json_null(), "verdict",
-						     ps_key_verdict(pk), "why", pk->why, "required", json_boolean(pk->k.required),
-						     "source", "file", pk->k.loc.file, "line", (int)pk->k.loc.line, "column",
-						     (int)pk->k.loc.col));
-	}
-	return arr;
-}
-
-static json_t *reasons_json(unsigned reasons)
-{
-	json_t *arr = json_array();
-
-	for (int b = 0; b < PS_NREASONS; b++)
-		if (reasons & (1u << b))
-			json_array_append_new(arr, json_string(ps_reason_name(b)));
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, profile_view_key(&keys[i]));
 	return arr;
 }
 
@@ -303,11 +283,13 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	}
 	/* The document validated at activation, evaluated again now: another change may have come
 	 * between (a queued job runs later). */
-	if (profiles_evaluate(app, &a->ck, &pe) < 0 || !(keys = keys_new(app, &a->ck))) {
+	if (profiles_evaluate(app, &a->ck, &pe) == 0 && !(keys = keys_new(app, &a->ck)))
+		mp_nomem(&pe.e);
+	if (!keys) {
 		out->status = "failed";
-		snprintf(out->error, sizeof out->error, "%s", keys ? pe.e.detail : "out of memory");
-		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(pe.e.code ? pe.e.code : MPE_INTERNAL_NOMEM),
-				     out->error, &pe.loc, job_id(ctx));
+		snprintf(out->error, sizeof out->error, "%s", pe.e.detail);
+		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(pe.e.code), out->error,
+				     pe.loc.line ? &pe.loc : NULL, job_id(ctx));
 		goto done;
 	}
 	for (size_t i = 0; i < a->ck.doc.n; i++)
@@ -333,10 +315,14 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 		log_warn("profile %s changed while job %lld applied it: the version validated at activation is in force; "
 			 "apply it again to take the new one", a->ck.doc.name, (long long)job_id(ctx));
 	out->status = reasons & PSR_APPLY_FAILED ? "failed" : reasons & PSR_PARTIAL_ALLOCATION ? "partial" : "ok";
+	/* Cancelled between two resize runs: what was done is installed (and said short), as a
+	 * cancelled resize keeps its pages. */
+	if (job_cancelled(ctx))
+		out->status = "cancelled";
 	if (err[0] && !out->error[0])
 		snprintf(out->error, sizeof out->error, "%s", err);
 	out->result = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b}", "profile", a->ck.doc.name, "state",
-				reasons ? "degraded" : "applied", "reasons", reasons_json(reasons), "keys",
+				reasons ? "degraded" : "applied", "reasons", profile_view_reasons(reasons), "keys",
 				keys_json(keys, a->ck.doc.n), "knobs_operation_id",
 				knob_op > 0 ? json_integer(knob_op) : json_null(), "cgroup_operation_ids", json_incref(cg_ops),
 				"pools", json_incref(pools), "profile_changed", stale);

@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "common/parse.h"
-#include "server/jobs/jobs.h"
 #include "server/kernel/topology.h"
 #include "server/ops/resize.h"
 #include "server/ops/resize_plan.h"
@@ -144,23 +143,27 @@ static unsigned one(struct job_ctx *ctx, const struct app *app, const struct pro
 	struct resize_req r;
 	struct resize_args *p = NULL;
 	struct job_outcome o;
-	char busy[64];
+	char key[64];
 	mp_err e = { 0 };
 	unsigned reasons;
+	int64_t holder = 0;
 	int tries = 0;
 
 	request(ck, kb, total, &r);
 	if (!total && !r.nnodes)
 		return 0;
-	snprintf(busy, sizeof busy, "hugepages:%llukB", (unsigned long long)kb);
+	/* The pool is this job's while it resizes it: a PUT /v1/hugepages of this size meanwhile is
+	 * 409 naming this job, as for any resize. */
+	resize_conflict_key(kb, key, sizeof key);
 	memset(&o, 0, sizeof o);
-	if (jobs_key_busy(app->jobs, busy)) {
+	if (job_hold_key(ctx, key, &holder) < 0) {
 		o.status = "failed";
-		snprintf(o.error, sizeof o.error, "a hugepages.resize job of this size is queued or running: the pool was left "
-			 "alone (apply again once it ended)");
+		snprintf(o.error, sizeof o.error, "job %lld acts on this pool (a resize of this size is queued or running): the "
+			 "pool was left alone; apply again once it ended", (long long)holder);
 	} else if (!(p = resize_plan(app, &r, &e))) {
 		o.status = "failed";
 		snprintf(o.error, sizeof o.error, "%s", e.detail);
+		job_release_key(ctx);
 	}
 	if (o.status) {
 		reasons = PSR_APPLY_FAILED;
@@ -184,6 +187,7 @@ static unsigned one(struct job_ctx *ctx, const struct app *app, const struct pro
 			break;
 		json_decref(o.result);
 	}
+	job_release_key(ctx);
 	*seq = p->seq;
 	reasons = outcomes(app, ck, keys, p, total, tries, &o, err, errlen);
 	if (reasons & PSR_PARTIAL_ALLOCATION)

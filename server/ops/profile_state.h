@@ -57,7 +57,7 @@ struct ps_key {
 struct ps_error {
 	bool set;
 	char profile[PROF_NAME_MAX];
-	char code[48];               /* the registry's code, "profile.syntax" */
+	char code[48];               /* the registry's code (mp_code_name) */
 	char detail[512];            /* "db.conf:7:3: ..." */
 	struct prof_loc loc;         /* loc.line 0: no place */
 	int64_t at_ns;

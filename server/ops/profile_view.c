@@ -61,7 +61,7 @@ int profile_view_read(const struct app *app, struct ps_snapshot *s)
 	return 0;
 }
 
-static json_t *reasons_json(unsigned reasons)
+json_t *profile_view_reasons(unsigned reasons)
 {
 	json_t *a = json_array();
 
@@ -71,7 +71,7 @@ static json_t *reasons_json(unsigned reasons)
 	return a;
 }
 
-static json_t *key_json(const struct ps_key *pk)
+json_t *profile_view_key(const struct ps_key *pk)
 {
 	json_t *vals = json_array(), *paths = json_array(), *o;
 	char expected[PROF_ALTS_MAX * PROF_VALUE_MAX + 8];
@@ -101,7 +101,7 @@ static json_t *error_json(const struct ps_error *er)
 
 	if (!er->set)
 		return json_null();
-	o = json_pack("{s:s, s:s, s:s, s:I}", "profile", er->profile, "code", er->code, "detail", er->detail, "at_ns",
+	o = json_pack("{s:s, s:s, s:s, s:I}", "profile", er->profile, "code", er->code, "detail", er->detail, "rejected_ns",
 		      (json_int_t)er->at_ns);
 	json_object_set_new(o, "file", er->loc.line ? json_string(er->loc.file) : json_null());
 	json_object_set_new(o, "line", er->loc.line ? json_integer(er->loc.line) : json_null());
@@ -126,13 +126,13 @@ json_t *profile_view_json(const struct app *app)
 	keys = json_array();
 	for (size_t i = 0; i < s.n; i++) {
 		const char *v = ps_key_verdict(&s.keys[i]);
-		json_array_append_new(keys, key_json(&s.keys[i]));
+		json_array_append_new(keys, profile_view_key(&s.keys[i]));
 		for (int c = 0; c < 5; c++)
 			count[c] += !strcmp(v, names[c]);
 	}
 	o = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:{s:i, s:i, s:i, s:i, s:i}, s:o}", "name",
 		      s.name[0] ? json_string(s.name) : json_null(), "state", ps_state_name(s.state), "reasons",
-		      reasons_json(s.reasons), "operation_id", id_or_null(s.operation_id), "job_id", id_or_null(s.job_id),
+		      profile_view_reasons(s.reasons), "operation_id", id_or_null(s.operation_id), "job_id", id_or_null(s.job_id),
 		      "applied_ns", s.applied_ns ? json_integer((json_int_t)s.applied_ns) : json_null(), "applying_job",
 		      id_or_null(s.applying_job), "stale", s.stale, "error", error_json(&s.error), "summary", names[0],
 		      count[0], names[1], count[1], names[2], count[2], names[3], count[3], names[4], count[4], "keys", keys);
@@ -148,7 +148,7 @@ json_t *profile_view_summary(const struct app *app)
 	if (profile_view_read(app, &s) < 0)
 		return NULL;
 	o = json_pack("{s:o, s:s, s:o}", "name", s.name[0] ? json_string(s.name) : json_null(), "state",
-		      ps_state_name(s.state), "reasons", reasons_json(s.reasons));
+		      ps_state_name(s.state), "reasons", profile_view_reasons(s.reasons));
 	ps_snapshot_free(&s);
 	return o;
 }

@@ -22,6 +22,10 @@ int profile_view_read(const struct app *app, struct ps_snapshot *s);
  * actual, verdict, outcome, why, on_drift, required, managed, drifting, source, paths}]}. Owned;
  * NULL when out of memory. */
 json_t *profile_view_json(const struct app *app);
+/* One key as GET /v1/profile shows it (and the profile.apply job's result); the reasons' names.
+ * New references. */
+json_t *profile_view_key(const struct ps_key *pk);
+json_t *profile_view_reasons(unsigned reasons);
 /* {"name", "state", "reasons"}: /v1/health's member. */
 json_t *profile_view_summary(const struct app *app);
 /* mempolicyd_profile_state{profile,state}, mempolicyd_profile_degraded{reason} and

@@ -2,7 +2,8 @@
  * document checked against this host, and the dry run (what an apply would do). The parser and
  * merger are server/profiles/; this file adds what a key means here — the knob catalogue's types
  * and lists, the host's pools and nodes, the cgroups — reading the kernel only, writing nothing.
- * Apply, verify and drift (planned) start from the same checked document. */
+ * The apply (ops/profile_apply.c) and the profile state's readers start from the same checked
+ * document; drift (planned) will too. */
 #ifndef MPD_OPS_PROFILES_H
 #define MPD_OPS_PROFILES_H
 
@@ -24,7 +25,7 @@ struct profile_eval {
 	char reason[192];            /* why unsupported */
 };
 
-/* A merged profile checked against this host: what apply and verify (planned) start from. */
+/* A merged profile checked against this host: what the apply starts from. */
 struct profile_checked {
 	struct prof_doc doc;
 	struct profile_eval *ev;     /* owned, doc.n of them, in doc.keys' order */

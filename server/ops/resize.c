@@ -245,12 +245,15 @@ static void resize_free(void *arg)
 	free(arg);
 }
 
+void resize_conflict_key(uint64_t size_kb, char *key, size_t len)
+{
+	snprintf(key, len, "hugepages:%llukB", (unsigned long long)size_kb);
+}
+
 /* One resize per page size at a time: the counts it starts from would be stale otherwise. */
 static void resize_key(const void *arg, char *key, size_t len)
 {
-	const struct resize_args *a = arg;
-
-	snprintf(key, len, "hugepages:%llukB", (unsigned long long)a->size_kb);
+	resize_conflict_key(((const struct resize_args *)arg)->size_kb, key, len);
 }
 
 static json_t *resize_progress0(const void *arg)

@@ -66,6 +66,10 @@ bool resize_unchanged(const struct app *app, const struct resize_args *p);
 json_t *resize_start(const struct app *app, struct resize_args *p, const struct job_origin *origin,
 		     int64_t *conflict_id, mp_err *e);
 
+/* The conflict key of a resize of this size ("hugepages:2048kB"): what another job acting on the
+ * pool holds meanwhile (job_hold_key). */
+void resize_conflict_key(uint64_t size_kb, char *key, size_t len);
+
 /* The job kind (server/ops/kinds.c registers it). */
 extern const struct job_kind resize_job;
 

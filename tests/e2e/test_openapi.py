@@ -692,7 +692,7 @@ class SpecMatchesRouteTable(unittest.TestCase):
         v = self.v
         health = {"$ref": "#/components/schemas/Health"}
         good = {"status": "ok", "privileged_helper": "running", "version": "1", "kernel_release": "6",
-                "schema_version": 4,
+                "schema_version": 4, "profile": {"name": None, "state": "none", "reasons": []},
                 "capabilities": {"thp": True, "mthp_sizes": [], "hugetlb_sizes": ["2M"],
                                  "weighted_interleave": False, "numa_balancing": True,
                                  "madv_collapse": True, "cgroup_version": 2}}

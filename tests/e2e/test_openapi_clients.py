@@ -414,8 +414,10 @@ class PrismProxyValidatesLiveAnswers(TcpDaemonAndTools):
         # The check above is only as good as Prism's eye: a description that declares less than
         # the daemon answers must make Prism object.
         spec_text = open(SPEC).read()
-        narrowed = spec_text.replace("      required: [status, privileged_helper, version, kernel_release, schema_version, capabilities]",
-                                     "      required: [status, privileged_helper, version, kernel_release, schema_version, capabilities,\n"
+        narrowed = spec_text.replace("      required: [status, privileged_helper, version, kernel_release, schema_version, profile, "
+                                     "capabilities]",
+                                     "      required: [status, privileged_helper, version, kernel_release, schema_version, profile, "
+                                     "capabilities,\n"
                                      "        not_in_the_answer]", 1)
         self.assertNotEqual(narrowed, spec_text, "the Health schema's required line moved: update this test")
         path = os.path.join(self.tmp, "narrowed.yaml")
