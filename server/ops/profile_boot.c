@@ -110,40 +110,54 @@ void profile_boot_apply(const struct app *app, int64_t deadline_ms, void (*ping)
 
 /* ---- the reload's hooks ---------------------------------------------------------------------- */
 
+/* The profile in force, or the one being activated (an activation not yet installed is what the
+ * admin asked for last: a change of its files is reloaded too). */
 static void hook_active(void *ctx, char *buf, size_t len)
 {
 	const struct profile_boot_ctx *c = ctx;
+	struct ps_snapshot s = { 0 };
+	mp_err e = { 0 };
+	json_t *j = NULL;
+	const char *p;
 
 	profile_state_name(c->app->profile_state, buf, len);
+	if (profile_state_snapshot(c->app->profile_state, &s) < 0 || !s.applying_job)
+		goto out;
+	if ((j = jobs_db_get(c->app->store, s.applying_job, &e)) &&
+	    (p = json_string_value(json_object_get(json_object_get(j, "request"), "profile"))) && prof_name_ok(p))
+		snprintf(buf, len, "%s", p);
+out:
+	json_decref(j);
+	ps_snapshot_free(&s);
 }
 
-static void hook_valid(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v)
+static int64_t hook_valid(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v)
 {
 	const struct profile_boot_ctx *c = ctx;
-	int64_t wait_ms = (c->deadline_ms ? c->deadline_ms : PROFILE_POOL_DEADLINE_MS) + PROFILE_BOOT_SLACK_MS;
 	struct prof_err pe = { 0 };
 	int64_t busy = 0;
 	json_t *job = NULL;
 
 	(void)dir;
 	if (!v->activate[0])
-		return;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		memset(&pe, 0, sizeof pe);
-		if (profile_activate(c->app, v->activate, &RELOAD, false, c->deadline_ms, &job, &busy, &pe) == 0) {
-			log_info("profiles reload: %s activated again (job %lld)", v->activate,
-				 (long long)json_integer_value(json_object_get(job, "id")));
-			json_decref(job);
-			return;
-		}
-		if (pe.e.code != MPE_JOB_CONFLICT || attempt)
-			break;
-		/* An activation runs (the start-time apply, an API call): the new files are applied after it. */
-		log_info("profiles reload: job %lld activates a profile; %s is activated again once it ends", (long long)busy,
-			 v->activate);
-		profile_state_wait(c->app->profile_state, busy, wait_ms);
+		return 0;
+	if (profile_activate(c->app, v->activate, &RELOAD, false, c->deadline_ms, &job, &busy, &pe) == 0) {
+		log_info("profiles reload: %s activated again (job %lld)", v->activate,
+			 (long long)json_integer_value(json_object_get(job, "id")));
+		json_decref(job);
+		return 0;
 	}
+	if (pe.e.code == MPE_JOB_CONFLICT && busy > 0)
+		return busy;
 	log_error("profiles reload: activating %s: %s", v->activate, pe.e.detail);
+	return 0;
+}
+
+static bool hook_wait(void *ctx, int64_t job_id, int ms)
+{
+	const struct profile_boot_ctx *c = ctx;
+
+	return profile_state_wait(c->app->profile_state, job_id, ms);
 }
 
 static void hook_invalid(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v)
@@ -174,5 +188,6 @@ void profile_boot_hooks(struct profile_boot_ctx *c, struct reload_hooks *h)
 	h->ctx = c;
 	h->active = hook_active;
 	h->valid = hook_valid;
+	h->wait = hook_wait;
 	h->invalid = hook_invalid;
 }

@@ -74,6 +74,20 @@ struct profile_reload {
 	pthread_t thread;
 };
 
+/* Waits for activation job_id to end, a slice at a time so that a stop is not held up by it, and
+ * at most RETRY_S (a job cancelled while queued never ends: the activation is then tried again);
+ * false when the reload is stopping. */
+#define RETRY_S 10
+static bool wait_behind(struct profile_reload *r, int64_t job_id)
+{
+	struct pollfd p = { .fd = r->stop[0], .events = POLLIN };
+
+	for (int slice = 0; slice < RETRY_S * 10 && !r->hooks.wait(r->hooks.ctx, job_id, 100); slice++)
+		if (poll(&p, 1, 0) > 0)
+			return false;
+	return true;
+}
+
 /* One changed set: read, decide, hand over. */
 static void reload_once(struct profile_reload *r, const struct prof_change *c)
 {
@@ -103,7 +117,14 @@ static void reload_once(struct profile_reload *r, const struct prof_change *c)
 	log_info("profiles reload%s%s: %u profile(s), all valid; %s%s", c->configmap ? " of swap " : "",
 		 c->configmap ? c->snap : "", v.nprofiles, v.activate[0] ? "activating " : "none in force",
 		 v.activate);
-	r->hooks.valid(r->hooks.ctx, &dir, &v);
+	/* Behind an activation already running (the start-time apply, an API call): the set is
+	 * activated once it ended, so the newest files are what stays in force. */
+	for (int64_t busy; (busy = r->hooks.valid(r->hooks.ctx, &dir, &v)) > 0;) {
+		log_info("profiles reload: job %lld activates a profile; %s is activated again once it ends",
+			 (long long)busy, v.activate);
+		if (!wait_behind(r, busy))
+			return;
+	}
 }
 
 static void *thread_main(void *arg)

@@ -7,6 +7,7 @@
 #define MPD_OPS_PROFILE_RELOAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "server/app.h"
 #include "server/profiles/dir.h"
@@ -30,8 +31,12 @@ struct reload_hooks {
 	void *ctx;
 	/* The profile in force now (copied into buf; "" none). */
 	void (*active)(void *ctx, char *buf, size_t len);
-	/* The set is valid: activate v->activate from dir (pinned to the swap that was checked). */
-	void (*valid)(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v);
+	/* The set is valid: activate v->activate from dir (pinned to the swap that was checked). 0
+	 * done (activated, or failed and logged), or the id of the activation already running, which
+	 * the reload waits for (wait) before it calls valid again. */
+	int64_t (*valid)(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v);
+	/* Waits up to ms for activation job_id to end; true when it has. */
+	bool (*wait)(void *ctx, int64_t job_id, int ms);
 	/* The set is not: the profile in force stays; v->err says why. */
 	void (*invalid)(void *ctx, const struct prof_dir *dir, const struct reload_verdict *v);
 };
