@@ -138,11 +138,15 @@ static void lost_hold(const sigset_t *sigs, uint64_t watchdog_usec)
 	sd_say("STOPPING=1\nSTATUS=stopping: the privileged helper is lost");
 }
 
-/* The start-time apply's wait pings the watchdog (WatchdogSec= holds before READY=1 too). */
-static void ping_watchdog(void)
+/* The start-time apply's wait pings the watchdog (WatchdogSec= holds before READY=1 too), and
+ * ends when a SIGTERM or SIGINT waits (blocked: taken by the main loop right after). */
+static bool ping_watchdog(void)
 {
+	sigset_t pending;
+
 	if (sd_watchdog_usec())
 		sd_say("WATCHDOG=1");
+	return sigpending(&pending) < 0 || (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT));
 }
 
 /* The job runner's workers: 2; a test build may say otherwise (--test-job-workers, 1..8). */

@@ -41,7 +41,7 @@ static int64_t interrupted_apply(const struct app *app, char *name, size_t len)
 }
 
 /* Waits for job id's apply to end, up to wait_ms, pinging; true when it ended. */
-static bool wait_apply(const struct app *app, int64_t id, int64_t wait_ms, void (*ping)(void))
+static bool wait_apply(const struct app *app, int64_t id, int64_t wait_ms, bool (*ping)(void))
 {
 	int64_t end = clk_mono_ns() + wait_ms * 1000000LL;
 
@@ -49,16 +49,14 @@ static bool wait_apply(const struct app *app, int64_t id, int64_t wait_ms, void 
 		int64_t left = (end - clk_mono_ns()) / 1000000LL;
 		if (profile_state_wait(app->profile_state, id, left < PING_MS ? (left > 0 ? left : 0) : PING_MS))
 			return true;
-		if (left <= PING_MS)
+		if (left <= PING_MS || (ping && !ping()))
 			return false;
-		if (ping)
-			ping();
 	}
 }
 
 static const struct job_origin START = { .source = "start" }, RELOAD = { .source = "reload" };
 
-void profile_boot_apply(const struct app *app, int64_t deadline_ms, void (*ping)(void), char *status, size_t len)
+void profile_boot_apply(const struct app *app, int64_t deadline_ms, bool (*ping)(void), char *status, size_t len)
 {
 	char prev[PROF_NAME_MAX] = "", reasons[160] = "";
 	const char *name = app->profile;

@@ -12,6 +12,7 @@
 #ifndef MPD_OPS_PROFILE_BOOT_H
 #define MPD_OPS_PROFILE_BOOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,9 +23,10 @@
 #define PROFILE_BOOT_SLACK_MS 30000
 
 /* Applies the start-time profile and waits (see above); deadline_ms: the pools' deadline (0: the
- * default). ping, when not NULL, is called about every second of the wait (the watchdog). Writes a
+ * default). ping, when not NULL, is called about every second of the wait (the watchdog); false
+ * from it ends the wait (a SIGTERM came: the job goes on until the stop cancels it). Writes a
  * sentence for STATUS= into status. Never fatal: an invalid profile is logged and in the state. */
-void profile_boot_apply(const struct app *app, int64_t deadline_ms, void (*ping)(void), char *status, size_t len);
+void profile_boot_apply(const struct app *app, int64_t deadline_ms, bool (*ping)(void), char *status, size_t len);
 
 /* What the reload's hooks work with (main()'s, outliving the reload). */
 struct profile_boot_ctx {
