@@ -236,6 +236,7 @@ install: all
 	install -D -m 0644 packaging/mempolicyd-network.conf $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-network.conf
 	install -D -m 0644 packaging/prometheus/mempolicyd.rules.yml $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd.rules.yml
 	install -D -m 0644 packaging/grafana/mempolicyd-dashboard.json $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-dashboard.json
+	install -D -m 0644 packaging/mempolicyd-kubelet.conf $(DESTDIR)$(PREFIX)/share/doc/mempolicyd/examples/mempolicyd-kubelet.conf
 	@# The unit reads /etc/mempolicyd/mempolicyd.conf: install the example there, never over an edited one.
 	[ -e $(DESTDIR)/etc/mempolicyd/mempolicyd.conf ] || \
 		install -D -m 0644 packaging/mempolicyd.conf.example $(DESTDIR)/etc/mempolicyd/mempolicyd.conf

@@ -162,10 +162,12 @@ static const struct opt_doc {
 	{ "probe-memory-share", "PCT", "a probe may take at most this share of free memory", PROBE_DEFAULT_MEM_PCT,
 	  true },
 	{ "profiles-dir", "DIR", "the profiles directory, one NAME.conf each (default " DEFAULT_PROFILES_DIR "; "
-	  "a missing default directory holds no profiles); read at start and on every API read; may be a "
-	  "Kubernetes ConfigMap volume", -1, true },
-	{ "profile", "NAME", "the active profile, NAME.conf in the profiles directory (checked at start and "
-	  "reported; applied by POST /v1/profile or mempolicyctl profile apply, not yet at start)", -1, true },
+	  "a missing default directory holds no profiles); read at start and on every API read, and watched "
+	  "(inotify): a change of a valid set activates the profile in force again; may be a Kubernetes "
+	  "ConfigMap volume (reloaded once per ..data swap)", -1, true },
+	{ "profile", "NAME", "the profile applied at start, NAME.conf in the profiles directory: READY=1 is "
+	  "sent once its apply ended (at most the pools' 60 s deadline and 30 s more); without it, an apply "
+	  "the previous daemon left interrupted is completed", -1, true },
 	{ "drift-check-interval", "S", "the profile in force is checked on writes to its files (fanotify) as they "
 	  "happen; what the kernel changes with no write (the hugetlb pools, vm.min_free_kbytes) and what has no "
 	  "mark is read every S seconds (1 to 86400)", DRIFT_CHECK_DEFAULT_S, true },

@@ -36,6 +36,8 @@
 #include "server/ops/labels.h"
 #include "server/ops/probes.h"
 #include "server/ops/drift.h"
+#include "server/ops/profile_boot.h"
+#include "server/ops/profile_reload.h"
 #include "server/ops/profile_state.h"
 #include "server/ops/profiles.h"
 #include "server/ops/restore.h"
@@ -141,6 +143,17 @@ static void lost_hold(const sigset_t *sigs, uint64_t watchdog_usec)
 	sd_say("STOPPING=1\nSTATUS=stopping: the privileged helper is lost");
 }
 
+/* The start-time apply's wait pings the watchdog (WatchdogSec= holds before READY=1 too), and
+ * ends when a SIGTERM or SIGINT waits (blocked: taken by the main loop right after). */
+static bool ping_watchdog(void)
+{
+	sigset_t pending;
+
+	if (sd_watchdog_usec())
+		sd_say("WATCHDOG=1");
+	return sigpending(&pending) < 0 || (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT));
+}
+
 /* The job runner's workers: 2; a test build may say otherwise (--test-job-workers, 1..8). */
 static int job_workers(const struct config *cfg)
 {
@@ -164,6 +177,10 @@ int main(int argc, char **argv)
 	struct maint *maint = NULL;
 	struct drift_watcher *drift = NULL;   /* owned */
 	unsigned drift_check_s;
+	struct profile_reload *reload = NULL;
+	struct profile_boot_ctx boot = { .app = &app };
+	struct reload_hooks hooks;
+	char boot_status[256];
 	struct tls_files tls = { 0 };   /* owned until http_listen takes it */
 	struct priv_user user;
 	mp_err e = { 0 };
@@ -432,9 +449,19 @@ int main(int argc, char **argv)
 		 cfg.listen_tcp ? (cfg.tls_cert ? (cfg.tls_client_ca ? " (TLS, client certificates)" : " (TLS)")
 					       : " (plain, read-only)") : "", app.caps.kernel_release,
 		 app.sysfs_root, cfg.db);
-	/* Ready: migrated, recovered, serving. systemd orders dependants (and socket clients) after this. */
-	sd_say("READY=1\nSTATUS=serving on %s%s%s", cfg.socket, cfg.listen_tcp ? " and " : "",
-	       cfg.listen_tcp ? cfg.listen_tcp : "");
+	/* The watch first: a file changed during the start-time apply is reloaded after it. */
+	profile_boot_hooks(&boot, &hooks);
+	mp_err_clear(&e);
+	if (!(reload = profile_reload_start(&app, &hooks, &e)) && e.code)
+		goto fail;
+	/* The profile before READY=1 (a kubelet ordered after this unit reads the pools once, when it
+	 * starts); the API answers meanwhile (GET /v1/profile says applying). ops/profile_boot.h. */
+	sd_say("STATUS=applying the profile at start");
+	profile_boot_apply(&app, 0, ping_watchdog, boot_status, sizeof boot_status);
+	/* Ready: migrated, recovered, the profile applied, serving. systemd orders dependants (the
+	 * kubelet, socket clients) after this. */
+	sd_say("READY=1\nSTATUS=serving on %s%s%s; %s", cfg.socket, cfg.listen_tcp ? " and " : "",
+	       cfg.listen_tcp ? cfg.listen_tcp : "", boot_status);
 
 	/* With WatchdogSec=, the main thread pings at half the interval; it is the thread that would
 	 * be stuck if shutdown or a signal handler hung. */
@@ -470,6 +497,7 @@ fail:
 	log_error("%s", e.detail);
 	sd_say("STATUS=failed: %s", e.detail);
 out:
+	profile_reload_stop(reload);   /* first: it may activate a profile, which needs the job runner */
 	http_stop(http);
 	labels_stop();   /* after the listeners: no request changes what it shows any more */
 	children_close(app.children);   /* after the listeners: no launch adds a child any more */

@@ -200,10 +200,10 @@ static int hashing_load(void *ctx, const char *name, const struct prof_loc *from
 	return rc;
 }
 
-static int merge(const struct app *app, const char *name, struct prof_doc *doc, uint64_t *digest,
+static int merge(const struct prof_dir *dir, const char *name, struct prof_doc *doc, uint64_t *digest,
 		 struct prof_err *pe)
 {
-	struct hashing_dir d = { .dir = { .path = app->profiles_dir }, .h = 14695981039346656037ULL };
+	struct hashing_dir d = { .dir = *dir, .h = 14695981039346656037ULL };
 	int rc = prof_merge(name, hashing_load, &d, doc, pe);
 
 	*digest = d.h;
@@ -212,8 +212,9 @@ static int merge(const struct app *app, const char *name, struct prof_doc *doc, 
 
 int profiles_digest(const struct app *app, const char *name, uint64_t *digest, struct prof_err *pe)
 {
+	struct prof_dir dir = { .path = app->profiles_dir };
 	struct prof_doc doc;
-	int rc = merge(app, name, &doc, digest, pe);
+	int rc = merge(&dir, name, &doc, digest, pe);
 
 	prof_doc_free(&doc);
 	return rc;
@@ -251,8 +252,16 @@ int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct 
 
 int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe)
 {
+	struct prof_dir dir = { .path = app->profiles_dir };
+
+	return profiles_check_in(app, &dir, name, ck, pe);
+}
+
+int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
+		      struct prof_err *pe)
+{
 	memset(ck, 0, sizeof *ck);
-	if (merge(app, name, &ck->doc, &ck->digest, pe) < 0)
+	if (merge(dir, name, &ck->doc, &ck->digest, pe) < 0)
 		return -1;
 	if (!(ck->ev = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *ck->ev)))
 		return mp_nomem(&pe->e);
@@ -473,12 +482,5 @@ void profiles_log_start(const struct app *app)
 			log_info("profile %s: %s", json_string_value(json_object_get(p, "name")), st);
 	}
 	json_decref(l);
-	if (app->profile) {
-		struct profile_checked ck;
-		memset(&pe, 0, sizeof pe);
-		if (profiles_check(app, app->profile, &ck, &pe) < 0)
-			log_error("active profile %s: %s (it cannot be applied: nothing is applied)", app->profile,
-				  pe.e.detail);
-		profiles_checked_free(&ck);
-	}
+	/* The configured profile's own error is the start-time apply's to log (ops/profile_boot.c). */
 }

@@ -43,6 +43,10 @@ bool profiles_satisfied(const struct prof_key *k, const char *now, bool numeric,
 /* Merges `name` from the profiles directory and evaluates every key against the kernel now
  * (reads only). 0, or -1 with pe at the first error; free *ck with profiles_checked_free either way. */
 int profiles_check(const struct app *app, const char *name, struct profile_checked *ck, struct prof_err *pe);
+/* profiles_check reading from dir (a ConfigMap snapshot pinned by the reload, ops/profile_reload.h). */
+struct prof_dir;
+int profiles_check_in(const struct app *app, const struct prof_dir *dir, const char *name, struct profile_checked *ck,
+		      struct prof_err *pe);
 void profiles_checked_free(struct profile_checked *ck);
 /* Evaluates ck's document (already merged) against the kernel now, again: ck->ev, the topology and
  * unsupported_required are refreshed. 0, or -1 with pe (a value this kernel no longer allows). */
@@ -61,7 +65,7 @@ int profiles_show(const struct app *app, const char *name, json_t **out, struct 
 /* The dry run: per key now, wanted, verdict (in_sync, differs, unsupported) and the action an
  * apply would take (write, resize, none). Reads the kernel, writes nothing. As profiles_show. */
 int profiles_diff(const struct app *app, const char *name, json_t **out, struct prof_err *pe);
-/* At start: logs each profile's state, and an error when the active one is invalid. */
+/* At start: logs each profile's state (an invalid one as an error). */
 void profiles_log_start(const struct app *app);
 
 #endif

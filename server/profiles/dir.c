@@ -13,6 +13,52 @@
 #include <unistd.h>
 
 #define PROF_DIR_NAMES_MAX 1000
+#define CM_DATA "..data"
+
+int prof_dir_snapshot(const char *path, char *snap, size_t n)
+{
+	char buf[PROF_SNAP_MAX + 1];
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ssize_t l;
+
+	if (dfd < 0)
+		return -errno;
+	l = readlinkat(dfd, CM_DATA, buf, sizeof buf);
+	if (l < 0) {
+		int err = errno;
+		close(dfd);
+		if (err == ENOENT)
+			return 0;
+		/* EINVAL: "..data" is there and is no symlink (not the kubelet's: refused). */
+		return err == EINVAL ? -EXDEV : -err;
+	}
+	close(dfd);
+	buf[l] = '\0';
+	/* The kubelet's target is one entry of the directory named "..TIMESTAMP": nothing else is
+	 * read (not "..", not a path, not a name that could be a profile). */
+	if ((size_t)l >= sizeof buf - 1 || (size_t)l >= n || strncmp(buf, "..", 2) || !strcmp(buf, "..") ||
+	    strchr(buf, '/'))
+		return -EXDEV;
+	memcpy(snap, buf, (size_t)l + 1);
+	return 1;
+}
+
+/* Where NAME.conf is read from, relative to the directory: the pinned snapshot, "..data" in a
+ * ConfigMap volume, or the directory itself. 0 or -errno (prof_dir_snapshot's). */
+static int rel_prefix(const struct prof_dir *dir, char *buf, size_t n)
+{
+	char snap[PROF_SNAP_MAX];
+	int rc;
+
+	if (dir->snap) {
+		snprintf(buf, n, "%s/", dir->snap);
+		return 0;
+	}
+	if ((rc = prof_dir_snapshot(dir->path, snap, sizeof snap)) < 0)
+		return rc;
+	snprintf(buf, n, "%s", rc ? CM_DATA "/" : "");
+	return 0;
+}
 
 /* Without openat2 (before 5.6): the resolved path must still be inside the resolved directory. */
 static int open_beneath_fallback(int dfd, const char *dir, const char *file)
@@ -52,7 +98,7 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 {
 	const struct prof_dir *dir = dirp;
 	struct prof_loc here = { .line = 0 };
-	char file[PROF_FILE_NAME_MAX];
+	char file[PROF_FILE_NAME_MAX], prefix[PROF_SNAP_MAX + 2], rel[PROF_SNAP_MAX + PROF_FILE_NAME_MAX + 2];
 	char *buf = NULL;            /* owned until handed over */
 	struct stat sb;
 	size_t got = 0;
@@ -70,8 +116,10 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 	/* A missing directory holds no profile: the same answer as a missing file. */
 	if ((dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fd = -errno;
-	else
-		fd = open_beneath(dfd, dir->path, file);
+	else if ((fd = rel_prefix(dir, prefix, sizeof prefix)) == 0) {
+		snprintf(rel, sizeof rel, "%s%s", prefix, file);
+		fd = open_beneath(dfd, dir->path, rel);
+	}
 	if (fd < 0) {
 		if (dfd < 0 && fd != -ENOENT) {
 			prof_fail(err, from, MPE_PROFILE_UNREADABLE, "the profiles directory %s: %s", dir->path,
@@ -132,15 +180,26 @@ static int cmp_str(const void *a, const void *b)
 
 int prof_dir_list(const char *path, char ***names, size_t *n)
 {
-	DIR *d = opendir(path);
+	struct prof_dir dir = { .path = path };
+
+	return prof_dir_list_in(&dir, names, n);
+}
+
+int prof_dir_list_in(const struct prof_dir *dir, char ***names, size_t *n)
+{
+	char prefix[PROF_SNAP_MAX + 2], sub[PATH_MAX];
 	struct dirent *de;
+	DIR *d;
 	char **v = NULL;             /* owned until handed over */
 	size_t cnt = 0;
 	int rc = 0;
 
 	*names = NULL;
 	*n = 0;
-	if (!d)
+	if ((rc = rel_prefix(dir, prefix, sizeof prefix)) < 0)
+		return rc;
+	snprintf(sub, sizeof sub, "%s/%s", dir->path, prefix);
+	if (!(d = opendir(sub)))
 		return -errno;
 	if (!(v = calloc(PROF_DIR_NAMES_MAX, sizeof *v))) {
 		closedir(d);

@@ -351,13 +351,14 @@ START_TEST(parse_accepts)
 }
 END_TEST
 
-/* A directory laid out as the kubelet lays out a ConfigMap volume, plus links that leave it. */
-static char dir[96], outside[128];
+/* A directory laid out as the kubelet lays out a ConfigMap volume (dir), and a plain one with
+ * links that leave it (plain). */
+static char dir[96], plain[96], outside[128];
 
-static void link_at(const char *target, const char *name)
+static void link_in(const char *d, const char *target, const char *name)
 {
 	char path[256];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(path, sizeof path, "%s/%s", d, name);
 	ck_assert_int_eq(symlink(target, path), 0);
 }
 
@@ -366,17 +367,22 @@ static void make_dirs(void)
 	snprintf(root, sizeof root, "/tmp/mpd-prof-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	snprintf(dir, sizeof dir, "%s/profiles.d", root);
+	snprintf(plain, sizeof plain, "%s/plain.d", root);
 	snprintf(outside, sizeof outside, "%s/outside.conf", root);
 	put(root, "profiles.d/..2026_12_01_10_00_00.123456789/db.conf", DB_CONF);
 	put(root, "profiles.d/..2026_12_01_10_00_00.123456789/base.conf", BASE_CONF);
 	put(root, "outside.conf", "[knobs]\nthp.enabled = never");
-	link_at("..2026_12_01_10_00_00.123456789", "..data");
-	link_at("..data/db.conf", "db.conf");
-	link_at("..data/base.conf", "base.conf");
-	link_at("../outside.conf", "rel-escape.conf");
-	link_at(outside, "abs-escape.conf");
-	put(root, "profiles.d/inc-escape.conf", "[profile]\ninclude = rel-escape");
-	put(root, "profiles.d/.hidden.conf", "[knobs]\nx = 1");
+	link_in(dir, "..2026_12_01_10_00_00.123456789", "..data");
+	link_in(dir, "..data/db.conf", "db.conf");
+	link_in(dir, "..data/base.conf", "base.conf");
+	/* Beside ..data, a file that is not the volume's: never read (the set is ..data's). */
+	put(root, "profiles.d/stray.conf", "[knobs]\nthp.enabled = never");
+	put(root, "plain.d/base.conf", BASE_CONF);
+	link_in(plain, "../outside.conf", "rel-escape.conf");
+	link_in(plain, outside, "abs-escape.conf");
+	put(root, "plain.d/inc-escape.conf", "[profile]\ninclude = rel-escape");
+	put(root, "plain.d/.hidden.conf", "[knobs]\nx = 1");
+	put(root, "trap.d/..data/trap.conf", "[knobs]\nx = 1");   /* a directory ..data: not the kubelet's */
 }
 
 static void drop_dirs(void)
@@ -391,28 +397,34 @@ START_TEST(configmap_layout)
 	struct prof_dir pd = { .path = dir };
 	struct prof_err e = { 0 };
 	struct prof_doc d;
-	char **names;
+	char **names, snap[PROF_SNAP_MAX], trap[128];
 	size_t n;
 
+	ck_assert_int_eq(prof_dir_snapshot(dir, snap, sizeof snap), 1);
+	ck_assert_str_eq(snap, "..2026_12_01_10_00_00.123456789");
 	ck_assert_int_eq(prof_dir_list(dir, &names, &n), 0);
-	ck_assert_uint_eq(n, 5);   /* no dot entries: ..data, ..2026..., .hidden.conf */
-	ck_assert_str_eq(names[0], "abs-escape");
-	ck_assert_str_eq(names[1], "base");
-	ck_assert_str_eq(names[2], "db");
-	ck_assert_str_eq(names[3], "inc-escape");
-	ck_assert_str_eq(names[4], "rel-escape");
+	ck_assert_uint_eq(n, 2);   /* ..data's files: not the stray file beside it, no dot entries */
+	ck_assert_str_eq(names[0], "base");
+	ck_assert_str_eq(names[1], "db");
 	prof_dir_names_free(names, n);
 	ck_assert_msg(prof_merge("db", prof_dir_load, &pd, &d, &e) == 0, "%s", e.e.detail);
 	ck_assert_uint_eq(d.n, 11);
 	ck_assert_str_eq(d.keys[0].loc.file, "db.conf");   /* the name in the directory, not ..data's */
 	prof_doc_free(&d);
+	ck_assert_int_eq(prof_merge("stray", prof_dir_load, &pd, &d, &e), -1);
+	ck_assert_int_eq(e.e.code, MPE_PROFILE_NOT_FOUND);
+	prof_doc_free(&d);
+	/* A plain directory: no snapshot; one whose ..data is no symlink is refused. */
+	ck_assert_int_eq(prof_dir_snapshot(plain, snap, sizeof snap), 0);
+	snprintf(trap, sizeof trap, "%s/trap.d", root);
+	ck_assert_int_eq(prof_dir_snapshot(trap, snap, sizeof snap), -EXDEV);
 }
 END_TEST
 
 /* Merging `name` from the directory fails with code; the error's place into *at. */
 static void dir_fails(const char *name, enum mp_code code, struct prof_loc *at)
 {
-	struct prof_dir pd = { .path = dir };
+	struct prof_dir pd = { .path = plain };
 	struct prof_err e = { 0 };
 	struct prof_doc d;
 

@@ -15,12 +15,16 @@ import glob
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from lib import Daemon, bracketed, real_file, real_write, shared_tmp  # noqa: E402
+
+HERE_E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e")
 
 NODE_SYS = "/sys/devices/system/node"
 THP = "/sys/kernel/mm/transparent_hugepage"
@@ -270,18 +274,23 @@ def restore_pools(kb, before):
         real_write(HP_NODE % (i, kb), str(v))
 
 
+def wait_job(d, job_id, timeout):
+    """Polls GET /v1/jobs/{id} until the job ends; returns it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        j = ok_json(d.get("/v1/jobs/%d" % job_id), "GET /v1/jobs/{id}")
+        if j["status"] not in ("queued", "running"):
+            return j
+        time.sleep(0.05)
+    raise AssertionError("job %d still %s after %d s" % (job_id, j["status"], timeout))
+
+
 def resize(d, size, body, timeout=90):
     """PUT /v1/hugepages/{size}: 202, Location of the job; waits for the job to end, returns it."""
     r = d.request("PUT", "/v1/hugepages/" + size, body=body)
     expect(r.status == 202 and r.json, "PUT /v1/hugepages/%s %s: %r" % (size, json.dumps(body), r))
     eq(r.headers.get("Location"), "/v1/jobs/%d" % r.json["id"], "Location")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        j = ok_json(d.get("/v1/jobs/%d" % r.json["id"]), "GET /v1/jobs/{id}")
-        if j["status"] not in ("queued", "running"):
-            return j
-        time.sleep(0.05)
-    raise AssertionError("job %d still %s after %d s" % (r.json["id"], j["status"], timeout))
+    return wait_job(d, r.json["id"], timeout)
 
 
 def pool_nodes(d, size):
@@ -957,6 +966,138 @@ def check_experiment_seed_004_numa_balancing_on_vs_off(d, nodes):
                                                      hint["verdict"] if hint else "none in either arm")
     finally:
         real_write(path, before)
+
+# -- profiles (issue 18): per-node pools and cgroup mems applied and verified; a crash mid-apply ------
+
+def profile_daemon(text, *args):
+    """A second daemon (the suite's has no profiles directory) with profile vm.conf = text."""
+    top = tempfile.mkdtemp(prefix="mpd-vmprof-", dir=shared_tmp())
+    os.chmod(top, 0o755)
+    pdir = os.path.join(top, "profiles.d")
+    os.mkdir(pdir)
+    os.chmod(pdir, 0o755)
+    with open(os.path.join(pdir, "vm.conf"), "w") as f:
+        f.write(text)
+    return Daemon(args=("--profiles-dir", pdir) + args), top
+
+
+def activate(d, body, timeout=120):
+    """POST /v1/profile: 202 with the profile.apply job; waits for it to end, returns it."""
+    r = d.request("POST", "/v1/profile", body=body)
+    expect(r.status == 202 and r.json, "POST /v1/profile %s: %r" % (json.dumps(body), r))
+    return wait_job(d, r.json["id"], timeout)
+
+
+def check_profile_applies_per_node_pools_and_cgroup_mems(d, nodes):
+    """A profile with a different 2 MiB target on every node, the 1 GiB pool of the largest node
+    left alone, a knob and a cgroup's mems: applied as one profile.apply, then verified in the
+    kernel (each node's nr_hugepages, cpuset.mems.effective, the knob) and by GET /v1/profile (every
+    key in_sync, its actual value). Everything is put back."""
+    last = len(nodes) - 1
+    want = {i: 2 + 3 * i for i in range(len(nodes))}              # 2, 5, 8, 11: every node different
+    before = node_pools(nodes, 2048)
+    defrag0 = bracketed(real_file(THP + "/defrag"))
+    target = "defer" if defrag0 != "defer" else "madvise"
+    cg = CG + "/mpdprof"
+    sc = real_file(CG + "/cgroup.subtree_control").split()
+    text = "[knobs]\nthp.defrag = %s\n[hugepages.2M]\n%s[cgroup mpdprof]\nmems = %d\n" % (
+        target, "".join("node%d = %d\n" % (i, n) for i, n in want.items()), last)
+    pd, top = profile_daemon(text)
+    if "cpuset" not in sc:
+        real_write(CG + "/cgroup.subtree_control", "+cpuset")
+    os.mkdir(cg)
+    try:
+        pd.start(timeout=60)
+        j = activate(pd, {"name": "vm"})
+        eq(j["status"], "ok", "the apply: %r" % j)
+        eq(node_pools(nodes, 2048), want, "per-node nr_hugepages in the kernel")
+        eq(real_file(cg + "/cpuset.mems.effective"), str(last), "cpuset.mems.effective")
+        eq(bracketed(real_file(THP + "/defrag")), target, "thp.defrag")
+        p = ok_json(pd.get("/v1/profile"), "GET /v1/profile")
+        eq((p["name"], p["state"]), ("vm", "applied"), "the profile state")
+        keys = {k["key"]: k for k in p["keys"]}
+        for i, n in want.items():
+            k = keys["hugepages.2M.node%d" % i]
+            eq((k["verdict"], k["actual"]), ("in_sync", str(n)), "hugepages.2M.node%d" % i)
+        eq(keys["cgroup[mpdprof].mems"]["verdict"], "in_sync", "the cgroup's mems")
+        eq(keys["thp.defrag"]["verdict"], "in_sync", "thp.defrag")
+        return "%d nodes: pools %s, mems %d" % (len(nodes), want, last)
+    finally:
+        pd.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
+        restore_pools(2048, before)
+        real_write(THP + "/defrag", defrag0)
+        os.rmdir(cg)
+        if "cpuset" not in sc:
+            real_write(CG + "/cgroup.subtree_control", "-cpuset")
+
+
+def check_profile_crash_mid_apply_completed_at_next_start(d, nodes):
+    """SIGKILL between writes, no sleep: a child holds the last node's 2 MiB pages in use, so the
+    profile's shrink of that pool to 0 cannot end (the kernel keeps them as surplus) and the apply,
+    its knob written, retries until its deadline. Killed there; the knob put back as a reboot
+    would, the pages let go; the next daemon (no --profile) marks the job interrupted and applies
+    the profile again before it is ready: the knob and the pool reach the profile's values."""
+    import signal
+    import subprocess
+    last = len(nodes) - 1
+    held = 4
+    before = node_pools(nodes, 2048)
+    defrag0 = bracketed(real_file(THP + "/defrag"))
+    target = "defer" if defrag0 != "defer" else "madvise"
+    pd, top = profile_daemon("[knobs]\nthp.defrag = %s\n[hugepages.2M]\nnode%d = 0\n" % (target, last))
+    child = None
+    try:
+        real_write(HP_NODE % (last, 2048), str(held))
+        eq(node_pools(nodes, 2048)[last], held, "node%d's pool grown by hand" % last)
+        child = subprocess.Popen(["/usr/bin/numactl", "--membind=%d" % last, "--", sys.executable,
+                                  os.path.join(HERE_E2E, "placement_child.py"), "hugetlb:%d" % held],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = child.stdout.readline()
+        expect("hugetlb" in json.loads(line), "the child holds the pages: %r" % line)
+        pd.start(timeout=60)
+        r = pd.request("POST", "/v1/profile", body={"name": "vm", "deadline_ms": 600000})
+        expect(r.status == 202, "POST /v1/profile: %r" % r)
+        job = r.json["id"]
+        deadline = time.monotonic() + 60
+        while bracketed(real_file(THP + "/defrag")) != target:
+            expect(time.monotonic() < deadline, "the apply's knob write")
+            time.sleep(0.02)
+        eq(ok_json(pd.get("/v1/jobs/%d" % job), "the job")["status"], "running", "the job mid-apply")
+        eq(node_pools(nodes, 2048)[last], held, "node%d's pool under the child" % last)
+        pd.proc.send_signal(signal.SIGKILL)
+        pd.proc.wait(30)
+        pd.proc = None
+        real_write(THP + "/defrag", defrag0)
+        child.stdin.close()
+        child.wait(30)
+        child = None
+        pd.start(timeout=120)
+        deadline = time.monotonic() + 120
+        while " ended: " not in pd.log_text():
+            expect(time.monotonic() < deadline, "the start-time apply to end:\n" + pd.log_text())
+            time.sleep(0.05)
+        eq(ok_json(pd.get("/v1/jobs/%d" % job), "the killed job")["status"], "interrupted", "the killed job")
+        # The job's row follows the state it installed (the runner records the end after run()).
+        deadline = time.monotonic() + 30
+        while True:
+            jobs = pd.sql("SELECT source, status FROM jobs WHERE kind = 'profile.apply' ORDER BY id")
+            if jobs == [("api", "interrupted"), ("start", "ok")] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        eq(jobs, [("api", "interrupted"), ("start", "ok")], "the profile.apply jobs")
+        eq(bracketed(real_file(THP + "/defrag")), target, "thp.defrag after the next start")
+        eq(node_pools(nodes, 2048)[last], 0, "node%d's pool after the next start" % last)
+        eq(ok_json(pd.get("/v1/profile"), "GET /v1/profile")["state"], "applied", "the profile state")
+        return "job %d interrupted, completed by the next start" % job
+    finally:
+        if child:
+            child.kill()
+            child.wait()
+        pd.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
+        restore_pools(2048, before)
+        real_write(THP + "/defrag", defrag0)
 
 
 def main():
