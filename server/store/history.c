@@ -169,26 +169,54 @@ static int add_summary(json_t *op, sqlite3_stmt *s, int first)
 	return rc;
 }
 
-static json_t *op_list_item(sqlite3_stmt *s)
+static const char *text_or_null(sqlite3_stmt *s, int col)
 {
-	json_t *op = op_summary(s);
-
-	if (op && add_summary(op, s, OP_NCOLS) < 0) {
-		json_decref(op);
-		return NULL;
-	}
-	return op;
+	return (const char *)sqlite3_column_text(s, col);
 }
 
-int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
-		 mp_err *e)
+static bool int_col(sqlite3_stmt *s, int col, int64_t *v)
 {
-	sqlite3_stmt *s;
-	json_t *a;
-	size_t n;
-	int brc = SQLITE_OK;   /* the first failed bind */
+	if (sqlite3_column_type(s, col) == SQLITE_NULL)
+		return false;
+	*v = sqlite3_column_int64(s, col);
+	return true;
+}
 
-	*ops = NULL;
+/* One OP_LIST row as the page writer reads it: pointers into the statement's row. A row whose
+ * summary needs the request or targets parses them here (not knobs.set: its text is a column). */
+static void list_row(sqlite3_stmt *s, struct op_row *r, char summary[OP_SUMMARY_BUF])
+{
+	json_t *request = NULL, *targets = NULL;
+
+	r->id = sqlite3_column_int64(s, 0);
+	r->kind = text_or_null(s, 1);
+	r->source = text_or_null(s, 2);
+	r->has_uid = int_col(s, 3, &r->uid);
+	r->actor_name = text_or_null(s, 4);
+	r->has_started = int_col(s, 5, &r->started_ns);
+	r->has_finished = int_col(s, 6, &r->finished_ns);
+	r->status = text_or_null(s, 7);
+	r->has_errno = int_col(s, 8, &r->err_no);
+	r->error = text_or_null(s, 9);
+	if (sqlite3_column_type(s, OP_NCOLS) != SQLITE_NULL)
+		request = col_json(s, OP_NCOLS);
+	if (sqlite3_column_type(s, OP_NCOLS + 1) != SQLITE_NULL)
+		targets = col_json(s, OP_NCOLS + 1);
+	r->summary = op_summary_line(r->kind, r->status, request, targets, text_or_null(s, OP_NCOLS + 2), summary);
+	json_decref(request);
+	json_decref(targets);
+}
+
+int history_list_each(struct store *st, const struct history_filter *f, op_row_fn fn, void *arg,
+		      int64_t *next_before_id, mp_err *e)
+{
+	char summary[OP_SUMMARY_BUF];
+	struct op_row r;
+	sqlite3_stmt *s;
+	int brc = SQLITE_OK;   /* the first failed bind */
+	int rc, n = 0, out = -1;
+	int64_t last = 0;
+
 	*next_before_id = 0;
 	store_conn_lock(st, R);
 	s = stmt(st, ST_OP_LIST);
@@ -203,19 +231,31 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
 	if (brc != SQLITE_OK) {
-		store_conn_unlock(st, R);
-		return bind_fail(brc, e, "list operations");
+		bind_fail(brc, e, "list operations");
+		goto done;
 	}
-	a = read_many(st, R, s, op_list_item, e, "list operations");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == f->limit) {
+			*next_before_id = last;
+			break;
+		}
+		list_row(s, &r, summary);
+		if (fn(&r, arg) < 0) {
+			mp_nomem(e);
+			goto done;
+		}
+		last = r.id;
+		n++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		store_fail(st, R, e, "list operations");
+		goto done;
+	}
+	out = 0;
+done:
+	sqlite3_reset(s);
 	store_conn_unlock(st, R);
-	if (!a)
-		return -1;
-	if ((n = json_array_size(a)) > (size_t)f->limit) {
-		json_array_remove(a, n - 1);
-		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
-	}
-	*ops = a;
-	return 0;
+	return out;
 }
 
 static json_t *op_full(sqlite3_stmt *s)
