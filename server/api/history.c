@@ -74,26 +74,6 @@ static int short_text(struct req *rq, const char *key, const char **out, mp_err 
 	return 0;
 }
 
-static void int_or_null(struct jw *w, bool has, int64_t v)
-{
-	if (has)
-		jw_int(w, v);
-	else
-		jw_lit(w, "null");
-}
-
-/* An instant's "_at" member (api/instants.c's rule, which a text answer does not pass through):
- * RFC 3339 text, null beside a null. */
-static void instant_at(struct jw *w, bool has, int64_t ns)
-{
-	char at[48];
-
-	if (has && api_instant_text(ns, at, sizeof at) == 0)
-		jw_str(w, at);
-	else
-		jw_lit(w, "null");
-}
-
 /* One operation of the page: the members and their order what the jansson answer had (the
  * "_at" members last, where api_add_instants appended them). */
 static int page_row(const struct op_row *r, void *arg)
@@ -113,27 +93,27 @@ static int page_row(const struct op_row *r, void *arg)
 		jw_lit(w, "null");
 	} else {
 		jw_lit(w, "{\"uid\":");
-		int_or_null(w, r->has_uid, r->uid);
+		jw_int_or_null(w, r->has_uid, r->uid);
 		jw_lit(w, ",\"name\":");
 		jw_str(w, r->actor_name);
 		jw_lit(w, "}");
 	}
 	jw_lit(w, ",\"started_ns\":");
-	int_or_null(w, r->has_started, r->started_ns);
+	jw_int_or_null(w, r->has_started, r->started_ns);
 	jw_lit(w, ",\"finished_ns\":");
-	int_or_null(w, r->has_finished, r->finished_ns);
+	jw_int_or_null(w, r->has_finished, r->finished_ns);
 	jw_lit(w, ",\"status\":");
 	jw_str(w, r->status);
 	jw_lit(w, ",\"errno\":");
-	int_or_null(w, r->has_errno, r->err_no);
+	jw_int_or_null(w, r->has_errno, r->err_no);
 	jw_lit(w, ",\"error\":");
 	jw_str(w, r->error);
 	jw_lit(w, ",\"summary\":");
 	jw_str(w, r->summary);
 	jw_lit(w, ",\"started_at\":");
-	instant_at(w, r->has_started, r->started_ns);
+	jw_instant_at(w, r->has_started, r->started_ns);
 	jw_lit(w, ",\"finished_at\":");
-	instant_at(w, r->has_finished, r->finished_ns);
+	jw_instant_at(w, r->has_finished, r->finished_ns);
 	jw_lit(w, "}");
 	return w->failed ? -1 : 0;
 }
@@ -144,9 +124,6 @@ int api_history_list(struct req *rq, mp_err *e)
 	struct jw w = { 0 };         /* owns the page's text until it is the answer's */
 	uint64_t limit = 50;
 	const char *v;
-	json_t *cursor;
-	char *text, *ctext;
-	size_t len;
 	int64_t next;
 
 	if (req_query_only(rq, list_query, e) < 0 || short_text(rq, "kind", &f.kind, e) < 0 ||
@@ -175,20 +152,7 @@ int api_history_list(struct req *rq, mp_err *e)
 		jw_free(&w);
 		return -1;
 	}
-	jw_lit(&w, "],\"next_cursor\":");
-	cursor = cursor_json(next, filter_hash(&f));
-	ctext = cursor ? json_dumps(cursor, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	json_decref(cursor);
-	if (!ctext) {
-		jw_free(&w);
-		return mp_nomem(e);
-	}
-	jw_raw(&w, ctext, strlen(ctext));
-	free(ctext);
-	jw_lit(&w, "}");
-	if (!(text = jw_finish(&w, &len)))
-		return mp_nomem(e);
-	return req_reply_text(rq, text, len, "application/json");
+	return jw_reply_page(rq, &w, cursor_json(next, filter_hash(&f)), e);
 }
 
 int api_history_get(struct req *rq, mp_err *e)
