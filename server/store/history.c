@@ -174,48 +174,47 @@ static const char *text_or_null(sqlite3_stmt *s, int col)
 	return (const char *)sqlite3_column_text(s, col);
 }
 
-static bool int_col(sqlite3_stmt *s, int col, int64_t *v)
-{
-	if (sqlite3_column_type(s, col) == SQLITE_NULL)
-		return false;
-	*v = sqlite3_column_int64(s, col);
-	return true;
-}
+struct each {                    /* a caller's row function and its argument */
+	op_row_fn fn;
+	void *arg;
+};
 
-/* One OP_LIST row as the page writer reads it: pointers into the statement's row. A row whose
- * summary needs the request or targets parses them here (not knobs.set: its text is a column). */
-static void list_row(sqlite3_stmt *s, struct op_row *r, char summary[OP_SUMMARY_BUF])
+/* One OP_LIST row handed to the caller: pointers into the statement's row. A row whose summary
+ * needs the request or targets parses them here (not knobs.set: its text is a column). */
+static int list_row(sqlite3_stmt *s, void *arg)
 {
+	const struct each *each = arg;
+	char summary[OP_SUMMARY_BUF];
 	json_t *request = NULL, *targets = NULL;
+	struct op_row r;
 
-	r->id = sqlite3_column_int64(s, 0);
-	r->kind = text_or_null(s, 1);
-	r->source = text_or_null(s, 2);
-	r->has_uid = int_col(s, 3, &r->uid);
-	r->actor_name = text_or_null(s, 4);
-	r->has_started = int_col(s, 5, &r->started_ns);
-	r->has_finished = int_col(s, 6, &r->finished_ns);
-	r->status = text_or_null(s, 7);
-	r->has_errno = int_col(s, 8, &r->err_no);
-	r->error = text_or_null(s, 9);
+	r.id = sqlite3_column_int64(s, 0);
+	r.kind = text_or_null(s, 1);
+	r.source = text_or_null(s, 2);
+	r.has_uid = col_opt_int(s, 3, &r.uid);
+	r.actor_name = text_or_null(s, 4);
+	r.has_started = col_opt_int(s, 5, &r.started_ns);
+	r.has_finished = col_opt_int(s, 6, &r.finished_ns);
+	r.status = text_or_null(s, 7);
+	r.has_errno = col_opt_int(s, 8, &r.err_no);
+	r.error = text_or_null(s, 9);
 	if (sqlite3_column_type(s, OP_NCOLS) != SQLITE_NULL)
 		request = col_json(s, OP_NCOLS);
 	if (sqlite3_column_type(s, OP_NCOLS + 1) != SQLITE_NULL)
 		targets = col_json(s, OP_NCOLS + 1);
-	r->summary = op_summary_line(r->kind, r->status, request, targets, text_or_null(s, OP_NCOLS + 2), summary);
+	r.summary = op_summary_line(r.kind, r.status, request, targets, text_or_null(s, OP_NCOLS + 2), summary);
 	json_decref(request);
 	json_decref(targets);
+	return each->fn(&r, each->arg);
 }
 
 int history_list_each(struct store *st, const struct history_filter *f, op_row_fn fn, void *arg,
 		      int64_t *next_before_id, mp_err *e)
 {
-	char summary[OP_SUMMARY_BUF];
-	struct op_row r;
+	struct each each = { fn, arg };
 	sqlite3_stmt *s;
 	int brc = SQLITE_OK;   /* the first failed bind */
-	int rc, n = 0, out = -1;
-	int64_t last = 0;
+	int rc;
 
 	*next_before_id = 0;
 	store_conn_lock(st, R);
@@ -230,32 +229,10 @@ int history_list_each(struct store *st, const struct history_filter *f, op_row_f
 		sqlite3_bind_int64(s, 5, f->before_id);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
-	if (brc != SQLITE_OK) {
-		bind_fail(brc, e, "list operations");
-		goto done;
-	}
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == f->limit) {
-			*next_before_id = last;
-			break;
-		}
-		list_row(s, &r, summary);
-		if (fn(&r, arg) < 0) {
-			mp_nomem(e);
-			goto done;
-		}
-		last = r.id;
-		n++;
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		store_fail(st, R, e, "list operations");
-		goto done;
-	}
-	out = 0;
-done:
-	sqlite3_reset(s);
+	rc = brc != SQLITE_OK ? bind_fail(brc, e, "list operations")
+			      : read_page(st, R, s, f->limit, list_row, &each, next_before_id, e, "list operations");
 	store_conn_unlock(st, R);
-	return out;
+	return rc;
 }
 
 static json_t *op_full(sqlite3_stmt *s)

@@ -95,6 +95,16 @@ json_t *read_one(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, 
 		 const char *noun, int64_t id, mp_err *e);
 json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, mp_err *e, const char *what);
 
+/* A list page handed row by row to the caller (no JSON built): steps s, whose LIMIT the caller
+ * bound to limit + 1, calls row(s, arg) on each of the first limit rows and sets *next to the id
+ * (column 0) of the last of them when one more row exists, 0 otherwise. row returns -1 when out
+ * of memory (internal.nomem). Resets s; the lock of connection c is held. */
+typedef int (*page_row_fn)(sqlite3_stmt *s, void *arg);
+int read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, int limit, page_row_fn row, void *arg,
+	      int64_t *next, mp_err *e, const char *what);
+/* An integer column that may be NULL: false for NULL, else true with *v. */
+bool col_opt_int(sqlite3_stmt *s, int col, int64_t *v);
+
 /* Binding: NULL binds SQL NULL; JSON is bound as compact text. */
 int bind_text_or_null(sqlite3_stmt *s, int i, const char *t);
 /* A failed bind (SQLITE_TOOBIG past the connection's length limit, SQLITE_NOMEM) leaves the

@@ -83,64 +83,50 @@ json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
 	return out;
 }
 
-static bool int_col(sqlite3_stmt *s, int col, int64_t *v)
+struct each {                    /* a caller's row function and its argument */
+	sched_row_fn fn;
+	void *arg;
+};
+
+/* One SCHED_LIST row handed to the caller: pointers into the statement's row. */
+static int list_row(sqlite3_stmt *s, void *arg)
 {
-	if (sqlite3_column_type(s, col) == SQLITE_NULL)
-		return false;
-	*v = sqlite3_column_int64(s, col);
-	return true;
+	const struct each *each = arg;
+	struct sched_row r;
+
+	r.id = sqlite3_column_int64(s, 0);
+	r.cron = (const char *)sqlite3_column_text(s, 1);
+	r.timezone = (const char *)sqlite3_column_text(s, 2);
+	r.action = (const char *)sqlite3_column_text(s, 3);
+	r.enabled = sqlite3_column_int(s, 4) != 0;
+	r.misfire_grace_s = sqlite3_column_int64(s, 5);
+	r.created_ns = sqlite3_column_int64(s, 6);
+	r.has_created_by_uid = col_opt_int(s, 7, &r.created_by_uid);
+	r.created_by_name = (const char *)sqlite3_column_text(s, 8);
+	r.has_next_run = col_opt_int(s, 9, &r.next_run_ns);
+	r.has_last_run = col_opt_int(s, 10, &r.last_run_ns);
+	r.has_last_due = col_opt_int(s, 11, &r.last_due_ns);
+	r.last_status = (const char *)sqlite3_column_text(s, 12);
+	r.has_last_job = col_opt_int(s, 13, &r.last_job_id);
+	r.has_last_op = col_opt_int(s, 14, &r.last_op_id);
+	r.last_error = (const char *)sqlite3_column_text(s, 15);
+	return each->fn(&r, each->arg);
 }
 
 int sched_store_list_each(struct store *st, int64_t after_id, int limit, sched_row_fn fn, void *arg,
 			  int64_t *next_after_id, mp_err *e)
 {
-	struct sched_row r;
+	struct each each = { fn, arg };
 	sqlite3_stmt *s;
-	int rc, n = 0, out = -1;
-	int64_t last = 0;
+	int rc;
 
-	*next_after_id = 0;
 	store_conn_lock(st, R);
 	s = stmt(st, ST_SCHED_LIST);
 	sqlite3_bind_int64(s, 1, after_id);
 	sqlite3_bind_int(s, 2, limit + 1);   /* one more than the page says whether there is a next */
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == limit) {
-			*next_after_id = last;
-			break;
-		}
-		r.id = sqlite3_column_int64(s, 0);
-		r.cron = (const char *)sqlite3_column_text(s, 1);
-		r.timezone = (const char *)sqlite3_column_text(s, 2);
-		r.action = (const char *)sqlite3_column_text(s, 3);
-		r.enabled = sqlite3_column_int(s, 4) != 0;
-		r.misfire_grace_s = sqlite3_column_int64(s, 5);
-		r.created_ns = sqlite3_column_int64(s, 6);
-		r.has_created_by_uid = int_col(s, 7, &r.created_by_uid);
-		r.created_by_name = (const char *)sqlite3_column_text(s, 8);
-		r.has_next_run = int_col(s, 9, &r.next_run_ns);
-		r.has_last_run = int_col(s, 10, &r.last_run_ns);
-		r.has_last_due = int_col(s, 11, &r.last_due_ns);
-		r.last_status = (const char *)sqlite3_column_text(s, 12);
-		r.has_last_job = int_col(s, 13, &r.last_job_id);
-		r.has_last_op = int_col(s, 14, &r.last_op_id);
-		r.last_error = (const char *)sqlite3_column_text(s, 15);
-		if (fn(&r, arg) < 0) {
-			mp_nomem(e);
-			goto done;
-		}
-		last = r.id;
-		n++;
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		store_fail(st, R, e, "list schedules");
-		goto done;
-	}
-	out = 0;
-done:
-	sqlite3_reset(s);
+	rc = read_page(st, R, s, limit, list_row, &each, next_after_id, e, "list schedules");
 	store_conn_unlock(st, R);
-	return out;
+	return rc;
 }
 
 int sched_store_delete(struct store *st, int64_t id, mp_err *e)
