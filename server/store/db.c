@@ -211,11 +211,6 @@ static int open_conn(struct store *st, enum conn_id c, const char *path, mp_err 
 		return mp_fail(e, MPE_STORE_OPEN, 0, "cannot open database %s%s: %s", path,
 			       c == R ? " for reading" : "", st->c[c].db ? sqlite3_errmsg(st->c[c].db) : "out of memory");
 	sqlite3_busy_timeout(st->c[c].db, 5000);
-	/* The reader maps the file: a statistics walk over 1 M batches reads the whole index, and
-	 * through pread that was a copy of every page from the page cache each time (a sixth of its
-	 * time: bench/README.md, stats.query). Read-only, so a stray write cannot reach the file. */
-	if (c == R && sqlite3_exec(st->c[c].db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL) != SQLITE_OK)
-		return store_fail(st, c, e, "map the database for reading");
 	return 0;
 }
 
