@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +37,7 @@ def run(ctx):
         gen_s, half_ns, half_rows = generate(d.db, ctx.stats_rows)
         d.start()
         conn = d.connection(timeout=120)
-        rows = [_timed(ctx, conn, STATS, ctx.stats_rows, title, "stats.query", gen_s)]
+        rows = [_timed(ctx, conn, STATS, ctx.stats_rows, title, "stats.query", gen_s, ref_db=d.db)]
         # The same with every filter: size, node and a time window holding the newer half.
         q = "%s&size=2M&node=0&since=%d" % (STATS, half_ns)
         t2 = "GET ...&size=2M&node=0&since=<half> over %s batches (%s match)" % (
@@ -209,21 +210,44 @@ def writers_beside_scan(ctx, work, expect_rows):
         shutil.rmtree(tree_root, ignore_errors=True)
 
 
-def _timed(ctx, conn, path, expect, title, id, gen_s):
-    times, body = [], None
-    for _ in range(ctx.stats_queries):
+# The reference of stats.query: SQLite alone walking the same index range (the statement the
+# daemon walks, summed instead of returned row by row), from a process started per run: what
+# any reader of this schema pays per row, the floor of the row on a busy machine.
+REF_SQL = ("SELECT count(*), sum(latency_ns) FROM (SELECT latency_ns FROM batches WHERE kind = 'hugepages.resize' "
+           "AND direction = 'grow' ORDER BY latency_ns);")
+
+
+def _sqlite_walk(db):
+    t0 = time.perf_counter_ns()
+    p = subprocess.run(["sqlite3", "-readonly", db, REF_SQL], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t = (time.perf_counter_ns() - t0) / 1e6
+    if p.returncode != 0:
+        raise bl.BenchError("sqlite3: %s" % p.stderr.decode(errors="replace")[:200])
+    return t
+
+
+def _timed(ctx, conn, path, expect, title, id, gen_s, ref_db=None):
+    times, refs, body = [], [], None
+    for i in range(ctx.stats_queries):
+        if ref_db and i % 2:   # alternating which goes first
+            refs.append(_sqlite_walk(ref_db))
         t0 = time.perf_counter_ns()
         st, _, raw, body = bl.http_call(conn, "GET", path)
         times.append((time.perf_counter_ns() - t0) / 1e6)
         if st != 200:
             raise bl.BenchError("GET %s answered %d: %s" % (path, st, raw[:200]))
+        if ref_db and not i % 2:
+            refs.append(_sqlite_walk(ref_db))
     n = _sample_count(body)
     if n != expect:
         raise bl.BenchError("GET %s counts %r samples, %d expected" % (path, n, expect))
-    return bl.row(id, title, "ms", times, goal="< %g ms" % GOAL_MS, goal_check=lambda m, _r: m < GOAL_MS,
-                  method="wall time of GET over one keep-alive Unix-socket connection, median of %d queries "
-                         "(the first included); rows generated in %.1f s with Python's sqlite3"
-                         % (ctx.stats_queries, gen_s),
+    method = ("wall time of GET over one keep-alive Unix-socket connection, median of %d queries "
+              "(the first included); rows generated in %.1f s with Python's sqlite3" % (ctx.stats_queries, gen_s))
+    if ref_db:
+        method += ("; reference, alternating with each query: `sqlite3 -readonly DB '%s'` (the same index range "
+                   "walked in latency order by SQLite alone, process start included)" % REF_SQL)
+    return bl.row(id, title, "ms", times, refs or None, "sqlite3 walk" if ref_db else None,
+                  goal="< %g ms" % GOAL_MS, goal_check=lambda m, _r: m < GOAL_MS, method=method,
                   extra={"response": body})
 
 

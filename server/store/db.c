@@ -452,7 +452,7 @@ json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 	return arr;
 }
 
-json_t *read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
+json_t *read_page_json(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
 		  mp_err *e, const char *what)
 {
 	json_t *a = read_many(st, c, s, row, e, what);
@@ -464,6 +464,42 @@ json_t *read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
 	}
 	return a;
+int read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, int limit, page_row_fn row, void *arg,
+	      int64_t *next, mp_err *e, const char *what)
+{
+	int64_t last = 0;
+	int rc, n = 0, out = -1;
+
+	hold(st, c);
+	*next = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == limit) {
+			*next = last;
+			break;
+		}
+		if (row(s, arg) < 0) {
+			mp_nomem(e);
+			goto done;
+		}
+		last = sqlite3_column_int64(s, 0);
+		n++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		store_fail(st, c, e, what);
+		goto done;
+	}
+	out = 0;
+done:
+	sqlite3_reset(s);
+	return out;
+}
+
+bool col_opt_int(sqlite3_stmt *s, int col, int64_t *v)
+{
+	if (sqlite3_column_type(s, col) == SQLITE_NULL)
+		return false;
+	*v = sqlite3_column_int64(s, col);
+	return true;
 }
 
 int bind_fail(int rc, mp_err *e, const char *what)

@@ -30,7 +30,7 @@ int drift_list(struct store *st, const char *key, int64_t before_id, int limit, 
 		store_conn_unlock(st, R);
 		return bind_fail(brc, e, "list drift");
 	}
-	a = read_page(st, R, s, drift_row, limit, next_before_id, e, "list drift");
+	a = read_page_json(st, R, s, drift_row, limit, next_before_id, e, "list drift");
 	store_conn_unlock(st, R);
 	if (!a)
 		return -1;

@@ -169,25 +169,53 @@ static int add_summary(json_t *op, sqlite3_stmt *s, int first)
 	return rc;
 }
 
-static json_t *op_list_item(sqlite3_stmt *s)
+static const char *text_or_null(sqlite3_stmt *s, int col)
 {
-	json_t *op = op_summary(s);
-
-	if (op && add_summary(op, s, OP_NCOLS) < 0) {
-		json_decref(op);
-		return NULL;
-	}
-	return op;
+	return (const char *)sqlite3_column_text(s, col);
 }
 
-int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
-		 mp_err *e)
-{
-	sqlite3_stmt *s;
-	json_t *a;
-	int brc = SQLITE_OK;   /* the first failed bind */
+struct each {                    /* a caller's row function and its argument */
+	op_row_fn fn;
+	void *arg;
+};
 
-	*ops = NULL;
+/* One OP_LIST row handed to the caller: pointers into the statement's row. A row whose summary
+ * needs the request or targets parses them here (not knobs.set: its text is a column). */
+static int list_row(sqlite3_stmt *s, void *arg)
+{
+	const struct each *each = arg;
+	char summary[OP_SUMMARY_BUF];
+	json_t *request = NULL, *targets = NULL;
+	struct op_row r;
+
+	r.id = sqlite3_column_int64(s, 0);
+	r.kind = text_or_null(s, 1);
+	r.source = text_or_null(s, 2);
+	r.has_uid = col_opt_int(s, 3, &r.uid);
+	r.actor_name = text_or_null(s, 4);
+	r.has_started = col_opt_int(s, 5, &r.started_ns);
+	r.has_finished = col_opt_int(s, 6, &r.finished_ns);
+	r.status = text_or_null(s, 7);
+	r.has_errno = col_opt_int(s, 8, &r.err_no);
+	r.error = text_or_null(s, 9);
+	if (sqlite3_column_type(s, OP_NCOLS) != SQLITE_NULL)
+		request = col_json(s, OP_NCOLS);
+	if (sqlite3_column_type(s, OP_NCOLS + 1) != SQLITE_NULL)
+		targets = col_json(s, OP_NCOLS + 1);
+	r.summary = op_summary_line(r.kind, r.status, request, targets, text_or_null(s, OP_NCOLS + 2), summary);
+	json_decref(request);
+	json_decref(targets);
+	return each->fn(&r, each->arg);
+}
+
+int history_list_each(struct store *st, const struct history_filter *f, op_row_fn fn, void *arg,
+		      int64_t *next_before_id, mp_err *e)
+{
+	struct each each = { fn, arg };
+	sqlite3_stmt *s;
+	int brc = SQLITE_OK;   /* the first failed bind */
+	int rc;
+
 	*next_before_id = 0;
 	store_conn_lock(st, R);
 	s = stmt(st, ST_OP_LIST);
@@ -201,16 +229,10 @@ int history_list(struct store *st, const struct history_filter *f, json_t **ops,
 		sqlite3_bind_int64(s, 5, f->before_id);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
-	if (brc != SQLITE_OK) {
-		store_conn_unlock(st, R);
-		return bind_fail(brc, e, "list operations");
-	}
-	a = read_page(st, R, s, op_list_item, f->limit, next_before_id, e, "list operations");
+	rc = brc != SQLITE_OK ? bind_fail(brc, e, "list operations")
+			      : read_page(st, R, s, f->limit, list_row, &each, next_before_id, e, "list operations");
 	store_conn_unlock(st, R);
-	if (!a)
-		return -1;
-	*ops = a;
-	return 0;
+	return rc;
 }
 
 static json_t *op_full(sqlite3_stmt *s)

@@ -77,10 +77,28 @@ struct history_filter {
 	int64_t before_id;           /* keyset cursor: id < before_id; 0 for the first page */
 	int limit;                   /* 1..1000 */
 };
-/* Fills *ops with a JSON array of summaries and *next_before_id with the cursor for the next
- * page (0 when this is the last). Runs on the reader. */
-int history_list(struct store *st, const struct history_filter *f, json_t **ops, int64_t *next_before_id,
-		 mp_err *e);
+/* One operation of a list, as history_list_each hands it to its callback: every pointer is
+ * borrowed from the row being read and valid only during the call; a NULL text is SQL NULL. */
+struct op_row {
+	int64_t id;
+	const char *kind, *source, *status;
+	bool has_uid;                /* actor_uid not NULL */
+	int64_t uid;
+	const char *actor_name;
+	bool has_started, has_finished, has_errno;
+	int64_t started_ns, finished_ns, err_no;
+	const char *error;
+	const char *summary;         /* store/summary.h's line (never NULL; may not be UTF-8) */
+};
+/* 0, or -1 when it is out of memory (the list stops with internal.nomem). */
+typedef int (*op_row_fn)(const struct op_row *r, void *arg);
+
+/* Hands each operation of the page to fn in order and sets *next_before_id to the cursor for
+ * the next page (0 when this is the last). No JSON is built here: a page of 1000 is written by
+ * its caller straight into the answer's text (api/history.c). Runs on the reader, whose lock is
+ * held while fn runs: fn only writes memory. */
+int history_list_each(struct store *st, const struct history_filter *f, op_row_fn fn, void *arg,
+		      int64_t *next_before_id, mp_err *e);
 /* One operation in full, with its knob changes; MPE_HISTORY_NOT_FOUND when none. Runs on the reader. */
 json_t *history_get(struct store *st, int64_t id, mp_err *e);
 

@@ -86,7 +86,7 @@ int64_t run_insert(struct store *st, sqlite3_stmt *s, mp_err *e, const char *wha
 /* The same for an UPDATE or DELETE of one row by id: 0 rows is not_found (a code from the
  * registry) with "no <noun> <id>". */
 int run_write_one(struct store *st, sqlite3_stmt *s, enum mp_code not_found, const char *noun, int64_t id,
-		  mp_err *e, const char *what);
+		       mp_err *e, const char *what);
 
 /* "One row" and "many rows" of a read, as JSON made by row(): read_one fails with not_found ("no
  * <noun> <id>") when there is no row; read_many returns an array (possibly empty). Both reset s. */
@@ -96,8 +96,18 @@ json_t *read_one(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, 
 json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, mp_err *e, const char *what);
 /* A keyset page: s selected limit + 1 rows by id descending; the extra one is dropped and says
  * there is a next page, whose cursor (the last kept row's "id") goes to *next_before_id (0: none). */
-json_t *read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
-		  mp_err *e, const char *what);
+json_t *read_page_json(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
+		       mp_err *e, const char *what);
+
+/* A list page handed row by row to the caller (no JSON built): steps s, whose LIMIT the caller
+ * bound to limit + 1, calls row(s, arg) on each of the first limit rows and sets *next to the id
+ * (column 0) of the last of them when one more row exists, 0 otherwise. row returns -1 when out
+ * of memory (internal.nomem). Resets s; the lock of connection c is held. */
+typedef int (*page_row_fn)(sqlite3_stmt *s, void *arg);
+int read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, int limit, page_row_fn row, void *arg,
+	      int64_t *next, mp_err *e, const char *what);
+/* An integer column that may be NULL: false for NULL, else true with *v. */
+bool col_opt_int(sqlite3_stmt *s, int col, int64_t *v);
 
 /* Binding: NULL binds SQL NULL; JSON is bound as compact text. */
 int bind_text_or_null(sqlite3_stmt *s, int i, const char *t);

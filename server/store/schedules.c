@@ -83,18 +83,50 @@ json_t *sched_store_get(struct store *st, int64_t id, mp_err *e)
 	return out;
 }
 
-json_t *sched_store_list(struct store *st, int64_t after_id, int limit, mp_err *e)
+struct each {                    /* a caller's row function and its argument */
+	sched_row_fn fn;
+	void *arg;
+};
+
+/* One SCHED_LIST row handed to the caller: pointers into the statement's row. */
+static int list_row(sqlite3_stmt *s, void *arg)
 {
+	const struct each *each = arg;
+	struct sched_row r;
+
+	r.id = sqlite3_column_int64(s, 0);
+	r.cron = (const char *)sqlite3_column_text(s, 1);
+	r.timezone = (const char *)sqlite3_column_text(s, 2);
+	r.action = (const char *)sqlite3_column_text(s, 3);
+	r.enabled = sqlite3_column_int(s, 4) != 0;
+	r.misfire_grace_s = sqlite3_column_int64(s, 5);
+	r.created_ns = sqlite3_column_int64(s, 6);
+	r.has_created_by_uid = col_opt_int(s, 7, &r.created_by_uid);
+	r.created_by_name = (const char *)sqlite3_column_text(s, 8);
+	r.has_next_run = col_opt_int(s, 9, &r.next_run_ns);
+	r.has_last_run = col_opt_int(s, 10, &r.last_run_ns);
+	r.has_last_due = col_opt_int(s, 11, &r.last_due_ns);
+	r.last_status = (const char *)sqlite3_column_text(s, 12);
+	r.has_last_job = col_opt_int(s, 13, &r.last_job_id);
+	r.has_last_op = col_opt_int(s, 14, &r.last_op_id);
+	r.last_error = (const char *)sqlite3_column_text(s, 15);
+	return each->fn(&r, each->arg);
+}
+
+int sched_store_list_each(struct store *st, int64_t after_id, int limit, sched_row_fn fn, void *arg,
+			  int64_t *next_after_id, mp_err *e)
+{
+	struct each each = { fn, arg };
 	sqlite3_stmt *s;
-	json_t *arr;
+	int rc;
 
 	store_conn_lock(st, R);
 	s = stmt(st, ST_SCHED_LIST);
 	sqlite3_bind_int64(s, 1, after_id);
-	sqlite3_bind_int(s, 2, limit);
-	arr = read_many(st, R, s, row_json, e, "list schedules");
+	sqlite3_bind_int(s, 2, limit + 1);   /* one more than the page says whether there is a next */
+	rc = read_page(st, R, s, limit, list_row, &each, next_after_id, e, "list schedules");
 	store_conn_unlock(st, R);
-	return arr;
+	return rc;
 }
 
 int sched_store_delete(struct store *st, int64_t id, mp_err *e)

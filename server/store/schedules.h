@@ -32,8 +32,28 @@ int64_t sched_store_insert(struct store *st, const struct schedule_new *n, mp_er
 
 /* One schedule as the API shows it (owned by the caller); NULL + 404 MPE_SCHEDULE_NOT_FOUND. */
 json_t *sched_store_get(struct store *st, int64_t id, mp_err *e);
-/* Up to limit schedules with ids above after_id, by id, as a JSON array (owned by the caller). */
-json_t *sched_store_list(struct store *st, int64_t after_id, int limit, mp_err *e);
+/* One schedule of a list as sched_store_list_each hands it over: every pointer is borrowed from
+ * the row being read, valid only during the call; a NULL text is SQL NULL. */
+struct sched_row {
+	int64_t id;
+	const char *cron, *timezone;
+	const char *action;          /* the stored JSON text */
+	bool enabled;
+	int64_t misfire_grace_s, created_ns;
+	bool has_created_by_uid;
+	int64_t created_by_uid;
+	const char *created_by_name;
+	bool has_next_run, has_last_run, has_last_due, has_last_job, has_last_op;
+	int64_t next_run_ns, last_run_ns, last_due_ns, last_job_id, last_op_id;
+	const char *last_status, *last_error;
+};
+/* 0, or -1 when out of memory (the list stops with internal.nomem). */
+typedef int (*sched_row_fn)(const struct sched_row *r, void *arg);
+/* Hands up to limit schedules with ids above after_id to fn, by id, and sets *next_after_id to
+ * the next page's cursor (0 on the last page). No JSON is built here: a page of 1000 is written
+ * as text by its caller (api/schedules.c). The reader's lock is held while fn runs. */
+int sched_store_list_each(struct store *st, int64_t after_id, int limit, sched_row_fn fn, void *arg,
+			  int64_t *next_after_id, mp_err *e);
 /* Deletes one; 404 MPE_SCHEDULE_NOT_FOUND when there is none. */
 int sched_store_delete(struct store *st, int64_t id, mp_err *e);
 

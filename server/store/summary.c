@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define SUMMARY_MAX 240   /* a line in a table, not a report: longer text ends in "…" */
+_Static_assert(OP_SUMMARY_BUF >= SUMMARY_MAX + 8, "summary.h's buffer holds a line");
 
 struct line {
 	char buf[SUMMARY_MAX + 8];
@@ -226,8 +227,8 @@ bool op_summary_has(const char *kind)
 	return false;
 }
 
-json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
-			const char *changes)
+const char *op_summary_line(const char *kind, const char *status, const json_t *request, const json_t *targets,
+			    const char *changes, char buf[OP_SUMMARY_BUF])
 {
 	struct line l = { .off = 0 };
 	summary_fn *fn = other;
@@ -239,8 +240,18 @@ json_t *op_summary_text(const char *kind, const char *status, const json_t *requ
 		}
 	fn(&l, status ? status : "?", request, targets, changes);
 	l.buf[l.off] = '\0';
+	memcpy(buf, l.buf, l.off + 1);
+	return buf;
+}
+
+json_t *op_summary_text(const char *kind, const char *status, const json_t *request, const json_t *targets,
+			const char *changes)
+{
+	char buf[OP_SUMMARY_BUF];
+
+	op_summary_line(kind, status, request, targets, changes, buf);
 	/* Stored text is the daemon's own JSON, but a row edited by hand may hold anything: a string
 	 * that is not UTF-8 becomes a marker, not an answer jansson refuses to build. */
-	json_t *v = json_string(l.buf);
+	json_t *v = json_string(buf);
 	return v ? v : json_string("(not UTF-8)");
 }

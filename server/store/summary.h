@@ -17,5 +17,10 @@ json_t *op_summary_text(const char *kind, const char *status, const json_t *requ
 /* Whether kind has a line of its own in the builders' table (else the text is its status only):
  * mempolicyd --list-kinds says so per kind, and tests/e2e/test_kinds.py fails on one without. */
 bool op_summary_has(const char *kind);
+/* The same line written into buf (OP_SUMMARY_BUF bytes), for a writer that builds no JSON value
+ * (a history page, api/history.c); returns buf. The text may not be UTF-8 (a hand-edited row). */
+#define OP_SUMMARY_BUF 256
+const char *op_summary_line(const char *kind, const char *status, const json_t *request, const json_t *targets,
+			    const char *changes, char buf[OP_SUMMARY_BUF]);
 
 #endif
