@@ -453,7 +453,7 @@ json_t *read_many(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row,
 }
 
 json_t *read_page_json(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn row, int limit, int64_t *next_before_id,
-		  mp_err *e, const char *what)
+		       mp_err *e, const char *what)
 {
 	json_t *a = read_many(st, c, s, row, e, what);
 	size_t n;
@@ -464,6 +464,8 @@ json_t *read_page_json(struct store *st, enum conn_id c, sqlite3_stmt *s, row_fn
 		*next_before_id = json_integer_value(json_object_get(json_array_get(a, n - 2), "id"));
 	}
 	return a;
+}
+
 int read_page(struct store *st, enum conn_id c, sqlite3_stmt *s, int limit, page_row_fn row, void *arg,
 	      int64_t *next, mp_err *e, const char *what)
 {
