@@ -41,12 +41,21 @@ int api_process_get(struct req *rq, mp_err *e)
 		return -1;
 	if (sample && (op_id = process_sample_record(rq->app, &who, &p, started_ns, e)) < 0)
 		goto fail;
-	if (!(out = placement_json(&p, mappings))) {
+	if (!(out = placement_json(&p))) {
 		mp_nomem(e);
 		goto fail;
 	}
 	if (sample)
 		json_object_set_new(out, "operation_id", json_integer(op_id));
+	if (mappings) {
+		/* 100 000 mappings are 17 MB: written as text, not built as a tree (ops/processes_text.c). */
+		size_t len;
+		char *text = placement_text(&p, out, &len);   /* owned until req_reply_text */
+		pl_free(&p);
+		if (!text)
+			return mp_nomem(e);
+		return req_reply_text(rq, text, len, "application/json");
+	}
 	pl_free(&p);
 	return req_reply(rq, 200, out);
 fail:

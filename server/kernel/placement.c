@@ -207,6 +207,46 @@ static bool system_has_anon_thp(const char *procfs_root)
 	return pl_parse_rollup_thp(buf, &kb) < 0 || kb > 0;
 }
 
+/* Whether every resident base page (not hugetlb) lies on one node: then every mapping with THP is
+ * wholly on it, so smaps' per-mapping AnonHugePages would give that node the rollup's figure and
+ * nothing else. The node's id in *node; false when there are none or several. */
+static bool base_on_one_node(const struct placement *p, unsigned *node)
+{
+	bool seen = false;
+
+	for (size_t i = 0; i < p->n_mappings; i++) {
+		const struct pl_mapping *m = &p->mappings[i];
+		if (m->huge)
+			continue;
+		for (uint32_t c = 0; c < m->n_counts; c++) {
+			unsigned id = p->counts[m->first_count + c].node;
+			if (seen && id != *node)
+				return false;
+			*node = id;
+			seen = true;
+		}
+	}
+	return seen;
+}
+
+/* A summary without smaps (base_on_one_node): the rollup's THP to that node, as pl_summarise gives
+ * smaps' figures, never more than the node's base bytes (the two files are read apart). */
+static void attribute_rollup(struct placement *p, unsigned node)
+{
+	uint64_t thp = p->rollup_thp_kb * 1024;
+
+	p->thp_bytes = thp;
+	for (int i = 0; i < p->n_nodes; i++) {
+		struct pl_node *nd = &p->nodes[i];
+		if (nd->id != node)
+			continue;
+		if (thp > nd->base_bytes)
+			thp = nd->base_bytes;
+		nd->thp_bytes += thp;
+		nd->base_bytes -= thp;
+	}
+}
+
 /* The ends from maps, matched to the mappings by start (both lists ascend). */
 static void apply_ends(struct placement *p, const struct side_read *sr)
 {
@@ -271,6 +311,8 @@ int pl_read_gated(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_
 		  const struct pl_gate *gate, struct placement *p)
 {
 	uint64_t st0, st1;
+	unsigned one_node = 0;
+	bool rollup_to_node;
 	struct side_read sr = { .root = procfs_root, .open = open, .pid = pid, .want_ends = !(flags & PL_NO_ENDS) };
 	pthread_t th;
 	bool side = false;
@@ -308,9 +350,12 @@ int pl_read_gated(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_
 	if (rc < 0 || (rc = sr.rc) < 0)
 		goto out;
 	p->rollup_thp_kb = sr.rollup_thp_kb;
-	/* smaps walks the page tables again (100 MB of text at 100 000 mappings): only when there is
-	 * THP to attribute to mappings; it gives their ends too. */
-	p->smaps_read = p->rollup_thp_kb > 0;
+	/* smaps walks the page tables again (100 MB of text at 100 000 mappings, several times
+	 * numa_maps' cost): only when there is THP to attribute to mappings; it gives their ends too.
+	 * A summary (no mapping list) of a process whose base pages are all on one node needs no
+	 * per-mapping figure: the rollup's THP is that node's (bench/README.md, proc.placement_thp). */
+	rollup_to_node = p->rollup_thp_kb > 0 && (flags & PL_NO_ENDS) && base_on_one_node(p, &one_node);
+	p->smaps_read = p->rollup_thp_kb > 0 && !rollup_to_node;
 	if (p->smaps_read) {
 		struct pl_smaps_reader st;
 		pl_smaps_begin(&st, p);
@@ -334,7 +379,8 @@ int pl_read_gated(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_
 		rc = -ESTALE;
 		goto out;
 	}
-	rc = pl_summarise(p);
+	if ((rc = pl_summarise(p)) == 0 && rollup_to_node)
+		attribute_rollup(p, one_node);
 out:
 	free(sr.ends);
 	if (rc != 0) {

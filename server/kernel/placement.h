@@ -120,7 +120,7 @@ struct placement {
 	int n_hsizes;
 	uint64_t hsize_kb[PL_MAX_HSIZES];
 	uint64_t resident_bytes;       /* every node, every kind */
-	uint64_t thp_bytes;            /* sum of the mappings' AnonHugePages seen in smaps */
+	uint64_t thp_bytes;            /* the mappings' AnonHugePages in smaps, or the rollup's (one-node summary) */
 	uint64_t thp_unattributed_bytes;
 	uint64_t rollup_thp_kb;        /* smaps_rollup AnonHugePages */
 	bool smaps_read;               /* per-mapping AnonHugePages and ends came from smaps */
@@ -179,8 +179,10 @@ static inline uint64_t pl_count_bytes(const struct pl_mapping *m, const struct p
  * If expect_start is non-zero the process must have that start time (else -ESTALE). The files
  * that need ptrace access (numa_maps, smaps_rollup, maps, smaps) are opened by open. */
 int pl_read(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, struct placement *p);
-/* pl_read with flags. PL_NO_ENDS: the mappings' ends are not needed (a summary without the
- * mapping list), so maps is not read; they stay 0 unless smaps was read for THP. */
+/* pl_read with flags. PL_NO_ENDS: the mappings' ends and their own AnonHugePages are not needed
+ * (a summary without the mapping list), so maps is not read; they stay 0 unless smaps was read
+ * for THP, and smaps is not read either when every resident base page is on one node (the
+ * rollup's THP is then that node's, smaps_read false). */
 #define PL_NO_ENDS 0x1u
 int pl_read_opts(const char *procfs_root, proc_open_fn open, pid_t pid, uint64_t expect_start, unsigned flags,
 		 struct placement *p);

@@ -152,35 +152,7 @@ static json_t *policies_json(const struct placement *p)
 	return a;
 }
 
-static json_t *mapping_json(const struct placement *p, const struct pl_mapping *m)
-{
-	const struct pl_policy *pol = &p->policies[m->policy];
-	bool names = pol->names_nodes;
-	char start[24], end[24], key[16];
-	json_t *nodes = json_object(), *o;
-	uint64_t bytes = 0, local = 0;
-
-	for (uint32_t c = 0; c < m->n_counts; c++) {
-		const struct pl_count *pc = &p->counts[m->first_count + c];
-		snprintf(key, sizeof key, "%u", pc->node);
-		json_object_set_new_nocheck(nodes, key, json_integer((json_int_t)pc->pages));
-		bytes += pl_count_bytes(m, pc);
-		if (names && idset_has(&pol->nodes, pc->node))
-			local += pl_count_bytes(m, pc);
-	}
-	snprintf(start, sizeof start, "%" PRIx64, m->start);
-	snprintf(end, sizeof end, "%" PRIx64, m->end);
-	o = json_pack("{s:s, s:o, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "start", start,
-		      "end", m->end ? json_string(end) : json_null(), "kind", pl_kind_name(m->kind), "huge", m->huge,
-		      "policy", pol->text, "page_size_kb", (json_int_t)m->page_kb, "pages", (json_int_t)m->pages,
-		      "bytes", (json_int_t)bytes, "thp_bytes", (json_int_t)(m->thp_kb * 1024), "nodes", nodes,
-		      "locality", names && bytes ? share(local, bytes) : json_null());
-	if (o && m->kind == PL_KIND_FILE)
-		json_object_set_new(o, "path", json_string(p->strings + m->path));
-	return o;
-}
-
-json_t *placement_json(const struct placement *p, bool with_mappings)
+json_t *placement_json(const struct placement *p)
 {
 	json_t *nodes = json_array(), *out;
 	uint64_t base = 0, hugetlb = 0, resident_mappings = 0;
@@ -208,14 +180,6 @@ json_t *placement_json(const struct placement *p, bool with_mappings)
 			"on_policy_nodes_bytes", (json_int_t)p->policy_local_bytes,
 			"share", share(p->policy_local_bytes, p->policy_bytes),
 			"policies", policies_json(p));
-	if (!out)
-		return NULL;
-	if (with_mappings) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < p->n_mappings; i++)
-			json_array_append_new(a, mapping_json(p, &p->mappings[i]));
-		json_object_set_new(out, "mappings", a);
-	}
 	return out;
 }
 
@@ -224,7 +188,7 @@ int64_t process_sample_record(const struct app *app, const struct proc_caller *w
 {
 	struct op_record op = { 0 };
 	json_t *request = json_pack("{s:i, s:I}", "pid", (int)p->pid, "start_time", (json_int_t)p->start_time);
-	json_t *result = placement_json(p, false);
+	json_t *result = placement_json(p);
 	int64_t id = -1;
 
 	if (!request || !result) {

@@ -47,9 +47,13 @@ int process_read_for(const struct app *app, pid_t pid, uint64_t expect_start, un
  * with 403 auth.forbidden. A process_rule. */
 int process_may_read(const struct app *app, const struct proc_caller *who, const struct placement *p, mp_err *e);
 
-/* The placement as the API shows it. with_mappings false: nodes, totals, locality, policies only
+/* The placement as the API shows it without the mapping list: nodes, totals, locality, policies
  * (the shape recorded in history). NULL on out of memory. */
-json_t *placement_json(const struct placement *p, bool with_mappings);
+json_t *placement_json(const struct placement *p);
+/* The answer with every mapping as JSON text (malloc'd, *len bytes; NULL on out of memory): head
+ * (placement_json(p) and any members the caller added; taken) with p's mappings written
+ * after it as its last member, "mappings", without building them as a tree (processes_text.c). */
+char *placement_text(const struct placement *p, json_t *head, size_t *len);
 
 /* Records a process.sample operation of p (already read) with its summary as the result; the
  * request is {"pid", "start_time"}. Returns the operation id, or -1 with e. */

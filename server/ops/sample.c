@@ -37,7 +37,7 @@ void sample_record(const struct app *app, const struct child_info *ci, unsigned 
 		mp_err pe = { 0 };
 		int rc = process_read_for(app, ci->pid, ci->start_time, PL_NO_ENDS, NULL, NULL, &p, &pe);
 		if (rc == 0 && p.n_mappings) {
-			json_t *pj = placement_json(&p, false);
+			json_t *pj = placement_json(&p);
 			if (pj)
 				json_object_update(res, pj);
 			json_decref(pj);

@@ -552,6 +552,53 @@ START_TEST(ends_from_maps_without_thp)
 }
 END_TEST
 
+START_TEST(summary_on_one_node_takes_the_rollup_without_smaps)
+{
+	/* Every base page on node 0 (the hugetlb pages on 1 do not count): a summary (PL_NO_ENDS)
+	 * gives node 0 the rollup's 8 MiB of THP without reading smaps (removed here, so reading it
+	 * would fail); the full read still needs smaps for the per-mapping figures. */
+	static const char numa_maps[] =
+		"7f2000000000 bind:1 file=/dev/hugepages/a huge dirty=4 N1=4 kernelpagesize_kB=2048\n"
+		"7f2080000000 default anon=4096 dirty=4096 N0=4096 kernelpagesize_kB=4\n"
+		"7f2080a00000 default anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n";
+	char path[PATH_MAX];
+	struct placement p;
+	FILE *f;
+
+	make_tree();
+	snprintf(path, sizeof path, "%s/4242/numa_maps", root);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs(numa_maps, f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/4242/smaps", root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(pl_read_opts(root, proc_open_guarded, 4242, 0, PL_NO_ENDS, &p), 0);
+	ck_assert(!p.smaps_read);
+	ck_assert_uint_eq(p.rollup_thp_kb, 8192);
+	ck_assert_uint_eq(p.thp_bytes, 8ULL << 20);
+	ck_assert_uint_eq(p.thp_unattributed_bytes, 0);
+	ck_assert_int_eq(p.n_nodes, 2);
+	ck_assert_uint_eq(p.nodes[0].thp_bytes, 8ULL << 20);
+	ck_assert_uint_eq(p.nodes[0].base_bytes, 4106ULL * 4096 - (8ULL << 20));
+	ck_assert_uint_eq(p.nodes[1].thp_bytes, 0);
+	ck_assert_uint_eq(p.nodes[1].hugetlb_bytes, 4ULL * 2048 * 1024);
+	pl_free(&p);
+	ck_assert_int_eq(pl_read(root, proc_open_guarded, 4242, 0, &p), -ESRCH);   /* smaps wanted, and gone */
+	/* Base pages on two nodes: the summary reads smaps again (here missing: an error). */
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));   /* path: smaps, so it exists but is empty */
+	fclose(f);
+	snprintf(path, sizeof path, "%s/4242/numa_maps", root);
+	ck_assert_ptr_nonnull(f = fopen(path, "a"));
+	fputs("7f2080c00000 default anon=1 dirty=1 N1=1 kernelpagesize_kB=4\n", f);
+	fclose(f);
+	ck_assert_int_eq(pl_read_opts(root, proc_open_guarded, 4242, 0, PL_NO_ENDS, &p), 0);
+	ck_assert(p.smaps_read);
+	ck_assert_uint_eq(p.thp_bytes, 0);   /* an empty smaps attributes nothing */
+	pl_free(&p);
+	remove_tree();
+}
+END_TEST
+
 START_TEST(rollup_skipped_when_meminfo_shows_no_thp)
 {
 	/* /proc/meminfo's AnonHugePages sums every rollup's: 0 there and the rollup (which here
@@ -637,6 +684,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, read_generated_tree);
 	tcase_add_test(tc, ends_from_maps_without_thp);
 	tcase_add_test(tc, rollup_skipped_when_meminfo_shows_no_thp);
+	tcase_add_test(tc, summary_on_one_node_takes_the_rollup_without_smaps);
 	tcase_add_test(tc, read_self_on_the_real_kernel);
 	suite_add_tcase(s, tc);
 	return s;
