@@ -348,13 +348,16 @@ static void wake_all(struct incoming *in)
 void incoming_resume(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+	/* Copied before the resume: ci points into the connection, which a daemon with threads of its
+	 * own (the TCP listener's) may finish and free as soon as it is resumed. */
+	struct MHD_Daemon *d = ci ? ci->daemon : NULL;
 	struct incoming *in = receiver;
 
 	MHD_resume_connection(conn);
-	if (!in || !ci)
+	if (!in || !d)
 		return;
 	for (unsigned i = 0; i < in->n; i++)
-		if (in->loops[i].d == ci->daemon) {
+		if (in->loops[i].d == d) {
 			if (eventfd_write(in->loops[i].wake, 1) < 0)
 				log_warn("waking the Unix socket's loop: %s", strerror(errno));
 			return;
