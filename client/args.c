@@ -117,6 +117,8 @@ static int number(const char *text, uint64_t min, uint64_t *v)
 
 int cli_id(const struct command *cmd, const char *what, const char *text, uint64_t *id)
 {
+	if (!text)   /* the positional was not given: the table bounds how many, not how few */
+		return cli_usage_error(cmd, "give %s", what);
 	if (number(text, 1, id) < 0)
 		return cli_usage_error(cmd, "%s is a positive integer, not '%s'", what, text);
 	return EXIT_OK;

@@ -17,11 +17,31 @@
 #include "client/gen.h"
 #include "client/out.h"
 
+static int command_words(const struct command *k, char *words, size_t len)
+{
+	return snprintf(words, len, "%s%s%s", k->group, k->name[0] ? " " : "", k->name);
+}
+
+/* The summaries' column: past the longest command name, so that every name is followed by at
+ * least two spaces (what a reader, or a script splitting the table, relies on). */
+static int command_col(void)
+{
+	char words[64];
+	int col = 16;
+
+	for (size_t i = 0; i < cli_ncommands; i++) {
+		int n = command_words(&cli_commands[i], words, sizeof words);
+		if (n + 1 > col)
+			col = n + 1;
+	}
+	return col;
+}
+
 static void print_command_line(FILE *f, const struct command *k)
 {
 	char words[64];
-	snprintf(words, sizeof words, "%s%s%s", k->group, k->name[0] ? " " : "", k->name);
-	fprintf(f, "  %-16s %s\n", words, k->summary);
+	command_words(k, words, sizeof words);
+	fprintf(f, "  %-*s %s\n", command_col(), words, k->summary);
 }
 
 static void main_help(FILE *f)

@@ -140,12 +140,30 @@ CASES = {
                                  (["--name", "x" * 49, "--scope", "read"], "token.bad_request")],
                      "nobody": [["--name", "x", "--scope", "read"]]},
     "token list": {"usage": [["x"], ["--all"]]},
+    "profile drift": {"usage": [["x"], ["--limit", "0"], ["--limit", "x"], ["--key"], ["--cursor"]]},
+    "experiment run": {"usage": [[], ["--arm", "bad", "--arm", "b:thp.enabled=never", "--", "/bin/true"],
+                                 ["--arm", "a:thp.enabled=always", "--arm", "b:thp.enabled=never", "--rounds", "x",
+                                  "--", "/bin/true"],
+                                 ["--arm", "a:thp.enabled=always", "--arm", "b:thp.enabled=never", "--probe"]],
+                       "refused": [(["--arm", "a:thp.enabled=always", "--arm", "a:thp.enabled=never", "--", "/bin/true"],
+                                    "experiment.duplicate_arm"),
+                                   (["--arm", "a:thp.enabled=always", "--arm", "b:thp.enabled=never", "--rounds", "0",
+                                     "--", "/bin/true"], "experiment.bad_rounds")],
+                       "nobody": [["--arm", "a:thp.enabled=always", "--arm", "b:thp.enabled=never", "--", "/bin/true"]]},
+    "experiment list": {"usage": [["x"], ["--limit"]]},
+    "experiment show": {"usage": [[], ["abc"], ["0"], ["1", "2"]],
+                        "refused": [(["999999"], "experiment.not_found")]},
+    "experiment samples": {"usage": [[], ["abc"], ["1", "2"]],
+                           "refused": [(["999999"], "experiment.not_found")]},
+    "experiment cancel": {"usage": [[], ["abc"], ["-1"]],
+                          "nobody": [["999999"]]},
+    "advise": {"usage": [["x"], ["--floor", "0"], ["--floor", "x"], ["--apply"]]},
     "token revoke": {"usage": [[], ["a", "b"]],
                      "refused": [(["nope"], "token.not_found")],
                      "nobody": [["nope"]]},
 }
 CHANGING = {"knob set", "pool resize", "job cancel", "schedule add", "schedule rm", "proc collapse", "cgroup mems", "probe run",
-            "token create", "token revoke", "profile apply"}
+            "token create", "token revoke", "profile apply", "experiment run", "experiment cancel"}
 
 
 class CliBadInput(DaemonTest):
