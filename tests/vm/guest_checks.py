@@ -515,11 +515,6 @@ def check_drift_recorded_on_6_1(d, nodes):
         shutil.rmtree(pdir, ignore_errors=True)
 
 
-# Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.
-def check_kernel_not_tainted(d, nodes):
-    eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
-
-
 # -- processes launched under a policy (POST /v1/processes) ---------------------------------------
 # The child maps and writes MB MiB of private anonymous memory, then sleeps; its placement is read
 # back from /proc/PID/numa_maps (the one mapping with that many anonymous pages: MADV_DONTFORK
@@ -1153,6 +1148,11 @@ def check_profile_crash_mid_apply_completed_at_next_start(d, nodes):
         shutil.rmtree(top, ignore_errors=True)
         restore_pools(2048, before)
         real_write(THP + "/defrag", defrag0)
+
+
+# Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.
+def check_kernel_not_tainted(d, nodes):
+    eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
 
 
 def main():
