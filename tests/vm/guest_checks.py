@@ -515,11 +515,6 @@ def check_drift_recorded_on_6_1(d, nodes):
         shutil.rmtree(pdir, ignore_errors=True)
 
 
-# Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.
-def check_kernel_not_tainted(d, nodes):
-    eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
-
-
 # -- processes launched under a policy (POST /v1/processes) ---------------------------------------
 # The child maps and writes MB MiB of private anonymous memory, then sleeps; its placement is read
 # back from /proc/PID/numa_maps (the one mapping with that many anonymous pages: MADV_DONTFORK
@@ -1032,6 +1027,61 @@ def check_profile_applies_per_node_pools_and_cgroup_mems(d, nodes):
             real_write(CG + "/cgroup.subtree_control", "-cpuset")
 
 
+def check_profile_foreign_per_node_pool_write_attributed_and_restored(d, nodes):
+    """A profile with a 2 MiB target on the last node only (the 4-node guest's CPU-less one),
+    on-drift = restore: sh writes that node's own nr_hugepages file and stays until the drift is
+    recorded. The profile.drift row names the key, the shell (pid, comm, uid) as the cause and
+    `restored`; the kernel's pool is the target again and the other nodes' pools are untouched.
+    The daemon's apply and restore writes are no drift: exactly one row."""
+    import subprocess
+    last = len(nodes) - 1
+    key = "hugepages.2M.node%d" % last
+    path = HP_NODE % (last, 2048)
+    before = node_pools(nodes, 2048)
+    want = before[last] + 6                   # grown by the apply, whatever the node held
+    foreign = before[last] + 2                # the shell's value: neither the target nor the old one
+    pd, top = profile_daemon("[profile]\non-drift = restore\n[hugepages.2M]\nnode%d = %d\n" % (last, want))
+    sh = None
+    try:
+        pd.start(timeout=60)
+        j = activate(pd, {"name": "vm"})
+        eq(j["status"], "ok", "the apply: %r" % j)
+        eq(node_pools(nodes, 2048)[last], want, "node%d's pool after the apply" % last)
+        deadline = time.monotonic() + 60
+        while "drift watcher: 1 managed keys, 1 with a mark" not in pd.log_text():
+            expect(time.monotonic() < deadline, "the watcher did not mark the pool file:\n" + pd.log_text())
+            time.sleep(0.01)
+        drifts = lambda: ok_json(pd.get("/v1/profile/drift?key=" + key), "GET /v1/profile/drift")["drifts"]
+        eq(drifts(), [], "drift rows before the foreign write (the apply's own writes)")
+        sh = subprocess.Popen(["sh", "-c", "echo %d > %s && echo written && read _" % (foreign, path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        eq(sh.stdout.readline().strip(), "written", "sh wrote")
+        t0 = time.monotonic()
+        while not [r for r in drifts() if r["action"] == "restored"]:
+            expect(time.monotonic() - t0 < 60, "no restored drift row for %s: %r" % (key, drifts()))
+            time.sleep(0.01)
+        took = time.monotonic() - t0
+        rows = drifts()
+        eq(len(rows), 1, "drift rows for %s (the restore write is no second drift): %r" % (key, rows))
+        row = rows[0]
+        w = row["result"]["writer"] or {}
+        eq((row["drift"]["key"], row["drift"]["expected"], row["result"]["actual"]), (key, [str(want)], str(foreign)),
+           "the drift row's key, expected and actual")
+        eq((row["action"], row["result"]["cause"], w.get("pid"), w.get("comm"), w.get("uid")),
+           ("restored", "process", sh.pid, "sh", 0), "the drift row's action and writer")
+        eq(node_pools(nodes, 2048)[last], want, "node%d's pool put back" % last)
+        eq({i: v for i, v in node_pools(nodes, 2048).items() if i != last},
+           {i: v for i, v in before.items() if i != last}, "the other nodes' pools")
+        return "node%d: sh pid %d recorded, pool put back to %d (%.0f ms)" % (last, sh.pid, want, took * 1000)
+    finally:
+        if sh:
+            sh.stdin.close()
+            sh.wait()
+        pd.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
+        restore_pools(2048, before)
+
+
 def check_profile_crash_mid_apply_completed_at_next_start(d, nodes):
     """SIGKILL between writes, no sleep: a child holds the last node's 2 MiB pages in use, so the
     profile's shrink of that pool to 0 cannot end (the kernel keeps them as surplus) and the apply,
@@ -1098,6 +1148,11 @@ def check_profile_crash_mid_apply_completed_at_next_start(d, nodes):
         shutil.rmtree(top, ignore_errors=True)
         restore_pools(2048, before)
         real_write(THP + "/defrag", defrag0)
+
+
+# Last, so that it covers everything above: no WARN, no oops, nothing else that taints the kernel.
+def check_kernel_not_tainted(d, nodes):
+    eq(real_file("/proc/sys/kernel/tainted"), "0", "/proc/sys/kernel/tainted")
 
 
 def main():
