@@ -31,6 +31,7 @@ static const struct { const char *kind, *id; } ids[] = {
 	{ "probe.restore",       "ff6d9241aa5343af8ef449e5f513e2dd" },
 	{ "profile.apply",       "1ba928ba5991411fb416427f10462e24" },
 	{ "profile.drift",       "5c3d33fcf9fd43a5aff7ab332ad47a0e" },
+	{ "experiment.run",      "43acd13a61a4411dab052307cf3df1bc" },
 };
 #define OTHER_ID "2eae46c33491430183331acff0423686"
 
