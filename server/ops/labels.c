@@ -120,8 +120,15 @@ static void build(struct nfd_text *t, const struct app *app, int64_t expiry_s)
 	nfd_begin(t, expiry_s);
 	for (size_t i = 0; i < sizeof thp_labels / sizeof thp_labels[0]; i++) {
 		const struct knob *k = knobs_find(app->knobs, thp_labels[i].knob);
-		if (k && knob_read(app->knobs, k, &ks) == 0 && ks.available)
+		if (k && knob_read(app->knobs, k, &ks) == 0 && ks.available) {
+			/* A label value has no '+': the kernel's "defer+madvise" (the defrag word tuned and
+			 * our own examples set) is written defer_madvise, which no THP word is, so the
+			 * mapping is one to one; any other character a label refuses still leaves it out. */
+			for (char *c = ks.value; *c; c++)
+				if (*c == '+')
+					*c = '_';
 			add(t, thp_labels[i].label, ks.value);
+		}
 	}
 	profile(t, app);
 	add(t, "mpol-preferred-many", app->caps.mpol.preferred_many ? "true" : "false");

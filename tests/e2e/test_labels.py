@@ -125,7 +125,7 @@ class RealKernelLabelsTest(LabelsDaemonTest):
         thp = "/sys/kernel/mm/transparent_hugepage/"
         if os.path.exists(thp + "enabled"):
             self.assertEqual(labels["thp-enabled"], bracketed(thp + "enabled"))
-            self.assertEqual(labels["thp-defrag"], bracketed(thp + "defrag"))
+            self.assertEqual(labels["thp-defrag"], bracketed(thp + "defrag").replace("+", "_"))
         for d in sorted(os.listdir("/sys/kernel/mm/hugepages")):
             kb = int(re.match(r"hugepages-(\d+)kB", d).group(1))
             with open("/sys/kernel/mm/hugepages/%s/nr_hugepages" % d) as f:
@@ -171,6 +171,14 @@ class FakeTreeLabelsTest(LabelsDaemonTest):
             # Well within the 120 s refresh: the change itself made the daemon write.
             wait_labels(self.path, lambda l, v=value: l.get("thp-enabled") == v, timeout=10)
 
+    def test_a_thp_word_with_a_plus_is_written_with_an_underscore(self):
+        """defer+madvise (the defrag word of tuned's profiles and ours) is no label value as it
+        stands ('+'); it is written defer_madvise rather than left out."""
+        r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": "defer+madvise"})
+        self.assertEqual(r.status, 200, r.raw)
+        labels = wait_labels(self.path, lambda l: l.get("thp-defrag") == "defer_madvise", timeout=10)
+        self.assertEqual(labels["thp-defrag"], "defer_madvise")
+
     def test_hostile_kernel_text_makes_no_label_and_no_line(self):
         """A kernel's value is the kernel's text, not ours to trust: one that is no label value
         (here with '/', '=' and a newline the knob parser could pass on) is left out, and the
@@ -189,8 +197,10 @@ class FakeTreeLabelsTest(LabelsDaemonTest):
 
 
 class ProfileStateLabelsTest(LabelsDaemonTest):
-    """The profile in force and its state: the configured name before an apply (no state label),
-    then profile-state=applied once `profile apply` made it so, written at the apply's end."""
+    """The profile in force and its state: the configured profile is applied at start (before
+    READY=1), so the first file already says profile-state=applied; a foreign write under
+    `report` makes it degraded, written at the drift (not at the next refresh); an apply makes it
+    applied again."""
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=2))
 
     @classmethod
@@ -206,12 +216,15 @@ class ProfileStateLabelsTest(LabelsDaemonTest):
         super(LabelsDaemonTest, cls).setUpClass()
 
     def test_profile_and_its_state(self):
-        labels = wait_labels(self.path, lambda l: "madv-collapse" in l)
-        self.assertEqual(labels["profile"], "web")
-        self.assertNotIn("profile-state", labels)   # configured, not applied: no state to claim
+        labels = wait_labels(self.path, lambda l: l.get("profile-state") == "applied")
+        self.assertEqual((labels["profile"], labels["thp-defrag"]), ("web", "never"))
+        # A foreign write: under report the value stays, the state is degraded, and the labels say
+        # so well within the 120 s refresh (the drift itself made the daemon write).
+        self.tree.write("sys/kernel/mm/transparent_hugepage/defrag", "always defer defer+madvise [madvise] never")
+        labels = wait_labels(self.path, lambda l: l.get("profile-state") == "degraded", timeout=20)
+        self.assertEqual(labels["thp-defrag"], "madvise")
         p = self.d.ctl("profile", "apply", "web")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        # Within the refresh: the apply's end made the daemon write.
         labels = wait_labels(self.path, lambda l: l.get("profile-state") == "applied", timeout=10)
         self.assertEqual((labels["profile"], labels["thp-defrag"]), ("web", "never"))
 
