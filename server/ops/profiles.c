@@ -86,7 +86,7 @@ static int eval_knob(const struct app *app, const struct prof_key *k, struct pro
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob");
 		return 0;
 	}
-	knob_read(app->knobs, kn, &st);
+	knob_read_value(app->knobs, kn, &st);
 	if (!st.available) {
 		ev->verdict = PROF_UNSUPPORTED;
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob (%s)", strerror(-st.read_err));
