@@ -279,23 +279,16 @@ static bool write_forbidden_by_flags(const char *path)
 	return forbidden;
 }
 
-int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
+/* Fills st from the file (memset first); the kfs_read result: < 0 when the file could not be read. */
+static int read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
 {
-	char path[PATH_MAX];
-	struct stat sb;
 	int rc, sel;
 
 	memset(st, 0, sizeof *st);
-	knob_path(c, k, path, sizeof path);
-	/* When the writer is another, privileged process, this one's access() says nothing. */
-	st->writable = stat(path, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
-	if (st->writable && write_forbidden_by_flags(path))
-		st->writable = false;
 	rc = kfs_read(root_of(c, k), k->rel, st->optbuf, sizeof st->optbuf);
 	if (rc < 0) {
 		st->read_err = rc;
-		st->writable = false;
-		return 0;
+		return rc;
 	}
 	if (k->type == KNOB_CHOICE) {
 		rc = parse_bracket_list(st->optbuf, st->opts, KNOB_MAX_OPTS, &sel);
@@ -315,6 +308,29 @@ int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_
 		st->optbuf[0] = '\0';
 	}
 	st->available = true;
+	return 0;
+}
+
+int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	bool writable;
+
+	knob_path(c, k, path, sizeof path);
+	/* When the writer is another, privileged process, this one's access() says nothing. */
+	writable = stat(path, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
+	if (writable && write_forbidden_by_flags(path))
+		writable = false;
+	/* A file that cannot be read is not writable either; one that reads unparseable may be. */
+	if (read_value(c, k, st) == 0)
+		st->writable = writable;
+	return 0;
+}
+
+int knob_read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
+{
+	read_value(c, k, st);
 	return 0;
 }
 

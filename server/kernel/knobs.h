@@ -63,6 +63,9 @@ struct knob_state {
 
 /* Reads the knob's file. Returns 0 (state filled, maybe !available); never fails otherwise. */
 int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st);
+/* knob_read without the writability checks (a stat, an open for the inode flags): writable is
+ * false. For the reads that only compare the value (a write's read-back, a verdict, a drift). */
+int knob_read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st);
 
 enum knob_check { KNOB_OK, KNOB_NOT_ALLOWED, KNOB_OUT_OF_RANGE };
 /* Is value (canonical text: a token, or decimal digits) acceptable for k in state st? */

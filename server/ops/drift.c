@@ -74,12 +74,19 @@ static void key_files(const struct app *app, struct dw_key *dk, const struct fw_
 
 /* Writes by the daemon itself: this process, the helper, and the helper's probe children (its
  * children running this binary: a launched program is the caller's own and its writes count). */
+static bool own_pid(pid_t pid)
+{
+	pid_t helper = act_helper_pid();
+
+	return pid > 0 && (pid == getpid() || (helper > 0 && pid == helper));
+}
+
 static bool own_write(const struct drift_writer *wr)
 {
 	static char self_exe[512];
 	pid_t helper = act_helper_pid();
 
-	if (wr->pid == getpid() || (helper > 0 && wr->pid == helper))
+	if (own_pid(wr->pid))
 		return true;
 	if (!self_exe[0]) {
 		ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -99,7 +106,10 @@ static void on_event(void *arg, const struct fw_event *ev)
 	struct event_ctx *c = arg;
 	struct drift_watcher *w = c->w;
 	struct drift_writer wr;
-	bool attributed = false;
+	/* The daemon's or the helper's own write (every write of an apply): known by the pid alone,
+	 * so the writer is not named (its /proc files read, a PROC_OPEN to the helper) only to be
+	 * dropped. */
+	bool own = own_pid(ev->pid), attributed = false;
 
 	if (ev->overflow) {
 		c->overflow = true;
@@ -113,12 +123,12 @@ static void on_event(void *arg, const struct fw_event *ev)
 		if (!hit)
 			continue;
 		/* Named once per event, at the moment it is handled, under the event's pidfd. */
-		if (!attributed) {
+		if (!own && !attributed) {
 			/* The kernel's pid: its files are the kernel's procfs, never a generated tree's. */
 			drift_attribute("/proc", ev->pid, ev->pidfd, ev->pidfd_info, &wr);
 			attributed = true;
 		}
-		if (own_write(&wr)) {
+		if (own || own_write(&wr)) {
 			dw_note_own(w->app, dk);
 			continue;
 		}

@@ -37,7 +37,7 @@ int dw_read(const struct app *app, const struct dw_key *dk, char *buf, size_t le
 	int rc;
 
 	if (k->kind == PROF_KNOB) {
-		knob_read(app->knobs, dk->knob, &st);
+		knob_read_value(app->knobs, dk->knob, &st);
 		if (!st.available)
 			return st.read_err ? st.read_err : -EINVAL;
 		snprintf(buf, len, "%s", st.value);

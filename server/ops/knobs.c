@@ -161,7 +161,7 @@ static int write_checked(const struct app *app, const struct knob *k, const char
 
 	if (rc < 0)
 		return rc;
-	knob_read(app->knobs, k, &st);
+	knob_read_value(app->knobs, k, &st);
 	if (!st.available)
 		return st.read_err;
 	return strcmp(st.value, value) ? 1 : 0;

@@ -86,7 +86,7 @@ static int eval_knob(const struct app *app, const struct prof_key *k, struct pro
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob");
 		return 0;
 	}
-	knob_read(app->knobs, kn, &st);
+	knob_read_value(app->knobs, kn, &st);
 	if (!st.available) {
 		ev->verdict = PROF_UNSUPPORTED;
 		snprintf(ev->reason, sizeof ev->reason, "this kernel lacks the knob (%s)", strerror(-st.read_err));
@@ -222,16 +222,26 @@ int profiles_digest(const struct app *app, const char *name, uint64_t *digest, s
 
 int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe)
 {
+	bool cgroups = false;
+
 	free(ck->topo);
+	ck->topo = NULL;
+	ck->have_cg = false;
 	ck->unsupported_required = false;
 	memset(ck->ev, 0, (ck->doc.n ? ck->doc.n : 1) * sizeof *ck->ev);
-	if (!(ck->topo = malloc(sizeof *ck->topo)))
-		return mp_nomem(&pe->e);
-	if (topo_read(app->sysfs_root, ck->topo) < 0) {
-		free(ck->topo);
-		ck->topo = NULL;
+	for (size_t i = 0; i < ck->doc.n; i++)
+		cgroups |= ck->doc.keys[i].kind == PROF_CGROUP;
+	/* The nodes and the cgroup mount are for the cgroup keys alone: a profile without one reads
+	 * neither (an apply evaluates the document three times). */
+	if (cgroups) {
+		if (!(ck->topo = malloc(sizeof *ck->topo)))
+			return mp_nomem(&pe->e);
+		if (topo_read(app->sysfs_root, ck->topo) < 0) {
+			free(ck->topo);
+			ck->topo = NULL;
+		}
+		ck->have_cg = cg_detect(app->sysfs_root, &ck->cg) == 0;
 	}
-	ck->have_cg = cg_detect(app->sysfs_root, &ck->cg) == 0;
 	for (size_t i = 0; i < ck->doc.n; i++) {
 		const struct prof_key *k = &ck->doc.keys[i];
 		struct profile_eval *ev = &ck->ev[i];

@@ -30,9 +30,9 @@ struct profile_checked {
 	struct prof_doc doc;
 	struct profile_eval *ev;     /* owned, doc.n of them, in doc.keys' order */
 	bool unsupported_required;   /* a required key is unsupported: the profile is degraded */
-	struct topology *topo;       /* owned, NULL when the topology cannot be read */
+	struct topology *topo;       /* owned, NULL when the topology cannot be read or no key is a cgroup */
 	struct cg_hier cg;
-	bool have_cg;
+	bool have_cg;                /* cg was detected (only when a key is a cgroup) */
 	uint64_t digest;             /* of the files' text as the merge read them (profiles_digest) */
 };
 
