@@ -4,7 +4,6 @@ costs once the client is running: a new Unix-socket connection, PUT
 read; beside the write itself as the daemon's helper makes it (open, read the old value, write the
 new one, read it back, close). Rounds alternate change, write; the knob is restored at the end."""
 import os
-import socket
 import time
 
 import benchlib as bl
@@ -17,26 +16,12 @@ WARMUP = 5
 
 
 def _put(sock_path, value):
-    """One PUT on a new connection, raw (http.client's own parsing would be most of a 0.5 ms bar):
-    the wall time in ms to the answer's last byte, and its status line."""
+    """One PUT on a new connection: the wall time in ms to the answer's last byte, its status line."""
     body = b'{"value":%d}' % value
     req = (b"PUT /v1/knobs/" + KNOB.encode() + b" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
-    t0 = time.perf_counter_ns()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(30)
-        s.connect(sock_path)
-        s.sendall(req)
-        got = b""
-        while True:   # Connection: close, so the answer ends with the daemon's close
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-    finally:
-        s.close()
-    return (time.perf_counter_ns() - t0) / 1e6, got.split(b"\r\n", 1)[0]
+    ms, got = bl.unix_request(sock_path, req)
+    return ms, got.split(b"\r\n", 1)[0]
 
 
 def _write(value):
