@@ -12,6 +12,17 @@ METHOD_HTTP = ("wrk -t{threads} -c{conns} -d{dur}s with a Lua done() hook; rps =
                "nginx {workers} workers, access_log off, serving a file holding the daemon's exact body")
 
 
+# Issue 22's goals, as ratios to nginx: they are set for the knob (bench/run's first endpoint)
+# and stated on whatever else --endpoint adds, which is then read against the same bar.
+GOALS = {".rps": (">= 1.0x nginx", lambda r: r >= 1.0), ".p50": ("<= 1.2x nginx", lambda r: r <= 1.2),
+         ".p99": ("<= 1.5x nginx", lambda r: r <= 1.5)}
+
+
+def _goal(suffix):
+    text, ok = GOALS[suffix]
+    return {"goal": text, "goal_check": lambda _d, r: r is not None and ok(r)}
+
+
 def run(ctx, endpoints):
     """endpoints: [(name, path)]. ctx: bin_dir, workdir, rounds, duration, threads, connections."""
     rows = []
@@ -79,11 +90,11 @@ def _endpoint(ctx, d, name, path):
                                                   "reference": [r["errors"] for r in ns]}}
     return [
         bl.row(base + ".rps", title + " requests/s (%d B body)" % len(body), "req/s", [r["rps"] for r in ds],
-               [r["rps"] for r in ns], "nginx", better="higher", method=method, extra=extra),
+               [r["rps"] for r in ns], "nginx", better="higher", method=method, extra=extra, **_goal(".rps")),
         bl.row(base + ".p50", title + " p50 latency", "us", [r["p50_us"] for r in ds], [r["p50_us"] for r in ns],
-               "nginx", method=method),
+               "nginx", method=method, **_goal(".p50")),
         bl.row(base + ".p99", title + " p99 latency", "us", [r["p99_us"] for r in ds], [r["p99_us"] for r in ns],
-               "nginx", method=method),
+               "nginx", method=method, **_goal(".p99")),
         bl.row("rss.load." + name, "VmRSS peak under wrk load on " + path, "kB", drss, nrss,
                "nginx (master+workers)",
                method="/proc/PID/status VmRSS sampled every 20 ms during each wrk round (nginx: summed over "

@@ -193,6 +193,27 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = s
 
 
+def unix_request(path, raw):
+    """raw (a whole HTTP request that asks for Connection: close) sent on a new Unix-socket
+    connection; (wall ms from connect to the daemon's close, the answer's bytes). Raw, because
+    http.client's own parsing is a good part of a sub-millisecond figure."""
+    t0 = time.perf_counter_ns()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(30)
+        s.connect(path)
+        s.sendall(raw)
+        got = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    finally:
+        s.close()
+    return (time.perf_counter_ns() - t0) / 1e6, got
+
+
 def http_call(conn, method, path, body=None):
     """(status, headers dict, raw bytes, parsed JSON or None) on an open connection."""
     headers = {}

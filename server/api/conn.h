@@ -32,6 +32,13 @@ struct conn_limits {
  * collections (bench/b_limits.py: root's change p99 47 -> 30 ms with four such readers). */
 #define CONN_WORKERS 8
 
+/* libmicrohttpd's memory per connection: the request line and headers (a request whose headers
+ * do not fit gets libmicrohttpd's 431) and the answer's headers; bodies are read into our own
+ * buffer. libmicrohttpd 0.9.75 zeroes the pool's free half after every request on a keep-alive
+ * connection: at 64 KiB that memset was 11 % of the CPU of a knob GET under wrk (bench/README.md,
+ * http.knob.rps). 16 KiB still takes a header line twice nginx's default 8 KiB. */
+#define CONN_POOL_BYTES (16 * 1024)
+
 #define CONN_DEFAULT_MAX             512
 #define CONN_DEFAULT_PER_UID         64
 #define CONN_DEFAULT_PER_ADDRESS     64

@@ -79,8 +79,11 @@ static void mhd_log_unix(void *cls, const char *fmt, va_list ap)
 static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 {
 	unsigned threads = fd < 0 ? MHD_USE_EPOLL : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
+	/* A loop's daemon gets neither (a thread pool size of 0 is not "none" to libmicrohttpd but a
+	 * warning in the log, once per loop at every start). */
 	struct MHD_OptionItem listen_opts[] = {
 		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+		{ MHD_OPTION_THREAD_POOL_SIZE, CONN_WORKERS, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	/* With a trust list libmicrohttpd asks the client for a certificate but does not require
@@ -97,11 +100,10 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 				NULL, NULL, http_on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, fd < 0 ? mhd_log_unix : mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
-				MHD_OPTION_ARRAY, fd >= 0 ? listen_opts : &listen_opts[1],
-				MHD_OPTION_THREAD_POOL_SIZE, fd < 0 ? 0u : (unsigned int)CONN_WORKERS,
+				MHD_OPTION_ARRAY, fd >= 0 ? listen_opts : &listen_opts[2],
 				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_POOL_BYTES,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, h,
 				MHD_OPTION_ARRAY, tls ? tls_opts : &tls_opts[3],

@@ -266,28 +266,43 @@ void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, 
 /* Whether the file's inode flags forbid a write whatever its mode says: immutable (chattr +i), or
  * append-only, which refuses the open(O_WRONLY) without O_APPEND that knob_write makes. Even root
  * (the privileged helper) gets EPERM for both. sysfs and procfs keep no such flags (the ioctl is
- * ENOTTY there): false. */
-static bool write_forbidden_by_flags(const char *path)
+ * ENOTTY there): false. fd: the file, open for reading. */
+static bool write_forbidden_by_flags(int fd)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), flags = 0;
-	bool forbidden;
+	int flags = 0;
 
-	if (fd < 0)
-		return false;
-	forbidden = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
-	close(fd);
-	return forbidden;
+	return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
 }
 
-/* Fills st from the file (memset first); the kfs_read result: < 0 when the file could not be read. */
-static int read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
+/* Fills st from the file (memset first), and st->writable too when with_writable (a file that
+ * cannot be read is not writable either; one that reads unparseable may be): < 0 when the file
+ * could not be read. */
+static int read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st,
+		      bool with_writable)
 {
-	int rc, sel;
+	char path[PATH_MAX];
+	struct stat sb;
+	int fd, rc, sel;
 
 	memset(st, 0, sizeof *st);
-	rc = kfs_read(root_of(c, k), k->rel, st->optbuf, sizeof st->optbuf);
+	knob_path(c, k, path, sizeof path);
+	/* One open serves the mode, the inode flags and the value: every GET of a knob walked the
+	 * path three times before (stat, the flags' open, the read's open), a third of the request's
+	 * CPU under load (bench/README.md, http.knob.rps). */
+	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		st->read_err = -errno;
+		return st->read_err;
+	}
+	/* When the writer is another, privileged process, this one's access() says nothing. */
+	if (with_writable)
+		st->writable = fstat(fd, &sb) == 0 && (sb.st_mode & 0222) &&
+			       (c->writer_privileged || access(path, W_OK) == 0) && !write_forbidden_by_flags(fd);
+	rc = kfs_read_fd(fd, st->optbuf, sizeof st->optbuf);
+	close(fd);
 	if (rc < 0) {
 		st->read_err = rc;
+		st->writable = false;
 		return rc;
 	}
 	if (k->type == KNOB_CHOICE) {
@@ -313,24 +328,13 @@ static int read_value(const struct knob_catalogue *c, const struct knob *k, stru
 
 int knob_read(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
 {
-	char path[PATH_MAX];
-	struct stat sb;
-	bool writable;
-
-	knob_path(c, k, path, sizeof path);
-	/* When the writer is another, privileged process, this one's access() says nothing. */
-	writable = stat(path, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
-	if (writable && write_forbidden_by_flags(path))
-		writable = false;
-	/* A file that cannot be read is not writable either; one that reads unparseable may be. */
-	if (read_value(c, k, st) == 0)
-		st->writable = writable;
+	read_value(c, k, st, true);
 	return 0;
 }
 
 int knob_read_value(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st)
 {
-	read_value(c, k, st);
+	read_value(c, k, st, false);
 	return 0;
 }
 

@@ -85,7 +85,7 @@ static void read_buddyinfo(const char *procfs_root, struct mm_snapshot *s)
 int mmc_read(const char *procfs_root, const char *sysfs_root, struct mm_snapshot *s)
 {
 	char path[PATH_MAX];
-	struct topology t;
+	idset online;
 	int n;
 
 	memset(s, 0, sizeof *s);
@@ -93,11 +93,15 @@ int mmc_read(const char *procfs_root, const char *sysfs_root, struct mm_snapshot
 	if ((n = read_pairs(path, wanted, s->c, MMC_MAX_COUNTERS)) < 0)
 		return n;
 	s->n = n;
-	if (topo_read(sysfs_root, &t) == 0)
-		for (int i = 0; i < t.n_nodes; i++) {
-			struct mm_node *nd = node_of(s, t.nodes[i].id);
-			snprintf(path, sizeof path, "%s/devices/system/node/node%u/numastat", sysfs_root, t.nodes[i].id);
-			if (nd && (n = read_pairs(path, NULL, nd->stat, MMC_MAX_NUMASTAT)) > 0)
+	/* The node ids only: the whole topology (distances, meminfo, the hugepage sizes) was read twice
+	 * per recorded operation, a knob PUT's included (bench/README.md, knob.put). */
+	if (topo_read_online(sysfs_root, &online) == 0)
+		for (unsigned id = 0; id < IDSET_MAX; id++) {
+			struct mm_node *nd;
+			if (!idset_has(&online, id) || !(nd = node_of(s, id)))
+				continue;
+			snprintf(path, sizeof path, "%s/devices/system/node/node%u/numastat", sysfs_root, id);
+			if ((n = read_pairs(path, NULL, nd->stat, MMC_MAX_NUMASTAT)) > 0)
 				nd->nstat = n;
 		}
 	read_buddyinfo(procfs_root, s);

@@ -16,38 +16,40 @@ static int build_path(char *out, size_t len, const char *root, const char *rel)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int kfs_read_fd(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	for (;;) {
+		ssize_t r = read(fd, buf + off, len - 1 - off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		off += (size_t)r;
+		if (off == len - 1)
+			return -EFBIG;
+	}
+	if (off > 0 && buf[off - 1] == '\n')
+		off--;
+	buf[off] = '\0';
+	return (int)off;
+}
+
 int kfs_read(const char *root, const char *rel, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	int fd, rc;
-	size_t off = 0;
 
 	if ((rc = build_path(path, sizeof path, root, rel)) < 0)
 		return rc;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t r = read(fd, buf + off, len - 1 - off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		off += (size_t)r;
-		if (off == len - 1) {
-			rc = -EFBIG;
-			goto out;
-		}
-	}
-	if (off > 0 && buf[off - 1] == '\n')
-		off--;
-	buf[off] = '\0';
-	rc = (int)off;
-out:
+	rc = kfs_read_fd(fd, buf, len);
 	close(fd);
 	return rc;
 }

@@ -11,6 +11,8 @@
 /* Reads the whole file into buf (NUL-terminated, one trailing '\n' removed). Returns the length
  * or -errno; -EFBIG if it does not fit. */
 int kfs_read(const char *root, const char *rel, char *buf, size_t len);
+/* The same from an open file (read from its current offset; fd stays the caller's). */
+int kfs_read_fd(int fd, char *buf, size_t len);
 /* Reads an unsigned decimal value. 0 or -errno (-EINVAL if the text is not a number). */
 int kfs_read_u64(const char *root, const char *rel, uint64_t *out);
 /* Writes val with exactly one write(2), as the kernel wants. 0 or -errno. */

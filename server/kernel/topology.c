@@ -181,6 +181,11 @@ int topo_read(const char *root, struct topology *t)
 	return 0;
 }
 
+int topo_read_online(const char *root, idset *online)
+{
+	return read_idset(root, NODE_DIR "/online", online);
+}
+
 int topo_index(const struct topology *t, unsigned id)
 {
 	for (int i = 0; i < t->n_nodes; i++)

@@ -30,12 +30,13 @@ struct knobs_actor {
 int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
 	      json_t **out, mp_err *e);
 
-/* The catalogue as GET /v1/knobs lists it, each knob with its live value, path, bounds or allowed
- * values, whether it is writable, and why not when it cannot be read (server/ops/knobs_read.c).
- * Owned by the caller; NULL only on out of memory. */
-json_t *knobs_list_json(const struct app *app);
-/* One knob the same way; NULL with 404 knob.unknown. */
-json_t *knob_get_json(const struct app *app, const char *name, mp_err *e);
+/* The catalogue as GET /v1/knobs lists it: knob i (below knobs_read_count) or the one named, with
+ * its live state read into *st and its file's path into path (len bytes). The knob is the
+ * catalogue's (borrowed); NULL with 404 knob.unknown for a name it does not hold. */
+size_t knobs_read_count(const struct app *app);
+const struct knob *knobs_read_at(const struct app *app, size_t i, struct knob_state *st, char *path, size_t len);
+const struct knob *knobs_read_one(const struct app *app, const char *name, struct knob_state *st, char *path,
+				  size_t len, mp_err *e);
 
 /* 404 knob.unknown, quoting name only when it is safe to. Returns -1. */
 int knob_unknown(mp_err *e, const char *name);
