@@ -1,4 +1,5 @@
 /* `mempolicyctl experiment run|list|show|samples|cancel` and `advise`. */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,14 +15,46 @@
 #include "common/err.h"
 
 #define ARM_MAX_SETTINGS 16
+#define ARM_PROFILE_MAX (64 * 1024)   /* the daemon's bound on a profile file (PROF_FILE_MAX) */
 
 /* What a program run by the daemon gets of this shell's environment: enough to find and run it,
  * nothing else (the daemon records the names only). */
 static const char *const passed_env[] = { "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", NULL };
 
+/* The text of the profile fragment at path (an arm's profile=FILE), read here: the daemon reads
+ * no caller's file. A new string, or NULL with err. */
+static json_t *fragment_of(const char *arm, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");   /* owned */
+	char *buf = NULL;             /* owned */
+	size_t n = 0;
+	json_t *out = NULL;
+
+	if (!f) {
+		snprintf(err, errlen, "--arm %.48s: profile=%.128s: %s", arm, path, strerror(errno));
+		return NULL;
+	}
+	if (!(buf = malloc(ARM_PROFILE_MAX + 1))) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	n = fread(buf, 1, ARM_PROFILE_MAX + 1, f);
+	if (ferror(f))
+		snprintf(err, errlen, "--arm %.48s: profile=%.128s: %s", arm, path, strerror(errno));
+	else if (n > ARM_PROFILE_MAX)
+		snprintf(err, errlen, "--arm %.48s: profile=%.128s is over %d bytes", arm, path, ARM_PROFILE_MAX);
+	else if (!(out = json_stringn(buf, n)))   /* NULL for text that is not UTF-8 too */
+		snprintf(err, errlen, "--arm %.48s: profile=%.128s is not UTF-8 text", arm, path);
+out:
+	free(buf);
+	fclose(f);
+	return out;
+}
+
 /* One --arm NAME:K=V[,K=V...]: policy.mode, policy.nodes, cpus and cpunodes are the workload's
- * policy and CPUs, any other K a knob. A piece without '=' continues the value before it, so node
- * and CPU lists keep their commas ("cpus=0,2"). A new object, or NULL with err. */
+ * policy and CPUs, profile=FILE a profile fragment read from FILE, any other K a knob. A piece
+ * without '=' continues the value before it, so node and CPU lists keep their commas ("cpus=0,2").
+ * A new object, or NULL with err. */
 static json_t *arm_of(const char *text, char *err, size_t errlen)
 {
 	const char *colon = strchr(text, ':');
@@ -60,6 +93,23 @@ static json_t *arm_of(const char *text, char *err, size_t errlen)
 	for (int i = 0; i < n; i++) {
 		bool pol = !strcmp(set[i].key, "policy.mode") || !strcmp(set[i].key, "policy.nodes");
 		bool cpu = !strcmp(set[i].key, "cpus") || !strcmp(set[i].key, "cpunodes");
+		json_t *frag;             /* owned until set in arm */
+
+		if (!strcmp(set[i].key, "profile")) {
+			if (json_object_get(arm, "profile")) {
+				snprintf(err, errlen, "--arm %.48s: profile= given twice", text);
+				frag = NULL;
+			} else {
+				frag = fragment_of(text, set[i].value, err, errlen);
+			}
+			if (!frag) {
+				json_decref(arm);
+				arm = NULL;
+				goto out;
+			}
+			json_object_set_new(arm, "profile", frag);
+			continue;
+		}
 		json_object_set_new(pol ? policy : cpu ? arm : knobs, pol ? set[i].key + 7 : set[i].key,
 				    json_string(set[i].value));
 	}
@@ -67,6 +117,7 @@ static json_t *arm_of(const char *text, char *err, size_t errlen)
 		json_object_set(arm, "knobs", knobs);
 	if (json_object_size(policy))
 		json_object_set(arm, "policy", policy);
+out:
 	json_decref(knobs);
 	json_decref(policy);
 	return arm;

@@ -149,7 +149,8 @@ static const struct opt probe_run_opts[] = {
 
 static const struct opt experiment_run_opts[] = {
 	{ "--arm", "NAME:SET", "an arm: NAME:knob=value[,knob=value...] (also policy.mode=, policy.nodes=,\n"
-	  "cpus=, cpunodes= for the workload); repeat, the first is the baseline", OPT_LIST_IN(arms), OPT_REQUIRED, NULL },
+	  "cpus=, cpunodes= for the workload; profile=FILE: a profile fragment's [knobs]);\n"
+	  "repeat, the first is the baseline", OPT_LIST_IN(arms), OPT_REQUIRED, NULL },
 	{ "--probe", "KIND", "the workload is this probe (its NAME=VALUE parameters follow), else\n"
 	  "the program after the options, run as you", OPT_TEXT_IN(probe), 0, NULL },
 	{ "--rounds", "N", "measured rounds, each arm once per round (1..1000, default 10)", OPT_NUM_IN(rounds, 0), 0, NULL },

@@ -143,6 +143,8 @@
 	X(EXPERIMENT_DUPLICATE_ARM,     "experiment.duplicate_arm",     UNPROCESSABLE, "two arms have the same name") \
 	X(EXPERIMENT_IDENTICAL_ARMS,    "experiment.identical_arms",    UNPROCESSABLE, "two arms have the same settings (an A/A check says \"allow_identical\": true)") \
 	X(EXPERIMENT_BAD_ARM,           "experiment.bad_arm",           UNPROCESSABLE, "an arm's name is malformed, or the arms set more knobs than an experiment can save") \
+	X(EXPERIMENT_PROFILE_UNSUPPORTED, "experiment.profile_unsupported", UNPROCESSABLE, "an arm's profile fragment says what an arm cannot set: an include, a pool or cgroup section, >= or <=, alternatives a|b, a -key, on-drift or required") \
+	X(EXPERIMENT_KNOB_TWICE,        "experiment.knob_twice",        UNPROCESSABLE, "an arm sets one knob both under \"knobs\" and in its \"profile\"") \
 	X(EXPERIMENT_BAD_ROUNDS,        "experiment.bad_rounds",        UNPROCESSABLE, "rounds outside 1..1000, warm-up rounds outside 0..10, or a time bound outside 1..600 s") \
 	X(INTERNAL_NOMEM,               "internal.nomem",               NOMEM,         "the daemon ran out of memory; nothing was changed") \
 	X(INTERNAL_ERROR,               "internal.error",               INTERNAL,      "a handler failed without saying why (a bug)")

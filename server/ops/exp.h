@@ -46,6 +46,14 @@ struct exp_args {
 void exp_args_free(void *arg);
 /* The request into a (zeroed, app set, peer_fd set): 0 or -1 with e (4xx), nothing changed. */
 int exp_parse(struct exp_args *a, const json_t *body, const struct launch_who *who, mp_err *e);
+/* Adds knob `name` = v (a string or an integer) to arm, checked as "knobs" are: a knob of the
+ * catalogue this kernel has, a value it takes, not one the arm already sets. where prefixes the
+ * detail after "arm NAME: " ("" or "profile:3:1: "). 0, or -1 with e. */
+int exp_arm_knob(const struct app *app, struct exp_arm *arm, const char *where, const char *name, const json_t *v,
+		 mp_err *e);
+/* An arm's "profile": a fragment in the profile syntax whose [knobs] keys are added to arm as
+ * exp_arm_knob adds them (exp_profile.c). What an arm cannot set is refused at its line:column. */
+int exp_arm_profile(const struct app *app, const json_t *text, struct exp_arm *arm, mp_err *e);
 /* {"kernel_release", "topology": "0:cpus 0-1 mem 8G; ..."} of this host now (owned), or NULL. */
 json_t *exp_host(const struct app *app);
 

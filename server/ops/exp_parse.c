@@ -1,5 +1,5 @@
 /* An experiment's request, checked whole before anything runs: the arms (names, knob values this
- * kernel takes, policies and CPUs), the workload (a probe kind's parameters, or a program the
+ * kernel takes, given as "knobs" or as a profile fragment, policies and CPUs), the workload (a probe kind's parameters, or a program the
  * caller may run), the rounds. A refusal changes nothing and records nothing. */
 #include <errno.h>
 #include <stdio.h>
@@ -75,6 +75,34 @@ static int knob_text(const json_t *v, const char *arm, const char *knob, char *b
 	return 0;
 }
 
+int exp_arm_knob(const struct app *app, struct exp_arm *arm, const char *where, const char *name, const json_t *v,
+		 mp_err *e)
+{
+	const struct knob *k = knobs_find(app->knobs, name);
+	struct knob_state ks;
+
+	if (!k)
+		return mp_fail(e, MPE_KNOB_UNKNOWN, 0, "arm %s: %sno knob %s (GET /v1/knobs lists them)", arm->name, where,
+			       knob_name_quotable(name) ? name : "?");
+	for (int i = 0; i < arm->nknobs; i++)
+		if (arm->knob[i].k == k)
+			return mp_fail(e, MPE_EXPERIMENT_KNOB_TWICE, 0, "arm %s: %s%s is also under \"knobs\" (say it once)",
+				       arm->name, where, k->name);
+	if (arm->nknobs == EXP_MAX_KNOBS)
+		return mp_fail(e, MPE_EXPERIMENT_BAD_ARM, 0, "arm %s: more than %d knobs", arm->name, EXP_MAX_KNOBS);
+	if (knob_text(v, arm->name, k->name, arm->knob[arm->nknobs].value, sizeof arm->knob[0].value, e) < 0)
+		return -1;
+	knob_read(app->knobs, k, &ks);
+	if (!ks.available)
+		return mp_fail(e, MPE_KNOB_UNAVAILABLE, -ks.read_err, "arm %s: %sthis kernel lacks %s", arm->name, where,
+			       k->name);
+	if (knob_check_value(k, &ks, arm->knob[arm->nknobs].value) != KNOB_OK)
+		return mp_fail(e, MPE_KNOB_VALUE_NOT_ALLOWED, 0, "arm %s: %s%s does not take %.64s", arm->name, where,
+			       k->name, arm->knob[arm->nknobs].value);
+	arm->knob[arm->nknobs++].k = k;
+	return 0;
+}
+
 static int parse_knobs(const struct app *app, const json_t *knobs, struct exp_arm *arm, mp_err *e)
 {
 	const char *name;
@@ -82,26 +110,9 @@ static int parse_knobs(const struct app *app, const json_t *knobs, struct exp_ar
 
 	if (!json_is_object(knobs))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "arm %s: \"knobs\" must be an object", arm->name);
-	json_object_foreach((json_t *)knobs, name, v) {
-		const struct knob *k = knobs_find(app->knobs, name);
-		struct knob_state ks;
-
-		if (!k)
-			return mp_fail(e, MPE_KNOB_UNKNOWN, 0, "arm %s: no knob %s (GET /v1/knobs lists them)", arm->name,
-				       knob_name_quotable(name) ? name : "?");
-		if (arm->nknobs == EXP_MAX_KNOBS)
-			return mp_fail(e, MPE_EXPERIMENT_BAD_ARM, 0, "arm %s: more than %d knobs", arm->name, EXP_MAX_KNOBS);
-		if (knob_text(v, arm->name, k->name, arm->knob[arm->nknobs].value, sizeof arm->knob[0].value, e) < 0)
+	json_object_foreach((json_t *)knobs, name, v)
+		if (exp_arm_knob(app, arm, "", name, v, e) < 0)
 			return -1;
-		knob_read(app->knobs, k, &ks);
-		if (!ks.available)
-			return mp_fail(e, MPE_KNOB_UNAVAILABLE, -ks.read_err, "arm %s: this kernel lacks %s", arm->name,
-				       k->name);
-		if (knob_check_value(k, &ks, arm->knob[arm->nknobs].value) != KNOB_OK)
-			return mp_fail(e, MPE_KNOB_VALUE_NOT_ALLOWED, 0, "arm %s: %s does not take %.64s", arm->name,
-				       k->name, arm->knob[arm->nknobs].value);
-		arm->knob[arm->nknobs++].k = k;
-	}
 	return 0;
 }
 
@@ -114,7 +125,7 @@ static bool name_ok(const char *s)
 static int parse_arm(const struct app *app, const json_t *j, const struct topology *t, struct exp_arm *arm,
 		     mp_err *e)
 {
-	static const char *const fields[] = { "name", "knobs", "policy", "cpus", "cpunodes", NULL };
+	static const char *const fields[] = { "name", "knobs", "profile", "policy", "cpus", "cpunodes", NULL };
 	json_t *name = json_object_get(j, "name"), *cpus = json_object_get(j, "cpus"),
 	       *cpunodes = json_object_get(j, "cpunodes");
 
@@ -127,7 +138,10 @@ static int parse_arm(const struct app *app, const json_t *j, const struct topolo
 	if (!json_is_string(name) || !name_ok(json_string_value(name)))
 		return mp_fail(e, MPE_EXPERIMENT_BAD_ARM, 0, "an arm's name is 1 to 47 of A-Z a-z 0-9 . _ -");
 	snprintf(arm->name, sizeof arm->name, "%s", json_string_value(name));
+	/* "knobs" first, so that a knob the fragment sets again is refused there, at its line. */
 	if (json_object_get(j, "knobs") && parse_knobs(app, json_object_get(j, "knobs"), arm, e) < 0)
+		return -1;
+	if (json_object_get(j, "profile") && exp_arm_profile(app, json_object_get(j, "profile"), arm, e) < 0)
 		return -1;
 	if ((cpus && !json_is_string(cpus)) || (cpunodes && !json_is_string(cpunodes)))
 		return mp_fail(e, MPE_REQUEST_WRONG_TYPE, 0, "arm %s: \"cpus\" and \"cpunodes\" are lists as strings",

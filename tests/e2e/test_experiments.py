@@ -190,6 +190,73 @@ class ExperimentTest(DaemonTest):
         r = self.d.ctl("experiment", "run", "--arm", "no-colon", "--probe", "sparse-touch")
         self.assertEqual(r.returncode, 2, r.stderr)
 
+    def test_a_profile_fragment_arm_sets_its_knobs_and_puts_thp_back(self):
+        out = tempfile.mkdtemp(prefix="mpd-exp-", dir=shared_tmp())
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        os.chmod(out, 0o777)
+        frag = os.path.join(out, "always.conf")
+        with open(frag, "w") as f:
+            f.write("# an arm as a profile fragment\n[knobs]\nthp.enabled = always\n")
+        # each run writes the THP mode it ran under: the fragment's arm ran under always, the other
+        # under madvise, and the fragment's knob was saved and put back like a "knobs" arm's
+        rc, x, err = self.ctl_json("--arm", "frag:profile=" + frag, "--arm", "madvise:thp.enabled=madvise",
+                                   "--rounds", "2", "--warmup", "0", "--", "/bin/sh", "-c",
+                                   "cat %s >> %s/modes" % (THP, out), user="nobody")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(x["status"], "ok", x.get("error"))
+        with open(os.path.join(out, "modes")) as f:
+            modes = sorted(bracketed(line) for line in f.read().splitlines())
+        self.assertEqual(modes, ["always", "always", "madvise", "madvise"])
+        self.assertEqual(x["result"]["arm_settings"], {"frag": {"thp.enabled": "always"},
+                                                       "madvise": {"thp.enabled": "madvise"}})
+        self.assertEqual(x["result"]["restored"], [{"what": "knob", "target": "thp.enabled", "value": "madvise",
+                                                    "status": "restored"}])
+        self.assertEqual(x["request"]["arms"][0]["profile"], "# an arm as a profile fragment\n[knobs]\n"
+                         "thp.enabled = always\n")
+        self.assertEqual(thp(), "madvise")
+
+    def test_a_profile_fragment_an_arm_cannot_write_is_refused_at_its_place_and_changes_nothing(self):
+        w = SPARSE
+
+        def frag(text, **more):
+            return {"arms": [dict({"name": "b", "profile": text}, **more), NEVER], "workload": w}
+        cases = [
+            (frag("[knobs]\nthp.enabled always\n"), 422, "profile.syntax", "arm b: profile:2:13: expected"),
+            (frag("[profile]\ninclude = base\n[knobs]\nthp.enabled = always\n"), 422,
+             "experiment.profile_unsupported", "arm b: profile:2:11: include"),
+            (frag("[knobs]\nthp.enabled = always\n[hugepages.2M]\ntotal = 0\n"), 422,
+             "experiment.profile_unsupported", "arm b: profile:4:1: hugepages"),
+            (frag("[cgroup a.slice]\nmems = 0\n"), 422, "experiment.profile_unsupported", "arm b: profile:2:1:"),
+            (frag("[knobs]\nthp.khugepaged.pages_to_scan >= 4096\n"), 422, "experiment.profile_unsupported",
+             "arm b: profile:2:1: thp.khugepaged.pages_to_scan >="),
+            (frag("[knobs]\nthp.enabled = always|madvise\n"), 422, "experiment.profile_unsupported",
+             "arm b: profile:2:1: thp.enabled: alternatives"),
+            (frag("[knobs]\nthp.enabled = always ; required\n"), 422, "experiment.profile_unsupported",
+             "arm b: profile:2:1:"),
+            (frag("[profile]\non-drift = restore\n"), 422, "experiment.profile_unsupported", "arm b: profile:"),
+            (frag("[knobs]\nthp.enabled = always\n", knobs={"thp.enabled": "madvise"}), 422,
+             "experiment.knob_twice", "arm b: profile:2:1: thp.enabled"),
+            # its knobs are checked as "knobs" are, at their place
+            (frag("[knobs]\nthp.no_such = 1\n"), 404, "knob.unknown", "arm b: profile:2:1: no knob"),
+            (frag("[knobs]\nthp.enabled = sometimes\n"), 422, "knob.value_not_allowed", "arm b: profile:2:1:"),
+            (frag("[knobs]\nthp.enabled = never\n"), 422, "experiment.identical_arms", "arms b and never"),
+            (frag(42), 400, "request.wrong_type", "arm b: \"profile\""),
+        ]
+        db = self.d.db_snapshot()
+        for body, status, code, detail in cases:
+            with self.subTest(code=code, body=body):
+                r = self.post(body)
+                self.assertProblem(r, status, code)
+                self.assertIn(detail, r.json["detail"])
+        self.assertEqual(self.d.db_snapshot(), db)
+        self.assertEqual(thp(), "madvise")
+        # the CLI reads the file: one it cannot read is a usage error, nothing sent
+        r = self.d.ctl("experiment", "run", "--arm", "a:profile=/nonexistent/frag.conf", "--arm",
+                       "b:thp.enabled=never", "--", "/bin/true")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("/nonexistent/frag.conf", r.stderr)
+        self.assertEqual(self.d.db_snapshot(), db)
+
     def test_one_at_a_time_and_cancel_puts_back(self):
         r = self.post({"arms": [ALWAYS, NEVER], "workload": SPARSE, "rounds": 1000})
         self.assertEqual(r.status, 202, r.raw)
