@@ -1,10 +1,12 @@
 /* `mempolicyctl experiment run|list|show|samples|cancel` and `advise`. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -25,13 +27,24 @@ static const char *const passed_env[] = { "PATH", "HOME", "USER", "LOGNAME", "LA
  * no caller's file. A new string, or NULL with err. */
 static json_t *fragment_of(const char *arm, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");   /* owned */
+	/* Non-blocking and a regular file only: a FIFO or a device named here would hold the command
+	 * (or feed it without end) before the size bound is reached. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	FILE *f = NULL;               /* owned */
 	char *buf = NULL;             /* owned */
 	size_t n = 0;
 	json_t *out = NULL;
+	struct stat sb;
 
-	if (!f) {
+	if (fd >= 0 && fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "--arm %.48s: profile=%.128s is not a regular file", arm, path);
+		return NULL;
+	}
+	if (fd < 0 || !(f = fdopen(fd, "r"))) {
 		snprintf(err, errlen, "--arm %.48s: profile=%.128s: %s", arm, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
 	if (!(buf = malloc(ARM_PROFILE_MAX + 1))) {
