@@ -298,7 +298,13 @@ class AlertsFire(unittest.TestCase):
             time.sleep(0.25)
         with open(os.path.join(self.tmp, "prometheus.log")) as f:
             log = f.read()[-3000:]
-        raise AssertionError("%s: never (last %r)\n%s" % (what, last, log))
+        try:   # what the scrapes themselves said: a target down names its error here, not in the log
+            targets = [(t.get("health"), t.get("lastError"), t.get("lastScrape"))
+                       for t in self.api("/api/v1/targets")["activeTargets"]]
+        except (OSError, AssertionError, KeyError, ValueError) as e:
+            targets = "unreadable: %s" % e
+        raise AssertionError("%s: never (last %r; targets %r)\n%s\ndaemon:\n%s" % (
+            what, last, targets, log, self.d.log_text()[-2000:]))
 
     def alert(self, name, state="firing"):
         return [a for a in self.api("/api/v1/alerts")["alerts"]
