@@ -98,11 +98,20 @@ class ManifestsTest(unittest.TestCase):
         args = cmd[1:]
         args[args.index("--config") + 1] = os.path.join(self.tmp, "mempolicyd.conf")
         args[args.index("--node-labels-file") + 1] = labels
-        # The config's log level (lib's daemons log at debug otherwise).
-        d = Daemon(None, args + ["--sysfs-root", "/sys", "--procfs-root", "/proc", "--profiles-dir", pdir,
-                                 "--log-level", cfg["log-level"]])
+        # The config's log level (lib's daemons log at debug otherwise). A generated tree, not the
+        # host's /sys: the config names a profile, which the daemon applies at start (db.conf
+        # writes thp.defrag and vm.compaction_proactiveness), and this test restores nothing.
+        from faketree import FakeTree
+        tree = FakeTree(os.path.join(self.tmp, "tree"), nodes=2)
+        d = Daemon(tree, args + ["--profiles-dir", pdir, "--log-level", cfg["log-level"]])
         try:
             d.start()
+            # The start-time apply's last line is the drift watcher's marking, written by its own
+            # thread once the apply ended: waited for, so that it is not counted as a read's.
+            deadline = time.monotonic() + 60
+            while "drift watcher: " not in d.log_text():
+                self.assertLess(time.monotonic(), deadline, "the drift watcher never marked the profile:\n" + d.log_text())
+                time.sleep(0.05)
             body = d.get("/v1/profiles").json
             self.assertEqual(body["active"], cfg["profile"])
             states = {p["name"]: (p["state"], p.get("error")) for p in body["profiles"]}

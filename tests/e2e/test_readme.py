@@ -127,6 +127,11 @@ class ReadmeCommands(unittest.TestCase):
         cls.cwd = os.path.join(cls.tmp, "cwd")
         os.mkdir(cls.cwd)
         shutil.copy(cls.certs.path("ca.pem"), os.path.join(cls.cwd, "ca.pem"))   # the block's --cacert ca.pem
+        # the README's NAME.conf blocks in the commands' directory too: an experiment arm's
+        # profile=NAME.conf (a profile fragment is a profile file) is read from there
+        for name, text in files.items():
+            with open(os.path.join(cls.cwd, name), "w") as f:
+                f.write(text)
 
     @classmethod
     def tearDownClass(cls):
