@@ -109,8 +109,12 @@ class ManifestsTest(unittest.TestCase):
             # The start-time apply's last line is the drift watcher's marking, written by its own
             # thread once the apply ended: waited for, so that it is not counted as a read's.
             deadline = time.monotonic() + 60
-            while "drift watcher: " not in d.log_text():
-                self.assertLess(time.monotonic(), deadline, "the drift watcher never marked the profile:\n" + d.log_text())
+            def logged():
+                with open(d.log) as f:
+                    return f.read()
+            # the start-time apply's lines as the file holds them (what `before` reads below)
+            while not all(w in logged() for w in ("drift watcher: ", "start-time apply of ", "operation 1 ")):
+                self.assertLess(time.monotonic(), deadline, "the start-time apply never ended:\n" + logged())
                 time.sleep(0.05)
             body = d.get("/v1/profiles").json
             self.assertEqual(body["active"], cfg["profile"])
