@@ -32,8 +32,14 @@ static double ms_since(const struct timespec *t0)
 
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
-	int rounds = argc > 2 ? atoi(argv[2]) : 15;
+	char *end = NULL;
+	size_t n = argc > 1 ? strtoul(argv[1], &end, 10) : 10000;
+	long rounds = 15;
+
+	if (argc > 1 && (!end || *end || n > 100000000))
+		return 2;
+	if (argc > 2 && ((rounds = strtol(argv[2], &end, 10)) > 1000 || *end))
+		return 2;
 	double *b = malloc(n * sizeof *b), *a = malloc(n * sizeof *a), p95, lo, hi;
 	uint64_t seed = 20261201;
 	struct stats_cmp o;

@@ -88,7 +88,8 @@ static json_t *arm_of(const char *text, char *err, size_t errlen)
 				snprintf(err, errlen, "--arm %.48s: '%.48s' is not SETTING=VALUE", text, piece);
 				return NULL;
 			}
-			strcat(strcat(set[n - 1].value, ","), piece);
+			size_t used = strlen(set[n - 1].value);   /* bounded above: the piece and ',' fit */
+			snprintf(set[n - 1].value + used, sizeof set[0].value - used, ",%s", piece);
 			continue;
 		}
 		if (n == ARM_MAX_SETTINGS || eq == piece || strlen(eq + 1) >= sizeof set[0].value) {
