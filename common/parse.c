@@ -84,6 +84,18 @@ unsigned idset_count(const idset *s)
 	return n;
 }
 
+int idset_next(const idset *s, unsigned from)
+{
+	for (unsigned w = from / 64; w < IDSET_MAX / 64; w++) {
+		uint64_t bits = s->bits[w];
+		if (w == from / 64)
+			bits &= ~0ULL << (from % 64);
+		if (bits)
+			return (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
+	}
+	return -1;
+}
+
 /* Reads a decimal id at *p, advancing it. */
 static int read_id(const char **p, unsigned *id)
 {

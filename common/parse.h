@@ -28,6 +28,9 @@ void idset_clear(idset *s);
 void idset_add(idset *s, unsigned id);
 bool idset_has(const idset *s, unsigned id);
 unsigned idset_count(const idset *s);
+/* The smallest member at or above from, or -1: a walk over the members that does not test each
+ * of the IDSET_MAX ids (`for (int i = idset_next(s, 0); i >= 0; i = idset_next(s, i + 1))`). */
+int idset_next(const idset *s, unsigned from);
 /* Kernel list format "0-3,8,10-11" (also the empty string / "\n" for an empty set). Ids must be
  * < IDSET_MAX, ranges ascending. 0 or -1. */
 int idset_parse(const char *s, idset *out);

@@ -123,14 +123,36 @@ static int parse_distances(char *buf, struct topo_node *n, int want)
 	return i == want ? 0 : -EINVAL;
 }
 
+static int read_cpus(const char *root, struct topo_node *n)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof rel, NODE_DIR "/node%u/cpulist", n->id);
+	return read_idset(root, rel, &n->cpus);
+}
+
+/* MemTotal and MemFree from nodeN/meminfo, into buf (MEMINFO_MAX bytes). */
+static int read_meminfo(const char *root, struct topo_node *n, char *buf)
+{
+	char rel[128];
+	int rc;
+
+	snprintf(rel, sizeof rel, NODE_DIR "/node%u/meminfo", n->id);
+	if ((rc = kfs_read(root, rel, buf, MEMINFO_MAX)) < 0)
+		return rc;
+	if (topo_meminfo_value(buf, n->id, "MemTotal", &n->mem_total_kb) < 0 ||
+	    topo_meminfo_value(buf, n->id, "MemFree", &n->mem_free_kb) < 0)
+		return -EINVAL;   /* a meminfo without them is not one we understand */
+	return 0;
+}
+
 static int read_node(const char *root, struct topo_node *n, int n_online, const idset *has_cpu,
 		     bool have_has_cpu, const idset *has_mem, bool have_has_mem)
 {
 	char rel[128], *buf = NULL;
 	int rc;
 
-	snprintf(rel, sizeof rel, NODE_DIR "/node%u/cpulist", n->id);
-	if ((rc = read_idset(root, rel, &n->cpus)) < 0)
+	if ((rc = read_cpus(root, n)) < 0)
 		return rc;
 	n->has_cpu = have_has_cpu ? idset_has(has_cpu, n->id) : idset_count(&n->cpus) > 0;
 
@@ -141,20 +163,27 @@ static int read_node(const char *root, struct topo_node *n, int n_online, const 
 		goto out;
 	if ((rc = parse_distances(buf, n, n_online)) < 0)
 		goto out;
-
-	snprintf(rel, sizeof rel, NODE_DIR "/node%u/meminfo", n->id);
-	if ((rc = kfs_read(root, rel, buf, MEMINFO_MAX)) < 0)
+	if ((rc = read_meminfo(root, n, buf)) < 0)
 		goto out;
-	if ((rc = topo_meminfo_value(buf, n->id, "MemTotal", &n->mem_total_kb)) < 0 ||
-	    (rc = topo_meminfo_value(buf, n->id, "MemFree", &n->mem_free_kb)) < 0) {
-		rc = -EINVAL;   /* a meminfo without them is not one we understand */
-		goto out;
-	}
 	n->has_memory = have_has_mem ? idset_has(has_mem, n->id) : n->mem_total_kb > 0;
 	rc = read_hp_sizes(root, n);
 out:
 	free(buf);
 	return rc;
+}
+
+/* node/online into t->online and the ids of t->nodes. */
+static int read_online(const char *root, struct topology *t)
+{
+	int rc;
+
+	if ((rc = read_idset(root, NODE_DIR "/online", &t->online)) < 0)
+		return rc;
+	if (idset_count(&t->online) > TOPO_MAX_NODES)
+		return -E2BIG;
+	for (int id = idset_next(&t->online, 0); id >= 0; id = idset_next(&t->online, (unsigned)id + 1))
+		t->nodes[t->n_nodes++].id = (unsigned)id;
+	return 0;
 }
 
 int topo_read(const char *root, struct topology *t)
@@ -164,21 +193,45 @@ int topo_read(const char *root, struct topology *t)
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	if ((rc = read_idset(root, NODE_DIR "/possible", &t->possible)) < 0 ||
-	    (rc = read_idset(root, NODE_DIR "/online", &t->online)) < 0 ||
+	if ((rc = read_idset(root, NODE_DIR "/possible", &t->possible)) < 0 || (rc = read_online(root, t)) < 0 ||
 	    (rc = read_optional_idset(root, NODE_DIR "/has_cpu", &has_cpu, &have_has_cpu)) < 0 ||
 	    (rc = read_optional_idset(root, NODE_DIR "/has_memory", &has_mem, &have_has_mem)) < 0)
 		return rc;
-	if (idset_count(&t->online) > TOPO_MAX_NODES)
-		return -E2BIG;
-	for (unsigned id = 0; id < IDSET_MAX; id++)
-		if (idset_has(&t->online, id))
-			t->nodes[t->n_nodes++].id = id;
 	for (int i = 0; i < t->n_nodes; i++)
 		if ((rc = read_node(root, &t->nodes[i], t->n_nodes, &has_cpu, have_has_cpu, &has_mem,
 				    have_has_mem)) < 0)
 			return rc;
 	return 0;
+}
+
+int topo_read_nodes(const char *root, struct topology *t, bool with_cpus)
+{
+	idset has_mem;
+	bool have_has_mem;
+	char *buf = NULL;   /* owned: meminfo's text, only on a kernel without node/has_memory */
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	if ((rc = read_online(root, t)) < 0 ||
+	    (rc = read_optional_idset(root, NODE_DIR "/has_memory", &has_mem, &have_has_mem)) < 0)
+		return rc;
+	for (int i = 0; i < t->n_nodes && rc == 0; i++) {
+		struct topo_node *n = &t->nodes[i];
+		if (with_cpus && (rc = read_cpus(root, n)) < 0)
+			break;
+		if (have_has_mem) {
+			n->has_memory = idset_has(&has_mem, n->id);
+			continue;
+		}
+		if (!buf && !(buf = malloc(MEMINFO_MAX))) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = read_meminfo(root, n, buf)) == 0)
+			n->has_memory = n->mem_total_kb > 0;
+	}
+	free(buf);
+	return rc;
 }
 
 int topo_read_online(const char *root, idset *online)

@@ -39,6 +39,13 @@ struct topology {
  * number of online nodes, a meminfo without MemTotal), -E2BIG for more than TOPO_MAX_NODES. */
 int topo_read(const char *sysfs_root, struct topology *t);
 
+/* What a launch checks its node and CPU lists against (ops/launch_req.c): t->online and the
+ * ids in t->nodes, each node's has_memory (node/has_memory; nodeN/meminfo on a kernel without
+ * that file) and, with_cpus, its CPU list. Nothing else is read: possible, has_cpu, distances,
+ * mem_*_kb (unless meminfo was the fallback) and the hugepage sizes stay zero. Two files and one
+ * a node with_cpus, where topo_read opens two more and four a node. Same return values. */
+int topo_read_nodes(const char *sysfs_root, struct topology *t, bool with_cpus);
+
 /* Only the online nodes (node/online): for a caller that needs their ids and nothing of the rest
  * topo_read reads, about nine more files a node. 0 or -errno (-EINVAL: text that does not parse). */
 int topo_read_online(const char *sysfs_root, idset *online);

@@ -100,7 +100,9 @@ json_t *cond_end(const struct app *app, struct cond_snap *s)
 		struct knob_state ks;
 		if (!k)
 			continue;
-		knob_read(app->knobs, k, &ks);
+		/* The value only: knob_read's mode, access and inode-flag checks are a GET's, not
+		 * what the conditions record. */
+		knob_read_value(app->knobs, k, &ks);
 		if (ks.available)
 			json_object_set_new(set, settings[i], json_string(ks.value));
 	}

@@ -110,6 +110,26 @@ START_TEST(idset_client_lists)
 }
 END_TEST
 
+/* The walk visits exactly the members, in order, across word boundaries and up to the last id. */
+START_TEST(idset_next_walks_the_members)
+{
+	idset s;
+	unsigned want[] = { 0, 63, 64, 65, 200, IDSET_MAX - 1 }, got = 0;
+
+	idset_clear(&s);
+	ck_assert_int_eq(idset_next(&s, 0), -1);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		idset_add(&s, want[i]);
+	for (int id = idset_next(&s, 0); id >= 0; id = idset_next(&s, (unsigned)id + 1)) {
+		ck_assert_uint_lt(got, sizeof want / sizeof want[0]);
+		ck_assert_int_eq(id, (int)want[got++]);
+	}
+	ck_assert_uint_eq(got, sizeof want / sizeof want[0]);
+	ck_assert_int_eq(idset_next(&s, 66), 200);
+	ck_assert_int_eq(idset_next(&s, IDSET_MAX), -1);
+}
+END_TEST
+
 START_TEST(idset_format_too_small)
 {
 	idset s;
@@ -239,6 +259,7 @@ static Suite *parse_suite(void)
 	tcase_add_test(tc, idset_kernel_lists);
 	tcase_add_test(tc, idset_rejects_malformed);
 	tcase_add_test(tc, idset_client_lists);
+	tcase_add_test(tc, idset_next_walks_the_members);
 	tcase_add_test(tc, idset_format_too_small);
 	tcase_add_test(tc, sizes_all_spellings);
 	tcase_add_test(tc, size_formatting);

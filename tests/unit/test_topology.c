@@ -129,6 +129,12 @@ static struct topology *read_ok(void)
 	return t;
 }
 
+static struct topology *read_ok_after_gen(void)
+{
+	gen_tree(4, 3);
+	return read_ok();
+}
+
 static int read_rc(void)
 {
 	struct topology *t = malloc(sizeof *t);
@@ -241,6 +247,60 @@ START_TEST(malformed_files_are_errors)
 }
 END_TEST
 
+/* A launch's read: the online nodes, has_memory and (when asked) the CPU lists agree with
+ * topo_read's, and the files it does not need are not read (a malformed distance, a node without
+ * meminfo or hugepages directory do not fail it, as they fail topo_read). */
+START_TEST(launch_read_takes_only_what_a_launch_checks)
+{
+	struct topology *full = read_ok_after_gen(), *t = malloc(sizeof *t);
+	char path[PATH_MAX];
+
+	ck_assert_int_eq(topo_read_nodes(root, t, true), 0);
+	ck_assert_int_eq(t->n_nodes, full->n_nodes);
+	for (int i = 0; i < t->n_nodes; i++) {
+		ck_assert_uint_eq(t->nodes[i].id, full->nodes[i].id);
+		ck_assert(t->nodes[i].has_memory == full->nodes[i].has_memory);
+		ck_assert_uint_eq(idset_count(&t->nodes[i].cpus), idset_count(&full->nodes[i].cpus));
+		ck_assert(idset_has(&t->nodes[i].cpus, 2 * (unsigned)i) == (i != 3));
+	}
+	ck_assert_int_eq(topo_read_nodes(root, t, false), 0);
+	ck_assert_uint_eq(idset_count(&t->nodes[0].cpus), 0);   /* not asked for: not read */
+	put("devices/system/node/node1/distance", "20 10 20\n");
+	snprintf(path, sizeof path, "%s/devices/system/node/node2/meminfo", root);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(read_rc(), -EINVAL);
+	ck_assert_int_eq(topo_read_nodes(root, t, true), 0);
+	ck_assert_int_eq(t->n_nodes, 4);
+	/* what it does read is still checked */
+	put("devices/system/node/node0/cpulist", "3-1\n");
+	ck_assert_int_eq(topo_read_nodes(root, t, true), -EINVAL);
+	ck_assert_int_eq(topo_read_nodes(root, t, false), 0);
+	put("devices/system/node/online", "0-64\n");
+	ck_assert_int_eq(topo_read_nodes(root, t, false), -E2BIG);
+	free(full);
+	free(t);
+}
+END_TEST
+
+/* Without node/has_memory (older kernels) a node's memory is its meminfo's MemTotal, as in
+ * topo_read; a meminfo that does not say is an error there too. */
+START_TEST(launch_read_without_has_memory_uses_meminfo)
+{
+	struct topology *t = malloc(sizeof *t);
+
+	put("devices/system/node/online", "0,2\n");
+	put("devices/system/node/node0/meminfo", "Node 0 MemTotal: 2048 kB\nNode 0 MemFree: 1024 kB\n");
+	put("devices/system/node/node2/meminfo", "Node 2 MemTotal: 0 kB\nNode 2 MemFree: 0 kB\n");
+	ck_assert_int_eq(topo_read_nodes(root, t, false), 0);
+	ck_assert_int_eq(t->n_nodes, 2);
+	ck_assert(t->nodes[0].has_memory);
+	ck_assert(!t->nodes[1].has_memory);
+	put("devices/system/node/node2/meminfo", "Node 2 MemFree: 0 kB\n");
+	ck_assert_int_eq(topo_read_nodes(root, t, false), -EINVAL);
+	free(t);
+}
+END_TEST
+
 START_TEST(missing_node_directory_root)
 {
 	ck_assert_int_eq(read_rc(), -ENOENT);
@@ -278,6 +338,8 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, sparse_ids_and_derived_masks);
 	tcase_add_test(tc, sixty_four_nodes_and_no_more);
 	tcase_add_test(tc, malformed_files_are_errors);
+	tcase_add_test(tc, launch_read_takes_only_what_a_launch_checks);
+	tcase_add_test(tc, launch_read_without_has_memory_uses_meminfo);
 	tcase_add_test(tc, missing_node_directory_root);
 	tcase_add_test(tc, meminfo_lines);
 	suite_add_tcase(s, tc);
