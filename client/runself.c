@@ -12,6 +12,7 @@
 #include "client/curlapi.h"
 #include "client/http.h"
 #include "client/out.h"
+#include "client/unixreq.h"
 #include "common/parse.h"
 
 /* PR_SET_THP_DISABLE's arg3 flag for "except where MADV_HUGEPAGE asks" (6.18,
@@ -127,7 +128,10 @@ int run_here(struct cli *c, const struct args *a, json_t *body)
 		out_error("%s: %s", a->pos[0], rc == -ENOENT ? "command not found" : strerror(-rc));
 		return rc == -ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
 	}
-	if ((rc = http_expect(c, "POST", "/v1/processes/self", body, &r)) != EXIT_OK)
+	/* Over the socket, the one request without libcurl (client/unixreq.h); --url is refused by
+	 * the daemon (a self launch needs the socket's peer credentials) and says so through curl. */
+	if ((rc = http_judge(c, c->url ? http_call(c, "POST", "/v1/processes/self", body, &r)
+				       : unixreq_call(c->socket, "POST", "/v1/processes/self", body, &r), &r)) != EXIT_OK)
 		return rc;
 	rc = apply(json_object_get(r.body, "apply"), err, sizeof err);
 	http_result_free(&r);
