@@ -1,5 +1,6 @@
-/* mempolicyctl's only way to talk to the daemon: HTTP requests over the Unix socket with
- * libcurl, the JSON answer parsed. All requests of one command share one curl handle (c->curl),
+/* How mempolicyctl talks to the daemon: HTTP requests over the Unix socket (or --url) with
+ * libcurl, the JSON answer parsed; only `run`'s single self-launch request over the socket goes
+ * without libcurl (client/unixreq.h), and its answer is judged here (http_judge). All requests of one command share one curl handle (c->curl),
  * so they share one connection: a job polled ten times a second is not ten connects a second. "No daemon there" and "the daemon said no" are different
  * outcomes (exit 3 and exit 1), so they are told apart here. */
 #ifndef MPD_CLIENT_HTTP_H

@@ -60,9 +60,8 @@ int run_mask(const char *list, unsigned long *mask, unsigned nbits, int *maxbit)
 	*maxbit = -1;
 	if (idset_parse(list, &s) < 0)
 		return -1;
-	for (unsigned i = 0; i < IDSET_MAX; i++) {
-		if (!idset_has(&s, i))
-			continue;
+	for (int n = idset_next(&s, 0); n >= 0; n = idset_next(&s, (unsigned)n + 1)) {
+		unsigned i = (unsigned)n;
 		if (i >= nbits)
 			return -1;
 		mask[i / (8 * sizeof *mask)] |= 1UL << (i % (8 * sizeof *mask));

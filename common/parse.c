@@ -165,10 +165,10 @@ int idset_format(const idset *s, char *buf, size_t len)
 		return -1;
 	buf[0] = '\0';
 	while (i < IDSET_MAX) {
-		if (!idset_has(s, i)) {
-			i++;
-			continue;
-		}
+		int next = idset_next(s, i);   /* a launch formats its sets twice: 4096 tests each were ~10 us */
+		if (next < 0)
+			break;
+		i = (unsigned)next;
 		unsigned j = i;
 		while (j + 1 < IDSET_MAX && idset_has(s, j + 1))
 			j++;

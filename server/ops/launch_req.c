@@ -50,10 +50,9 @@ int launch_check_nodes(const struct topology *t, const idset *set, const char *f
 {
 	bool memory = false;
 
-	for (unsigned i = 0; i < IDSET_MAX; i++) {
+	for (int n = idset_next(set, 0); n >= 0; n = idset_next(set, (unsigned)n + 1)) {
+		unsigned i = (unsigned)n;
 		int ix;
-		if (!idset_has(set, i))
-			continue;
 		if ((ix = topo_index(t, i)) < 0)
 			return mp_fail(e, MPE_NODES_NOT_IN_TOPOLOGY, 0, "%s: node %u is not online on this host", field, i);
 		memory |= t->nodes[ix].has_memory;
