@@ -24,8 +24,6 @@
 #include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
-#include "server/priv/accept.h"
-#include "server/priv/handoff.h"
 #include "server/priv/priv.h"
 #include "server/kernel/sandbox.h"
 #include "server/log.h"
@@ -363,20 +361,18 @@ int main(int argc, char **argv)
 	if (!(http = http_listen(cfg.socket, unix_fd, cfg.listen_tcp, cfg.tls_cert ? &tls : NULL, &lim, &e)))
 		goto fail;
 	if (cfg.user) {
-		/* The helper takes the Unix socket and alone accepts on it, so that the client of a
-		 * launch is what the kernel said at accept, never the serving side's word (server/priv/
-		 * handoff.h). Its records are bounded at twice what libmicrohttpd may hold. */
-		struct priv_accept acc = { .listen_fd = http_unix_listener(http), .max_conns = 2 * lim.max_connections,
-					   .serving_uid = user.uid };
+		/* This process accepts on the Unix socket; the helper keeps a copy of the listener only
+		 * to know its file, so that a launch is for a client of this socket as the kernel says,
+		 * never as the serving side says (server/priv/identity.h). */
+		struct priv_api api = { .listen_fd = http_unix_listener(http), .serving_uid = user.uid };
 		/* The helper writes the labels file (it alone may, in a root-owned directory): the path
 		 * is fixed before the fork, never sent. */
 		priv_set_labels_file(cfg.node_labels_file);
 		/* Before the store and before any thread (http_listen starts none): the helper is a fork
 		 * of this image, holding the knob catalogue, the roots and the listener, and nothing else
 		 * of the daemon. */
-		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &acc, &e) < 0)
+		if (priv_start(app.knobs, app.sysfs_root, app.procfs_root, app.probe_mem_pct, &api, &e) < 0)
 			goto fail;
-		http_hand_off(http, priv_handoff_chan());
 		/* The helper's exit (SIGCHLD: it is this process's only child then) and a broken channel
 		 * (wake_main) come to the main thread; blocked after the fork, so the helper does not
 		 * inherit them blocked, and before any thread starts. */

@@ -148,12 +148,9 @@ struct tls_files;
  * contents are moved into the listener (t is left empty), also on failure. */
 struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_addr, struct tls_files *tls,
 			 const struct conn_limits *lim, mp_err *e);
-/* Under privilege separation the helper accepts (server/priv/handoff.h): http_unix_listener is
- * the Unix listening socket for priv_start to give the helper, and http_hand_off then closes
- * this process's copy; http_serve starts the Unix side without a listening socket and takes the
- * helper's connections from chan (borrowed). */
+/* The Unix listening socket (borrowed), for priv_start: the helper keeps a copy to know which
+ * file it is bound to (server/priv/identity.h); this process alone accepts on it. */
 int http_unix_listener(const struct http *h);
-void http_hand_off(struct http *h, int chan);
 int http_serve(struct http *h, const struct app *app, mp_err *e);
 /* Stops accepting, lets in-flight requests finish (up to a few seconds), then stops. NULL is fine;
  * so is a listener never served. */

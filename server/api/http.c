@@ -12,7 +12,6 @@
 #include "server/api/auth.h"
 #include "server/api/edge.h"
 #include "server/api/http.h"
-#include "server/api/incoming.h"
 #include "server/api/slow.h"
 #include "server/api/waits.h"
 #include "server/jobs/jobs.h"
@@ -274,7 +273,7 @@ static int hold(struct http *h, struct MHD_Connection *conn, const struct req *r
 		return -1;
 	MHD_suspend_connection(conn);
 	if (waits_add(h->waits, conn, rq->hold_job, (int64_t)secs * 1000) < 0) {
-		incoming_resume(conn);
+		MHD_resume_connection(conn);
 		return -1;
 	}
 	/* The job may have ended after the handler read it and before waits_add, its end told to
@@ -339,7 +338,7 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
 		MHD_suspend_connection(conn);
 		if (slow_submit(h->slow, conn, run_slow, s) == 0)
 			return MHD_YES;   /* called again once the slow thread resumes the connection */
-		incoming_resume(conn);
+		MHD_resume_connection(conn);
 		s->slow = SLOW_NONE;  /* no memory to queue it: run it here */
 	}
 	if (s->slow == SLOW_DONE)

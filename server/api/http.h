@@ -14,17 +14,11 @@
 struct http {
 	const struct app *app;     /* borrowed; NULL until http_serve() */
 	int fd_unix, fd_tcp;       /* owned until http_serve() hands them to libmicrohttpd; -1 then */
-	struct MHD_Daemon *d_unix; /* owned; NULL with handoff, where incoming's loops run the Unix
-	                            * socket's daemons */
+	struct MHD_Daemon *d_unix; /* owned */
 	struct MHD_Daemon *d_tcp;  /* owned, NULL without --listen-tcp */
 	char *unix_path;           /* owned; unlinked at stop if still our socket (and not systemd's) */
 	struct unix_socket_id unix_id;
 	bool unix_inherited;       /* systemd's socket: left open for the next start, never shut down */
-	int handoff;               /* borrowed: the helper's hand-off channel, -1 when libmicrohttpd
-	                            * accepts on fd_unix itself (no privilege separation) */
-	struct incoming *incoming; /* owned: takes and serves the helper's connections (with handoff only) */
-	int fd_standby;            /* owned: with handoff, this process's copy of the Unix listener, on
-	                            * which it accepts only once the helper is lost (incoming.c) */
 	char *tcp_hosts[3];        /* owned: the Host values the plain TCP listener answers to */
 	struct tls_files tls;      /* owned: cert and key set when the TCP listener speaks TLS */
 	struct auth *auth;         /* owned: failed authentications per peer (TLS only) */

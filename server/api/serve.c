@@ -12,12 +12,10 @@
 #include "server/api/auth.h"
 #include "server/api/edge.h"
 #include "server/api/http.h"
-#include "server/api/incoming.h"
 #include "server/api/slow.h"
 #include "server/api/waits.h"
 #include "server/jobs/jobs.h"
 #include "server/log.h"
-#include "server/priv/handoff.h"
 
 /* Admission happens here, the moment libmicrohttpd has accepted (conn.c decides). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -29,14 +27,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		/* The TCP listener speaks TLS when it has a certificate: a refusal cannot be written there. */
 		*socket_ctx = ci ? conn_opened(h->conns, ci->connect_fd, h->tls.cert != NULL) : NULL;
-		if (h->incoming && http_on_unix_socket(conn))
-			incoming_opened(h->incoming);
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		/* Before libmicrohttpd's close(): the socket still names the connection. */
-		if (h->incoming && http_on_unix_socket(conn)) {
-			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-			incoming_closed(h->incoming, ci ? priv_conn_id(ci->connect_fd) : 0);
-		}
 		conn_closed(h->conns, *socket_ctx);
 		*socket_ctx = NULL;
 	}
@@ -51,41 +42,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("libmicrohttpd: %s", line);
 }
 
-/* What libmicrohttpd says of TCP options on a socket it was given, not accepted: 0.9.75's
- * MHD_add_connection cannot be told the socket is not TCP/IP (it passes "unknown"), and Linux
- * answers TCP_NODELAY and TCP_CORK on a Unix socket with EOPNOTSUPP, which it does not take for
- * "not TCP/IP", so every answer on a handed-over connection would log these three lines (three
- * writes to the log per answer, bench/README.md row 14; at a scrape every 30 s and a
- * node-problem-detector check every 60 s, ~13,000 lines a day per node, docs/reference/fleet.md).
- * Nothing in them applies to a Unix socket; matched on the format, before anything is formatted. */
-static const char *const unix_noise[] = {
-	"Setting %s option to %s state failed",
-	"Failed to push the data from buffers to the network",
-};
-
-static void mhd_log_unix(void *cls, const char *fmt, va_list ap)
-{
-	for (size_t i = 0; i < sizeof unix_noise / sizeof *unix_noise; i++)
-		if (!strncmp(fmt, unix_noise[i], strlen(unix_noise[i])))
-			return;
-	mhd_log(cls, fmt, ap);
-}
-
-/* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). fd -1:
- * one of the Unix socket's loops under privilege separation (api/incoming.c): no listening socket
- * (the connections come from the helper, MHD_add_connection), no thread of its own (the loop runs
- * it), and the receiver holds all the loops together to max-connections, which is therefore also
- * as many as one loop's daemon may hold. */
+/* tls: the TCP listener with TLS (the key material stays in h until the daemon stops). */
 static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 {
-	unsigned threads = fd < 0 ? MHD_USE_EPOLL : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
-	/* A loop's daemon gets neither (a thread pool size of 0 is not "none" to libmicrohttpd but a
-	 * warning in the log, once per loop at every start). */
-	struct MHD_OptionItem listen_opts[] = {
-		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
-		{ MHD_OPTION_THREAD_POOL_SIZE, CONN_WORKERS, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
 	/* With a trust list libmicrohttpd asks the client for a certificate but does not require
 	 * one: api/auth.c verifies it on every request. */
 	struct MHD_OptionItem tls_opts[] = {
@@ -95,12 +54,13 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd, bool tls)
 		{ MHD_OPTION_END, 0, NULL },
 	};
 
-	return MHD_start_daemon(threads | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0) |
-				(fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0), 0,
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+				MHD_ALLOW_SUSPEND_RESUME | (tls ? MHD_USE_TLS : 0), 0,
 				NULL, NULL, http_on_request, h,
-				MHD_OPTION_EXTERNAL_LOGGER, fd < 0 ? mhd_log_unix : mhd_log, NULL,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_UNESCAPE_CALLBACK, edge_no_unescape, NULL,
-				MHD_OPTION_ARRAY, fd >= 0 ? listen_opts : &listen_opts[2],
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_THREAD_POOL_SIZE, CONN_WORKERS,
 				MHD_OPTION_CONNECTION_TIMEOUT, h->lim.idle_timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, h->lim.max_connections,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_POOL_BYTES,
@@ -124,7 +84,7 @@ struct http *http_listen(const char *unix_path, int unix_fd, const char *tcp_add
 		h->tls = *tls;
 		memset(tls, 0, sizeof *tls);
 	}
-	h->fd_unix = h->fd_tcp = h->handoff = h->fd_standby = -1;
+	h->fd_unix = h->fd_tcp = -1;
 	h->lim = *lim;
 	if (unix_fd >= 0) {
 		h->fd_unix = unix_fd;
@@ -161,23 +121,6 @@ int http_unix_listener(const struct http *h)
 	return h->fd_unix;
 }
 
-void http_hand_off(struct http *h, int chan)
-{
-	/* The helper has its own copy and alone accepts on it while it lives. This process keeps
-	 * its copy on standby, accepting on it only once the helper is lost: the degraded window
-	 * (a new client is told 503 priv.lost and health says degraded, rather than refused). A
-	 * connection accepted here has no record in the helper, so it can never be named for a
-	 * privileged act: holding the listener lends the serving side nothing (DESIGN, Security). */
-	h->fd_standby = h->fd_unix;
-	h->fd_unix = -1;
-	h->handoff = chan;
-}
-
-static struct MHD_Daemon *start_unix_loop(void *cls)
-{
-	return start_daemon(cls, -1, false);
-}
-
 /* The job runner's end-of-job hook (jobs_on_end), under its lock. */
 static void job_ended(void *cls, int64_t job_id)
 {
@@ -187,23 +130,16 @@ static void job_ended(void *cls, int64_t job_id)
 int http_serve(struct http *h, const struct app *app, mp_err *e)
 {
 	h->app = app;
-	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(incoming_resume, e)) ||
-	    !(h->waits = waits_start(incoming_resume, e)))
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(MHD_resume_connection, e)) ||
+	    !(h->waits = waits_start(MHD_resume_connection, e)))
 		return -1;
 	if (app->jobs)
 		jobs_on_end(app->jobs, job_ended, h->waits);
 	if (!(h->auth = auth_new(h->lim.auth_fails)))
 		return mp_nomem(e);
-	if (h->handoff >= 0 && !(h->incoming = incoming_new(h->handoff, h->fd_standby, h->lim.max_connections, e)))
-		return -1;
-	if (h->incoming) {
-		if (incoming_start(h->incoming, CONN_WORKERS, start_unix_loop, h, e) < 0)
-			return -1;
-	} else {
-		if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
-			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
-		h->fd_unix = -1;   /* libmicrohttpd's now */
-	}
+	if (!(h->d_unix = start_daemon(h, h->fd_unix, false)))
+		return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s", h->unix_path);
+	h->fd_unix = -1;   /* libmicrohttpd's now */
 	if (h->fd_tcp >= 0) {
 		if (!(h->d_tcp = start_daemon(h, h->fd_tcp, h->tls.cert != NULL)))
 			return mp_fail(e, MPE_HTTP_START, 0, "libmicrohttpd failed to start on %s%s", h->tcp_hosts[0],
@@ -232,9 +168,6 @@ void http_stop(struct http *h)
 	d[1] = h->d_tcp;
 	if (h->unix_path && !h->unix_inherited)
 		listen_unix_release(h->unix_path, &h->unix_id);   /* a new client finds no socket */
-	/* Under privilege separation the helper accepts: it stops when the channel ends, and the
-	 * loops take no more but serve what they hold until incoming_stop below. */
-	incoming_quiesce(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		ls[i] = d[i] ? MHD_quiesce_daemon(d[i]) : MHD_INVALID_SOCKET;
 		/* ... or is refused: MHD's threads may still hold the fd, so it is shut down now and
@@ -251,12 +184,11 @@ void http_stop(struct http *h)
 	/* A scan in flight runs at SCHED_IDLE, which gets no CPU while the machine is busy: at stop
 	 * it is what is left to answer, so it runs at normal priority. */
 	slow_hurry(h->slow);
-	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) + incoming_connections(h->incoming) > 0; n++)
+	for (int n = 0; n < 250 && connections(d[0]) + connections(d[1]) > 0; n++)
 		nanosleep(&ts, NULL);
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
 	 * is queued (the drain above let it) and resumes each before it ends. */
 	slow_stop(h->slow);
-	incoming_stop(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		if (d[i])
 			MHD_stop_daemon(d[i]);
@@ -269,9 +201,6 @@ void http_stop(struct http *h)
 		close(h->fd_unix);
 	if (h->fd_tcp >= 0)
 		close(h->fd_tcp);
-	incoming_free(h->incoming);   /* the workers that report closes have stopped */
-	if (h->fd_standby >= 0)
-		close(h->fd_standby);
 	conn_table_free(h->conns);
 	waits_free(h->waits);
 	auth_free(h->auth);

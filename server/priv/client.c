@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "server/priv/chans.h"
-#include "server/priv/handoff.h"
 #include "server/priv/helper.h"
 #include "server/log.h"
 
@@ -113,7 +112,6 @@ void priv_stop(void)
 	for (int i = 0; i < nchans; i++)
 		close(chans[i].fd);
 	nchans = nfree = nalive = 0;
-	priv_handoff_release();
 	/* EOF ends the helper's loops; it answers nothing in between. */
 	while (waitpid(helper_pid, &st, 0) < 0 && errno == EINTR)
 		;

@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "server/priv/handoff.h"
 #include "server/priv/priv.h"
 
 /* The step a refused or failed start names: the helper's, fork when it refused before any ran. */
@@ -78,7 +77,6 @@ pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step)
 	if (!put_str(m, s->cwd))
 		goto out;
 	*step = SPAWN_FORK;
-	m->conn_id = priv_conn_id(s->peer_fd);
 	if ((rc = priv_exchange(m, sizeof *m, s->peer_fd, &rep, NULL)) == 0) {
 		rc = rep.rc;
 		if (rc < 0)

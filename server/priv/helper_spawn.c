@@ -2,10 +2,10 @@
  * serving side's are in client_spawn.c).
  *
  * The daemon packs the spawn_spec into the fixed-size message (counted strings, typed policy and
- * CPUs) and names the client's connection, sending it along; the helper unpacks it, checking every
- * count and string again, takes the identity from its own record of that connection (accept.c: a
- * daemon that names another connection, or lies about the uid, gets -EPERM), and forks through the same spawn_start (kernel/spawn.c) the in-process path
- * uses. The helper never blocks a channel on a child: PRIV_REAP is a WNOHANG wait, and the
+ * CPUs) and sends the client's connection along; the helper unpacks it, checking every count
+ * and string again, takes the identity from that socket as the kernel describes it (identity.c:
+ * a descriptor that is not a live connection of the API socket, or a uid the client may not be,
+ * gets -errno), and forks through the same spawn_start (kernel/spawn.c) the in-process path uses. The helper never blocks a channel on a child: PRIV_REAP is a WNOHANG wait, and the
  * daemon's watcher asks once the child's pidfd says it exited (ops/children.c). */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/priv/accept.h"
 #include "server/priv/helper.h"
+#include "server/priv/identity.h"
 #include "server/priv/priv.h"
 #include "server/kernel/topology.h"
 #include "server/log.h"
@@ -71,7 +71,7 @@ int priv_check_spawn(const struct helper *h, const void *msg)
 	    m->data_len < 1 || m->data_len > PRIV_SPAWN_DATA || m->thp > SPAWN_THP_EXCEPT_ADVISED ||
 	    m->set_policy > 1 || m->has_cpus > 1 || m->maxnode > IDSET_MAX + 1)
 		return -EINVAL;
-	if ((rc = priv_accept_identity(m->conn_id, h->in_fd, &who)) < 0)
+	if ((rc = priv_identity(h->in_fd, &who)) < 0)
 		return rc;
 	/* Who may be who: a client is itself, with its own groups at most; root may be anyone. */
 	for (uint32_t i = 0; i < m->ngroups && who.uid != 0; i++) {

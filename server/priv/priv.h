@@ -40,17 +40,22 @@ struct priv_user {
 /* 0, or -1 with MPE_CONFIG_USER when there is no such user or it is root. */
 int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e);
 
+/* The API's Unix socket as the helper is given it: the serving side keeps the listener and
+ * accepts on it (libmicrohttpd, as a single process does); the helper keeps a copy that it never
+ * accepts on, to know which file the socket is bound to (server/priv/identity.h). */
+struct priv_api {
+	int listen_fd;       /* borrowed: the listener (the helper's copy is made by the fork) */
+	uid_t serving_uid;   /* the serving side's own user: its connections carry no identity */
+};
+
 /* Forks the helper over the catalogue and roots (borrowed; the helper keeps its copy-on-write
  * image of them). Call as root, before any thread starts and before the store is opened: the
- * helper closes every fd but its ends of the socketpairs and stdio. probe_mem_pct is the share of
- * free memory a probe may take, which the helper checks itself. With acc, the helper also takes
- * acc->listen_fd, the API's Unix listening socket, and is from then on the one process that
- * accepts on it (server/priv/accept.h): the caller closes its own copy and takes the connections
- * from priv_handoff_chan(). Without, no connection has an identity the helper knows, and it
- * refuses every launch. 0, or -1 with MPE_PRIV_START. */
-struct priv_accept;
+ * helper closes every fd but its ends of the socketpairs, its copy of api->listen_fd, and stdio.
+ * probe_mem_pct is the share of free memory a probe may take, which the helper checks itself.
+ * Without api no connection has an identity, and the helper refuses every launch. 0, or -1 with
+ * MPE_PRIV_START. */
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
-	       const struct priv_accept *acc, mp_err *e);
+	       const struct priv_api *api, mp_err *e);
 
 /* The NFD labels file (--node-labels-file, borrowed: lives as long as the config) the helper
  * forked after this writes on PRIV_LABELS_WRITE, and no other path. Call before priv_start. */
@@ -100,9 +105,9 @@ long priv_collapse(int pidfd, uint64_t start, uint64_t len);
 /* cpuset.mems = text (a kernel node list, "" to inherit) in the cgroup directory dirfd (borrowed). */
 int priv_cg_mems(int dirfd, const char *text);
 
-/* spawn_start through the helper: s->peer_fd (borrowed), the client's connection as the helper
- * handed it over, goes along with its identifier, and the helper takes the client's credentials
- * from its own record of it. The pid, or -errno with *step. */
+/* spawn_start through the helper: s->peer_fd (borrowed), the client's connection, goes along, and
+ * the helper takes the client's credentials from it only when it is a live connection of the API
+ * socket (server/priv/identity.h). The pid, or -errno with *step. */
 pid_t priv_spawn(const struct spawn_spec *s, enum spawn_step *step);
 /* spawn_reap of a child the helper started; without nohang it polls (the helper never blocks a
  * channel on a child). */

@@ -121,10 +121,10 @@ struct priv_cg_mems {
 	uint64_t nodes[IDSET_MAX / 64];   /* empty: inherit (v2) */
 };
 
-/* PRIV_SPAWN names the client's connection by its identifier and carries the connection itself
- * (SCM_RIGHTS): the helper acts only when that is the socket it accepted under the identifier and
- * its client is still connected, and takes the identity from what it recorded at accept
- * (server/priv/handoff.h), never from the daemon's word. A non-root client gets exactly its own
+/* PRIV_SPAWN carries the client's connection (SCM_RIGHTS): the helper acts only when the kernel
+ * says it is a connection accepted on the API socket whose client is still connected, and takes
+ * the identity from that socket's credentials (server/priv/identity.h), never from the daemon's
+ * word. A non-root client gets exactly its own
  * uid and gid and a subset of its own groups; only a root client may name another user (as the
  * API allows). The strings are counted: data holds argc argument, envc
  * "NAME=value" entries and the cwd, each NUL-terminated, filling exactly data_len bytes. The policy
@@ -134,7 +134,6 @@ struct priv_cg_mems {
 #define PRIV_SPAWN_GROUPS 1024
 struct priv_spawn {
 	struct priv_hdr h;
-	uint64_t conn_id;      /* the connection's identifier (priv_conn_id of the fd sent) */
 	uint32_t uid, gid;
 	uint32_t ngroups;      /* 0 .. PRIV_SPAWN_GROUPS */
 	uint32_t argc;         /* 1 .. PRIV_SPAWN_ARGS, argv[0] non-empty */

@@ -16,11 +16,10 @@
 #include <unistd.h>
 
 #include "server/log.h"
-#include "server/priv/accept.h"
 #include "server/priv/caps.h"
 #include "server/priv/chans.h"
-#include "server/priv/handoff.h"
 #include "server/priv/helper.h"
+#include "server/priv/identity.h"
 
 int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 {
@@ -41,9 +40,9 @@ int priv_lookup_user(const char *name, struct priv_user *u, mp_err *e)
 	return 0;
 }
 
-/* The helper's descriptors after the fork: its channels, then the hand-off channel and the API's
- * listening socket when it has one. */
-#define HELPER_FDS (PRIV_CHANNELS + 2)
+/* The helper's descriptors after the fork: its channels, then its copy of the API's listening
+ * socket when it has one. */
+#define HELPER_FDS (PRIV_CHANNELS + 1)
 
 void priv_set_labels_file(const char *path)
 {
@@ -59,14 +58,13 @@ static void helper_orphaned(int sig)
 }
 
 int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const char *procfs_root, unsigned probe_mem_pct,
-	       const struct priv_accept *acc, mp_err *e)
+	       const struct priv_api *api, mp_err *e)
 {
-	/* sv[PRIV_CHANNELS] is the hand-off channel; in the child, keep[HELPER_FDS - 1] is the
-	 * listener's copy (-1 without one). */
-	int sv[PRIV_CHANNELS + 1][2], ours[PRIV_CHANNELS], n, err;
+	/* In the child, keep[HELPER_FDS - 1] is the listener's copy (-1 without one). */
+	int sv[PRIV_CHANNELS][2], ours[PRIV_CHANNELS], n, err;
 	pid_t parent = getpid(), pid;
 
-	for (n = 0; n < PRIV_CHANNELS + 1; n++)
+	for (n = 0; n < PRIV_CHANNELS; n++)
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv[n]) < 0)
 			goto fail;
 	if ((pid = fork()) < 0)
@@ -74,8 +72,7 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 	if (pid == 0) {
 		int keep[HELPER_FDS], fds[HELPER_FDS];
 		/* The helper dies with the daemon, and keeps nothing of it but its channels (fds 3 ..
-		 * 3 + PRIV_CHANNELS - 1), the hand-off channel and the listener (the next two), and stdio
-		 * (the log). Its parent's death is SIGUSR1, whose
+		 * 3 + PRIV_CHANNELS - 1), its copy of the listener (the next one), and stdio (the log). Its parent's death is SIGUSR1, whose
 		 * handler kills the probe children first (nothing else sends the helper SIGUSR1; the
 		 * SIGTERM of a unit's stop stays blocked, as main set it: the helper ends on EOF then,
 		 * after the serving side's orderly stop). */
@@ -88,11 +85,11 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		prctl(PR_SET_PDEATHSIG, SIGUSR1);
 		if (getppid() != parent)
 			_exit(0);
-		for (int i = 0; i < PRIV_CHANNELS + 1; i++) {
+		for (int i = 0; i < PRIV_CHANNELS; i++) {
 			close(sv[i][0]);
 			keep[i] = sv[i][1];
 		}
-		keep[HELPER_FDS - 1] = acc ? acc->listen_fd : -1;
+		keep[HELPER_FDS - 1] = api ? api->listen_fd : -1;
 		/* Above every fd in use, then down to 3 + i: no dup2 overwrites one not yet moved. */
 		for (int i = 0; i < HELPER_FDS; i++)
 			if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD, 64 + i)) < 0)
@@ -106,10 +103,12 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		log_reopen();   /* the journal's socket was one of the fds closed or overwritten */
 		if (priv_helper_caps() < 0)
 			_exit(1);
-		/* Without a listener nobody is accepted: no connection has an identity, and every
-		 * launch is refused (the unit tests of the other requests start it so). */
-		if (acc && priv_accept_start(fds[PRIV_CHANNELS + 1], fds[PRIV_CHANNELS], acc) < 0)
-			_exit(1);
+		/* Without a listener no connection has an identity, and every launch is refused (the
+		 * unit tests of the other requests start it so). The listener's file is asked of the
+		 * kernel here, before the first request; if it cannot be, each launch asks again. */
+		if (api && (err = priv_identity_init(fds[PRIV_CHANNELS], api->serving_uid)) < 0)
+			log_warn("privileged helper: the API socket's file (unix_diag, NETLINK_SOCK_DIAG): %s; launches "
+				 "are refused until the kernel can say (modprobe unix_diag)", strerror(-err));
 		priv_helper_run(fds, PRIV_CHANNELS, knobs, sysfs_root, procfs_root, probe_mem_pct);
 		_exit(0);
 	}
@@ -117,12 +116,7 @@ int priv_start(const struct knob_catalogue *knobs, const char *sysfs_root, const
 		close(sv[i][1]);
 		ours[i] = sv[i][0];
 	}
-	close(sv[PRIV_CHANNELS][1]);
 	priv_chans_adopt(ours, PRIV_CHANNELS, pid);
-	if (acc)
-		priv_handoff_adopt(sv[PRIV_CHANNELS][0]);
-	else
-		close(sv[PRIV_CHANNELS][0]);
 	return 0;
 fail:
 	err = errno;

@@ -146,8 +146,7 @@ class HelperLost(Base):
         n0 = int(real_file(HP))
         self.addCleanup(real_write, HP, str(n0))
         helper = self.helper()
-        # The helper accepts every new connection on the Unix socket: while it is stopped only a
-        # connection it handed over before is served. One, kept alive, carries what is asked then.
+        # One connection, kept alive, carries everything asked while the helper is stopped.
         kept = UnixHTTPConnection(self.d.socket)
         self.addCleanup(kept.close)
 
@@ -157,7 +156,7 @@ class HelperLost(Base):
             r = kept.getresponse()
             return r.status, json.loads(r.read() or b"null")
 
-        self.assertEqual(ask("GET", "/v1/health")[0], 200)   # handed over, served
+        self.assertEqual(ask("GET", "/v1/health")[0], 200)
         # Stopped, the helper takes the job's first run of steps and never answers it: the job is
         # running, waiting on the helper, when the helper dies.
         os.kill(helper, signal.SIGSTOP)

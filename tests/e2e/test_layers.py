@@ -36,11 +36,9 @@ ALLOWED = {
     "server/jobs": LEAVES | {APP, "server/store"},
     "server/ops": LEAVES | {APP, "server/jobs", "server/store", "server/kernel", "server/priv", "server/probes",
                    "server/profiles", "server/fleet"},
-    # server/priv/handoff.h alone of the boundary: under privilege separation the helper accepts on
-    # the Unix socket and the listener (api/serve.c, api/incoming.c) takes each connection from the
-    # hand-off channel, whose wire format that header is; nothing of the helper's requests.
-    "server/api": LEAVES | {APP, "server/metrics.h", "server/ops", "server/jobs", "server/store",
-                            "server/priv/handoff.h"},
+    # Nothing of the privilege boundary: the serving side accepts on the Unix socket itself, and a
+    # launch's identity is the helper's question about the connection (server/priv/identity.h).
+    "server/api": LEAVES | {APP, "server/metrics.h", "server/ops", "server/jobs", "server/store"},
     # server/'s own files: main() wires every room; the others are named one by one.
     "server": None,
 }

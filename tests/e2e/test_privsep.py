@@ -6,6 +6,7 @@ that cannot be separated is refused with a clear reason, leaving nothing behind 
 import json
 import os
 import pwd
+import signal
 import subprocess
 import tempfile
 import time
@@ -84,12 +85,13 @@ class Privsep(unittest.TestCase):
         self.assertEqual(int(st["CapAmb"], 16), 0)
         self.assertEqual(st["NoNewPrivs"], "1")
 
-    def test_a_handed_over_connection_logs_no_tcp_noise(self):
-        # libmicrohttpd 0.9.75 cannot be told that a socket given to it (MHD_add_connection) is not
-        # TCP/IP: it tries TCP_NODELAY and TCP_CORK on every answer, and every answer on a handed-over
-        # connection logged three warnings ("... Client may experience some delay"), noise on a Unix
-        # socket. Two requests on one kept-alive connection: the loop serves them in order, so
-        # whatever it logged for the first answer is in the log before the second answer is sent.
+    def test_a_unix_connection_logs_no_tcp_noise(self):
+        # libmicrohttpd 0.9.75 tries TCP_NODELAY and TCP_CORK on every answer on a socket it was
+        # given rather than accepted (MHD_add_connection), and logged three warnings per answer
+        # ("... Client may experience some delay") when the helper handed connections over. The
+        # serving process accepts on the Unix socket itself now, where libmicrohttpd knows it is no
+        # TCP socket. Two requests on one kept-alive connection: served in order, so whatever was
+        # logged for the first answer is in the log before the second answer is sent.
         c = UnixHTTPConnection(self.d.socket, 30)
         try:
             for _ in range(2):
@@ -102,6 +104,39 @@ class Privsep(unittest.TestCase):
         log = self.d.log_text()
         self.assertNotIn("libmicrohttpd: Setting TCP_", log)
         self.assertNotIn("libmicrohttpd: Failed to push", log)
+
+    def test_a_stopped_helper_holds_up_no_new_connection(self):
+        # The serving process accepts on the Unix socket itself, as with --user root: the helper is
+        # on no request's path, only asked for privileged acts. Stopped, it holds up no new client
+        # of a read (when the helper accepted every connection, a stopped one left new clients in
+        # the backlog until their timeout).
+        helper = children(self.d.proc.pid)[0]
+        os.kill(helper, signal.SIGSTOP)
+        try:
+            for path in ("/v1/health", "/v1/knobs/thp.enabled", "/v1/topology"):
+                r = self.d.request("GET", path, timeout=10)
+                self.assertEqual(r.status, 200, r.raw)
+        finally:
+            os.kill(helper, signal.SIGCONT)
+
+    def test_the_serving_users_own_connection_launches_nothing(self):
+        # Its connection to the API socket is a client like any to the kernel: the helper refuses
+        # it (EACCES: the client is the serving side's own user), the launch is recorded failed and
+        # nothing ran. (What else a compromised serving side may pass: tests/unit/test_priv_identity.c.)
+        marker = os.path.join(self.d.dir, "as-serving-user")
+        body = {"argv": ["/usr/bin/touch", marker], "cwd": "/"}
+        p = subprocess.run(["setpriv", "--reuid", USER, "--regid", USER, "--clear-groups", "--", "curl", "-sS",
+                            "--unix-socket", self.d.socket, "-H", "Content-Type: application/json", "-d",
+                            json.dumps(body), "-w", "\n%{http_code}", "http://localhost/v1/processes"],
+                           capture_output=True, text=True, timeout=30)
+        out, code = p.stdout.rsplit("\n", 1)
+        self.assertEqual(int(code), 409, out)
+        problem = json.loads(out)
+        self.assertEqual(problem["code"], "process.setup_failed", problem)
+        self.assertIn(os.strerror(13), problem["detail"])   # EACCES
+        self.assertFalse(os.path.exists(marker))
+        rows = self.d.sql("SELECT status, errno FROM operations WHERE kind = 'process.launch' ORDER BY id DESC LIMIT 1")
+        self.assertEqual(rows, [("failed", 13)])
 
     def test_database_is_the_users(self):
         self.assertEqual(os.stat(self.d.db).st_uid, self.pw.pw_uid)

@@ -98,8 +98,7 @@ class SlowRoutesTest(unittest.TestCase):
         self.d.start()
         with self.connect() as scan:
             scan.sendall(STATS)
-            # In flight: the daemon has read it (under privilege separation the connection first
-            # crosses the helper's accept and the hand-off; one still in the backlog is not).
+            # In flight: the daemon has read it (one still in the backlog is not).
             wait_read(scan)
             self.d.proc.send_signal(signal.SIGTERM)
             try:

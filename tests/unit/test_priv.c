@@ -24,9 +24,7 @@
 #include "server/api/listen.h"
 #include "server/fleet/nfd.h"
 #include "server/kernel/knobs.h"
-#include "server/priv/accept.h"
 #include "server/priv/act.h"
-#include "server/priv/handoff.h"
 #include "server/priv/helper.h"
 #include "server/priv/priv.h"
 #include "server/probes/typed.h"
@@ -45,11 +43,11 @@ static struct knob_catalogue *cat;
 
 #define PROBE_SHARE_PCT 50   /* the helper's share of free memory: 2 GiB of the tree's 4 */
 static char api_path[128];
+static int api_fd = -1;   /* the API's listener: this process accepts on it, as the serving side does */
 
 static void make_tree(void)
 {
 	struct unix_socket_id sid;
-	int fd;
 
 	snprintf(root, sizeof root, "/tmp/mpd-priv-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
@@ -72,18 +70,17 @@ static void make_tree(void)
 	put(proc_root, "4242/numa_maps", "7f0000000000 default anon=1 N0=1");
 	put(proc_root, "4242/stat", "4242 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0");
 	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
-	/* The API's listening socket goes to the helper, as the daemon's does: a launch names a
-	 * connection the helper accepted (test_priv_identity.c plays the attacker against that). */
+	/* The helper is told of the API's listening socket, as the daemon's is: a launch carries a
+	 * connection accepted on it (test_priv_identity.c plays the attacker against that). */
 	snprintf(api_path, sizeof api_path, "%s/api.sock", root);
-	ck_assert_int_ge(fd = listen_unix_socket(api_path, &sid, NULL), 0);
-	struct priv_accept acc = { .listen_fd = fd, .max_conns = 16, .serving_uid = (uid_t)-1 };
-	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, PROBE_SHARE_PCT, &acc, NULL), 0);
-	close(fd);
+	ck_assert_int_ge(api_fd = listen_unix_socket(api_path, &sid, NULL), 0);
+	struct priv_api api = { .listen_fd = api_fd, .serving_uid = (uid_t)-1 };
+	ck_assert_int_eq(priv_start(cat, sys_root, proc_root, PROBE_SHARE_PCT, &api, NULL), 0);
 }
 
 /* A connection of this process (root) to the API socket: the client's end in *client, the end
- * the helper handed over returned, its identifier in *id. */
-static int accepted(int *client, uint64_t *id)
+ * accepted on the listener returned. */
+static int accepted(int *client)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -91,7 +88,7 @@ static int accepted(int *client, uint64_t *id)
 	memcpy(sa.sun_path, api_path, strlen(api_path) + 1);
 	ck_assert_int_ge(*client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
 	ck_assert_int_eq(connect(*client, (struct sockaddr *)&sa, sizeof sa), 0);
-	ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &fd, id), 0);
+	ck_assert_int_ge(fd = accept4(api_fd, NULL, NULL, SOCK_CLOEXEC), 0);
 	return fd;
 }
 
@@ -101,6 +98,8 @@ static void drop_tree(void)
 
 	priv_stop();
 	knobs_free(cat);
+	close(api_fd);
+	api_fd = -1;
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -521,9 +520,6 @@ END_TEST
 
 /* ---- PRIV_SPAWN / PRIV_REAP ------------------------------------------------------------------ */
 
-/* The connection the launches of the test name. */
-static uint64_t spawn_conn_id;
-
 /* A spawn of argv (NULL-terminated) with cwd "/", as uid/gid, packed as the daemon packs it. */
 static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gid)
 {
@@ -531,7 +527,6 @@ static struct priv_spawn *spawn_msg(const char *const *argv, uid_t uid, gid_t gi
 
 	ck_assert_ptr_nonnull(m);
 	m->h = hdr(PRIV_SPAWN, sizeof *m);
-	m->conn_id = spawn_conn_id;
 	m->uid = uid;
 	m->gid = gid;
 	for (; argv[m->argc]; m->argc++) {
@@ -557,20 +552,18 @@ START_TEST(malformed_spawns_are_refused)
 	snprintf(marker, sizeof marker, "%s/spawned", root);
 	/* Every malformed launch below names a live root client's connection: only the message is
 	 * wrong. Who may be whom: test_priv_identity.c. */
-	sv[0] = accepted(&client, &spawn_conn_id);
+	sv[0] = accepted(&client);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd), 0);
 	sv[1] = pfd[0];
 	ck_assert_int_eq(pipe(pfd), 0);
 	ck_assert_int_ge(udp = socket(AF_INET, SOCK_DGRAM, 0), 0);
 	m = spawn_msg(argv, 0, 0);
-	/* No connection with it, a pipe, an Internet socket, a socket the helper did not accept:
-	 * no identity to take. */
+	/* No connection with it, a pipe, an Internet socket, a socket not accepted on the API
+	 * socket: no identity to take. */
 	ck_assert_int_eq(send_raw(m, sizeof *m), -EBADF);
 	ck_assert_int_eq(send_raw_fd(m, sizeof *m, pfd[0]), -ENOTSOCK);
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, udp), -EPERM);
+	ck_assert_int_eq(send_raw_fd(m, sizeof *m, udp), -EAFNOSUPPORT);
 	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[1]), -EPERM);
-	m->conn_id = priv_conn_id(sv[1]);
-	ck_assert_int_eq(send_raw_fd(m, sizeof *m, sv[1]), -ENOTCONN);
 	free(m);
 	/* Oversized counts. */
 	m = spawn_msg(argv, 0, 0);
@@ -786,14 +779,13 @@ START_TEST(spawn_runs_and_reaps_through_the_helper)
 	char env_m[PATH_MAX + 2];
 	char *envp[] = { env_m, NULL };
 	int sv[2], st = -1;
-	uint64_t id;
 	enum spawn_step step;
 	pid_t pid;
 
 	make_tree();
 	snprintf(marker, sizeof marker, "%s/spawned", root);
 	snprintf(env_m, sizeof env_m, "M=%s", marker);
-	sv[0] = accepted(&sv[1], &id);
+	sv[0] = accepted(&sv[1]);
 	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
 				.peer_fd = sv[0] };
 	ck_assert(priv_active());
@@ -833,12 +825,11 @@ START_TEST(reap_through_the_helper_gives_the_usage)
 	char *envp[] = { NULL };
 	struct rusage ru;
 	int sv[2], st = -1;
-	uint64_t id;
 	enum spawn_step step;
 	pid_t pid;
 
 	make_tree();
-	sv[0] = accepted(&sv[1], &id);
+	sv[0] = accepted(&sv[1]);
 	struct spawn_spec s = { .argv = argv, .envp = envp, .cwd = "/", .uid = getuid(), .gid = getgid(),
 				.peer_fd = sv[0] };
 	ck_assert(priv_active());

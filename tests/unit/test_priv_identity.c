@@ -2,18 +2,20 @@
  *
  * This program is built from the daemon's own code. It makes the API's Unix listening socket as
  * the daemon does (listen_unix_socket), forks the real helper with it (priv_start), then becomes
- * the serving process (priv_drop to the mempolicyd user, sandbox_serving) and misbehaves: every
- * request type of the closed set, with hostile contents, with every descriptor it holds — the
- * helper's channels and the hand-off channel, a copy of the listening socket, a socket connected
- * to a root-owned listener, TCP sockets, its own connection to the API socket, a root client's
- * connection that has since closed, and live connections of a root and a nobody client — and
- * names every connection identifier it knows with each of them.
+ * the serving process (priv_drop to the mempolicyd user, sandbox_serving), which accepts on that
+ * socket itself as the daemon does, and misbehaves: every request type of the closed set, with
+ * hostile contents, with every descriptor it holds — the listener, the helper's channels, a
+ * socketpair, a socket connected to a root-owned listener, TCP sockets, its own connection to the
+ * API socket, connections whose client has since closed or half-closed, a connection accepted on a
+ * listener of its own to which a root client connected, and live connections of a root and a
+ * nobody client.
  *
  * The residual docs/DESIGN.md states (Security, "Who a launch is for") is all that may act: a
  * launch as a client whose connection is open at that moment, within what that client may do (as
- * itself; as anyone when it is root). Every other launch is refused before anything is forked: a
- * refusal is the helper's answer, which comes after its decision, and a launch that did start is
- * reaped and its marker file looked at, so no sleep proves an absence. */
+ * itself; as anyone when it is root). Every other launch is refused before anything is forked,
+ * each with the errno of its own reason (server/priv/identity.h): a refusal is the helper's
+ * answer, which comes after its decision, and a launch that did start is reaped and its marker
+ * file looked at, so no sleep proves an absence. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -36,8 +38,6 @@
 #include "server/kernel/knobs.h"
 #include "server/kernel/sandbox.h"
 #include "server/kernel/spawn.h"
-#include "server/priv/accept.h"
-#include "server/priv/handoff.h"
 #include "server/priv/priv.h"
 #include "tests/unit/check_main.h"
 
@@ -49,17 +49,17 @@ static char root[64], sys_root[96], proc_root[96];
 #define POOL "kernel/mm/hugepages/hugepages-2048kB/"
 #define NOBODY 65534
 
-static char api_path[128], host_path[128], marks[128];
+static char api_path[128], host_path[128], evil_path[160], marks[128];
 static struct knob_catalogue *cat;
 static struct priv_user served;
-static int api_copy = -1, host_listener = -1, tcp_listener = -1;
+static int api_fd = -1, host_listener = -1, tcp_listener = -1;
 
-/* A client process connected to the API socket, and the serving side's end of its connection. */
+/* A client process that connects to a Unix socket when told, and the serving side's end of its
+ * connection. */
 struct client {
 	pid_t pid;
-	int ctl;       /* closing it ends the client */
-	int fd;        /* the connection as the helper handed it over */
-	uint64_t id;
+	int ctl;       /* 'g': connect; 'h': shut the sending side; closing it ends the client */
+	int fd;        /* the connection as the serving side accepted it */
 };
 
 /* ---- the daemon's start, as server/main.c does it ------------------------------------------- */
@@ -86,13 +86,13 @@ static void janitor(void)
 	close(p[0]);   /* p[1] stays open in this process until it exits */
 }
 
-static void setup(unsigned max_conns)
+static void setup(void)
 {
 	struct unix_socket_id sid;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sockaddr_in si = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char evil_dir[96];
 	mp_err e = { 0 };
-	int fd;
 
 	snprintf(root, sizeof root, "/tmp/mpd-ident-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
@@ -111,10 +111,14 @@ static void setup(unsigned max_conns)
 	ck_assert_int_eq(chmod(marks, 01777), 0);   /* a launch as nobody may leave its marker */
 	ck_assert_ptr_nonnull(cat = knobs_build(sys_root, proc_root));
 	ck_assert_msg(priv_lookup_user("mempolicyd", &served, &e) == 0, "%s (make user)", e.detail);
+	/* A directory the serving side owns, where it may bind a socket of its own. */
+	snprintf(evil_dir, sizeof evil_dir, "%s/evil", root);
+	ck_assert_int_eq(mkdir(evil_dir, 0755), 0);
+	ck_assert_int_eq(chown(evil_dir, served.uid, served.gid), 0);
+	snprintf(evil_path, sizeof evil_path, "%s/api.sock", evil_dir);
 
 	snprintf(api_path, sizeof api_path, "%s/api.sock", root);
-	ck_assert_msg((fd = listen_unix_socket(api_path, &sid, &e)) >= 0, "%s", e.detail);
-	api_copy = dup(fd);   /* the daemon closes its copy; an attacker that kept one gains nothing */
+	ck_assert_msg((api_fd = listen_unix_socket(api_path, &sid, &e)) >= 0, "%s", e.detail);
 	/* Some root daemon's socket on the host, which the dropped side can still connect to. */
 	snprintf(host_path, sizeof host_path, "%s/host.sock", root);
 	memcpy(sa.sun_path, host_path, strlen(host_path) + 1);
@@ -126,10 +130,8 @@ static void setup(unsigned max_conns)
 	ck_assert_int_eq(bind(tcp_listener, (struct sockaddr *)&si, sizeof si), 0);
 	ck_assert_int_eq(listen(tcp_listener, 8), 0);
 
-	struct priv_accept acc = { .listen_fd = fd, .max_conns = max_conns, .serving_uid = served.uid };
-	ck_assert_msg(priv_start(cat, sys_root, proc_root, 50, &acc, &e) == 0, "%s", e.detail);
-	ck_assert_int_ge(priv_handoff_chan(), 0);
-	close(fd);   /* as http_hand_off does */
+	struct priv_api api = { .listen_fd = api_fd, .serving_uid = served.uid };
+	ck_assert_msg(priv_start(cat, sys_root, proc_root, 50, &api, &e) == 0, "%s", e.detail);
 }
 
 /* The serving process from here: the daemon's user, no capabilities, the seccomp filter. */
@@ -146,47 +148,65 @@ static void teardown(void)
 {
 	priv_stop();
 	knobs_free(cat);
+	close(api_fd);
+	api_fd = -1;
 }
 
 /* ---- clients ---------------------------------------------------------------------------------- */
 
-/* Connects a process of uid to the API socket and takes the connection the helper hands over.
- * Before become_serving_side only: a root client needs root to start. */
-static void client_start(struct client *c, uid_t uid)
+/* A process of uid that connects to path when told (client_connect). Before become_serving_side
+ * only: a root client needs root to start. */
+static void client_spawn(struct client *c, uid_t uid, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred uc;
-	socklen_t l = sizeof uc;
 	int ctl[2];
-	char x;
 
-	memcpy(sa.sun_path, api_path, strlen(api_path) + 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl), 0);
 	ck_assert_int_ge(c->pid = fork(), 0);
 	if (c->pid == 0) {
-		int s;
+		int s = -1;
+		char x;
 		/* Nothing of the serving side's stays open here: the helper's channels must end with it. */
 		if (dup2(ctl[1], 3) < 0 || syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
 			_exit(1);
 		if (uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
 			_exit(1);
-		if ((s = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
-			_exit(2);
-		if (write(3, "c", 1) != 1)
-			_exit(3);
-		/* Until the test closes its end; 'h' first: shut the sending side only (a half-close). */
-		while (read(3, &x, 1) == 1 && x == 'h')
-			if (shutdown(s, SHUT_WR) < 0 || write(3, "h", 1) != 1)
+		/* Until the test closes its end: 'g' connects, 'h' shuts the sending side only. */
+		while (read(3, &x, 1) == 1) {
+			if (x == 'g' && ((s = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+					 connect(s, (struct sockaddr *)&sa, sizeof sa) < 0))
+				_exit(2);
+			if (x == 'h' && shutdown(s, SHUT_WR) < 0)
 				_exit(4);
+			if (write(3, &x, 1) != 1)
+				_exit(3);
+		}
 		_exit(0);
 	}
 	close(ctl[1]);
 	c->ctl = ctl[0];
+	c->fd = -1;
+}
+
+/* The client connects; the serving side accepts the connection on listener. */
+static void client_connect(struct client *c, int listener)
+{
+	struct ucred uc;
+	socklen_t l = sizeof uc;
+	char x;
+
+	ck_assert_int_eq(write(c->ctl, "g", 1), 1);
 	ck_assert_int_eq(read(c->ctl, &x, 1), 1);
-	ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &c->fd, &c->id), 0);
+	ck_assert_int_ge(c->fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC), 0);
 	ck_assert_int_eq(getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
 	ck_assert_int_eq(uc.pid, c->pid);
-	ck_assert(c->id == priv_conn_id(c->fd));
+}
+
+static void client_start(struct client *c, uid_t uid)
+{
+	client_spawn(c, uid, api_path);
+	client_connect(c, api_fd);
 }
 
 /* The client shuts its sending side and stays: once it answers, the shutdown is done. */
@@ -227,8 +247,8 @@ static long ask(void *msg, size_t len, int fd)
 	return (long)rep.rc;
 }
 
-/* A launch of `touch <marks>/<name>` as uid (gid the same), for the connection id. */
-static struct priv_spawn *spawn_msg(const char *name, uid_t uid, uint64_t id)
+/* A launch of `touch <marks>/<name>` as uid (gid the same). */
+static struct priv_spawn *spawn_msg(const char *name, uid_t uid)
 {
 	struct priv_spawn *m = calloc(1, sizeof *m);
 	char marker[PATH_MAX];
@@ -237,7 +257,6 @@ static struct priv_spawn *spawn_msg(const char *name, uid_t uid, uint64_t id)
 	ck_assert_ptr_nonnull(m);
 	snprintf(marker, sizeof marker, "%s/%s", marks, name);
 	m->h = hdr(PRIV_SPAWN, sizeof *m);
-	m->conn_id = id;
 	m->uid = uid;
 	m->gid = uid;
 	m->argc = 2;
@@ -349,10 +368,14 @@ static size_t hostile(uint32_t t, void *buf, size_t cap)
 		return sizeof *m;   /* acts only in a cgroup directory: none of these is one */
 	}
 	case PRIV_SPAWN: {
-		struct priv_spawn *m = spawn_msg("matrix", 0, 0);
+		/* A launch as root whose strings do not add up (one more argument than the data holds):
+		 * refused whatever connection it carries, also a live root client's. Who may launch
+		 * through which descriptor: the matrix below. */
+		struct priv_spawn *m = spawn_msg("matrix", 0);
+		m->argc = 3;
 		memcpy(buf, m, sizeof *m);
 		free(m);
-		return sizeof *m;
+		return sizeof(struct priv_spawn);
 	}
 	case PRIV_REAP: {
 		struct priv_reap *m = buf;
@@ -410,53 +433,81 @@ static void assert_untouched(void)
 
 /* ---- the tests -------------------------------------------------------------------------------- */
 
+/* One of the helper's channels (the serving side's end of a SOCK_SEQPACKET socketpair) among
+ * the fds, or -1. */
+static int seqpacket_among(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int t;
+		socklen_t l = sizeof t;
+		if (getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &t, &l) == 0 && t == SOCK_SEQPACKET)
+			return fds[i];
+	}
+	return -1;
+}
+
+/* A launch as uid through fd, refused with want and nothing started. */
+static void refused_with(int fd, uid_t uid, int want, const char *what)
+{
+	struct priv_spawn *m = spawn_msg("named", uid);
+	long rc = ask(m, sizeof *m, fd);
+
+	free(m);
+	expect_refused(rc, what, fd);
+	ck_assert_msg(rc == -want, "%s: %s, not %s", what, strerror((int)-rc), strerror(want));
+	ck_assert_int_eq(marker_owner("named"), -1);
+}
+
 START_TEST(a_compromised_serving_side_launches_nothing_beyond_the_residual)
 {
-	struct client closed, live_root, live_nobody, self;
+	struct client closed, half, live_root, live_nobody, evil_root;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sockaddr_in si;
 	socklen_t sl = sizeof si;
-	int fds[256], nfds, host_peer, tcp_peer, tcp_fresh;
+	int fds[256], nfds, host_peer, tcp_peer, tcp_fresh, pair[2], notsock[2], evil_listener, self_client, self, chan;
 	/* The largest request a hostile message is built in. */
 	_Alignas(8) static unsigned char buf[sizeof(struct priv_spawn) > sizeof(struct priv_labels_write)
 					     ? sizeof(struct priv_spawn) : sizeof(struct priv_labels_write)];
 	struct priv_spawn *m;
 
-	setup(64);
+	setup();
 	client_start(&closed, 0);
+	client_start(&half, 0);
 	client_start(&live_root, 0);
 	client_start(&live_nobody, NOBODY);
+	client_spawn(&evil_root, 0, evil_path);   /* connects where the serving side tells it, below */
 	client_end(&closed);
+	client_half_close(&half);
 	ck_assert_int_eq(getsockname(tcp_listener, (struct sockaddr *)&si, &sl), 0);
 	become_serving_side();
 
 	/* What it can still reach after the drop: a root daemon's socket on the host (its peer reads
-	 * uid 0), TCP sockets (no credentials at all), and the API socket itself (its own uid). */
+	 * uid 0), TCP sockets (no credentials at all), the API socket itself (its own uid), a
+	 * socketpair, and a listener of its own where a root client connects. */
 	memcpy(sa.sun_path, host_path, strlen(host_path) + 1);
 	ck_assert_int_ge(host_peer = socket(AF_UNIX, SOCK_STREAM, 0), 0);
 	ck_assert_int_eq(connect(host_peer, (struct sockaddr *)&sa, sizeof sa), 0);
 	ck_assert_int_ge(tcp_peer = socket(AF_INET, SOCK_STREAM, 0), 0);
 	ck_assert_int_eq(connect(tcp_peer, (struct sockaddr *)&si, sizeof si), 0);
 	ck_assert_int_ge(tcp_fresh = socket(AF_INET, SOCK_STREAM, 0), 0);
-	{
-		struct sockaddr_un api = { .sun_family = AF_UNIX };
-		struct ucred uc;
-		socklen_t l = sizeof uc;
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		memcpy(api.sun_path, api_path, strlen(api_path) + 1);
-		ck_assert_int_eq(connect(s, (struct sockaddr *)&api, sizeof api), 0);
-		ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &self.fd, &self.id), 0);
-		ck_assert_int_eq(getsockopt(self.fd, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
-		ck_assert_int_eq(uc.uid, served.uid);
-	}
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+	ck_assert_int_eq(pipe(notsock), 0);
+	memcpy(sa.sun_path, api_path, strlen(api_path) + 1);
+	ck_assert_int_ge(self_client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(connect(self_client, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_ge(self = accept4(api_fd, NULL, NULL, SOCK_CLOEXEC), 0);
+	memcpy(sa.sun_path, evil_path, strlen(evil_path) + 1);
+	ck_assert_int_ge(evil_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(bind(evil_listener, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(chmod(evil_path, 0666), 0);
+	ck_assert_int_eq(listen(evil_listener, 8), 0);
+	client_connect(&evil_root, evil_listener);
 	nfds = open_fds(fds, 256);
-	/* The descriptors named above are among them; so are the helper's channels and the
-	 * hand-off channel (the serving side's ends), the listener's copy, the host listener's and
-	 * TCP listener's copies, the closed client's and the live clients' connections. */
-	ck_assert_int_ge(nfds, 12);
+	/* The descriptors named above are among them; so are the helper's channels (the serving
+	 * side's ends), the host and TCP listeners and the clients' control sockets. */
+	ck_assert_int_ge(nfds, 20);
 
-	/* Every request type with hostile contents, with no descriptor and with each one (a launch
-	 * as root naming no connection; below, naming each). */
+	/* Every request type with hostile contents, with no descriptor and with each one. */
 	for (uint32_t t = 1; t < PRIV_TYPE_END; t++)
 		for (int i = -1; i < nfds; i++) {
 			size_t len = hostile(t, buf, sizeof buf);
@@ -466,127 +517,59 @@ START_TEST(a_compromised_serving_side_launches_nothing_beyond_the_residual)
 			ck_assert_msg(ask(buf, len, fd) < 0, "request type %u with fd %d was carried out", t, fd);
 		}
 
-	/* A launch as root, and one as nobody, through every descriptor naming every connection
-	 * identifier this side knows (and none, and the descriptor's own): only a live client's own
+	/* A launch as root, and one as nobody, through every descriptor: only a live client's own
 	 * connection may act for it. */
-	uint64_t ids[] = { 0, closed.id, live_root.id, live_nobody.id, self.id, priv_conn_id(api_copy) };
 	for (int i = -1; i < nfds; i++) {
 		int fd = i < 0 ? -1 : fds[i];
-		for (size_t k = 0; k <= sizeof ids / sizeof ids[0]; k++) {
-			uint64_t id = k < sizeof ids / sizeof ids[0] ? ids[k] : priv_conn_id(fd);
-			m = spawn_msg("as-root", 0, id);
-			if (!(fd == live_root.fd && id == live_root.id))
-				expect_refused(ask(m, sizeof *m, fd), "a launch as uid 0", fd);
-			free(m);
-			m = spawn_msg("as-nobody", NOBODY, id);
-			if (!(fd == live_nobody.fd && id == live_nobody.id) && !(fd == live_root.fd && id == live_root.id))
-				expect_refused(ask(m, sizeof *m, fd), "a launch as nobody", fd);
-			free(m);
-		}
+		m = spawn_msg("as-root", 0);
+		if (fd != live_root.fd)
+			expect_refused(ask(m, sizeof *m, fd), "a launch as uid 0", fd);
+		free(m);
+		m = spawn_msg("as-nobody", NOBODY);
+		if (fd != live_nobody.fd && fd != live_root.fd)
+			expect_refused(ask(m, sizeof *m, fd), "a launch as nobody", fd);
+		free(m);
 	}
-	/* Named ones, for the record of why: the listener, the closed connection, a root peer that is
-	 * not a client, TCP, the serving side itself, a live client's connection under another's id. */
-	m = spawn_msg("as-root", 0, priv_conn_id(api_copy));
-	ck_assert_int_eq(ask(m, sizeof *m, api_copy), -ENOTCONN);
-	m->conn_id = closed.id;
-	ck_assert_int_eq(ask(m, sizeof *m, closed.fd), -ENOTCONN);
-	m->conn_id = priv_conn_id(host_peer);
-	ck_assert_int_eq(ask(m, sizeof *m, host_peer), -ENOTCONN);
-	m->conn_id = priv_conn_id(tcp_peer);
-	ck_assert_int_eq(ask(m, sizeof *m, tcp_peer), -ENOTCONN);
-	m->conn_id = live_root.id;
-	ck_assert_int_eq(ask(m, sizeof *m, live_nobody.fd), -EPERM);
-	m->conn_id = live_nobody.id;
-	ck_assert_int_eq(ask(m, sizeof *m, live_nobody.fd), -EPERM);   /* nobody may not be root */
-	free(m);
-	m = spawn_msg("as-self", served.uid, self.id);
-	ck_assert_int_eq(ask(m, sizeof *m, self.fd), -EPERM);
-	free(m);
 	ck_assert_int_eq(marker_owner("as-root"), -1);
 	ck_assert_int_eq(marker_owner("as-nobody"), -1);
-	ck_assert_int_eq(marker_owner("as-self"), -1);
 	ck_assert_int_eq(marker_owner("matrix"), -1);
+	/* Each by name, with the reason the helper gives. */
+	refused_with(-1, 0, EBADF, "no descriptor");
+	refused_with(notsock[0], 0, ENOTSOCK, "a pipe");
+	refused_with(tcp_peer, 0, EAFNOSUPPORT, "a TCP connection");
+	refused_with(tcp_fresh, 0, EAFNOSUPPORT, "an unconnected TCP socket");
+	ck_assert_int_ge(chan = seqpacket_among(fds, nfds), 0);
+	refused_with(chan, 0, EPROTOTYPE, "a channel to the helper");
+	refused_with(api_fd, 0, EOPNOTSUPP, "the API's listener (its peer reads as root)");
+	refused_with(evil_listener, 0, EOPNOTSUPP, "the serving side's own listener");
+	refused_with(host_peer, 0, EPERM, "a connection to a root daemon's socket");
+	refused_with(pair[0], 0, EPERM, "a socketpair");
+	refused_with(self_client, 0, EPERM, "its own client end of the API socket");
+	/* The case the kernel's word on the socket's file is for: a root client, still connected, on
+	 * a listener the serving side bound where it could write. */
+	refused_with(evil_root.fd, 0, EPERM, "a root client of another listener");
+	refused_with(evil_root.fd, NOBODY, EPERM, "a root client of another listener, as nobody");
+	refused_with(self, served.uid, EACCES, "its own connection to the API socket");
+	refused_with(closed.fd, 0, ENOTCONN, "a root client's connection after it closed");
+	refused_with(half.fd, 0, ENOTCONN, "a root client's connection after it half-closed");
+	/* A live client's connection, as someone else: nobody may not be root. */
+	refused_with(live_nobody.fd, 0, EPERM, "a nobody client's connection, as root");
 	assert_untouched();
 
 	/* The residual, exactly: a live client's own connection launches as that client, and a root
 	 * client's as root (root may launch as anyone through the API). */
-	m = spawn_msg("nobody-residual", NOBODY, live_nobody.id);
+	m = spawn_msg("nobody-residual", NOBODY);
 	expect_ran_as(ask(m, sizeof *m, live_nobody.fd), "nobody-residual", NOBODY);
 	free(m);
-	m = spawn_msg("root-residual", 0, live_root.id);
+	m = spawn_msg("root-residual", 0);
 	expect_ran_as(ask(m, sizeof *m, live_root.fd), "root-residual", 0);
 	free(m);
 	/* ... until the client hangs up: its identity ends with its connection. */
 	client_end(&live_root);
-	m = spawn_msg("root-after", 0, live_root.id);
-	expect_refused(ask(m, sizeof *m, live_root.fd), "a launch as uid 0 after the client closed", live_root.fd);
-	ck_assert_int_eq(marker_owner("root-after"), -1);
-	free(m);
+	refused_with(live_root.fd, 0, ENOTCONN, "a root client's connection once it closed");
 	client_end(&live_nobody);
-	teardown();
-}
-END_TEST
-
-/* The helper's records are bounded: a serving side that never reports a close does not make them
- * grow, it only loses the oldest identities. A reported close ends an identity at once, and so
- * does a client's half-close. Hostile
- * datagrams on the hand-off channel change nothing and the helper goes on accepting. */
-START_TEST(the_records_are_bounded_and_a_reported_close_ends_an_identity)
-{
-	struct client c[6], late;
-	struct priv_handoff junk = { .magic = PRIV_HANDOFF_MAGIC, .type = PRIV_HANDOFF_CONN, .id = 1 };
-	struct priv_spawn *m;
-	char name[32];
-
-	setup(4);
-	for (int i = 0; i < 6; i++)
-		client_start(&c[i], NOBODY);
-	become_serving_side();
-	for (int i = 0; i < 6; i++) {
-		snprintf(name, sizeof name, "bound-%d", i);
-		m = spawn_msg(name, NOBODY, c[i].id);
-		if (i < 2) {
-			ck_assert_int_eq(ask(m, sizeof *m, c[i].fd), -ENOTCONN);   /* dropped at the bound */
-			ck_assert_int_eq(marker_owner(name), -1);
-		} else {
-			expect_ran_as(ask(m, sizeof *m, c[i].fd), name, NOBODY);
-		}
-		free(m);
-	}
-	/* c[5] reported closed while its client still holds it; junk on the hand-off channel, with
-	 * descriptors attached: a wrong size, a connection "handed back" to the helper, a wrong type. */
-	priv_handoff_closed(priv_handoff_chan(), c[5].id);
-	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, 3, c[2].fd), 3);
-	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, sizeof junk, c[3].fd), (ssize_t)sizeof junk);
-	junk.type = 77;
-	ck_assert_int_eq(priv_send(priv_handoff_chan(), &junk, sizeof junk, -1), (ssize_t)sizeof junk);
-	/* Still accepting. The acceptor reads what is queued on the channel before it accepts, so
-	 * once this connection is here every datagram above has been read. */
-	{
-		struct sockaddr_un api = { .sun_family = AF_UNIX };
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		memcpy(api.sun_path, api_path, strlen(api_path) + 1);
-		ck_assert_int_eq(connect(s, (struct sockaddr *)&api, sizeof api), 0);
-		ck_assert_int_eq(priv_handoff_recv(priv_handoff_chan(), &late.fd, &late.id), 0);
-		ck_assert(late.id == priv_conn_id(late.fd));
-		close(s);
-	}
-	m = spawn_msg("reported", NOBODY, c[5].id);
-	ck_assert_int_eq(ask(m, sizeof *m, c[5].fd), -ENOTCONN);   /* dead all the same */
-	ck_assert_int_eq(marker_owner("reported"), -1);
-	free(m);
-	/* A client that shut its sending side has said all it will: its identity ends too. */
-	client_half_close(&c[3]);
-	m = spawn_msg("half-closed", NOBODY, c[3].id);
-	ck_assert_int_eq(ask(m, sizeof *m, c[3].fd), -ENOTCONN);
-	ck_assert_int_eq(marker_owner("half-closed"), -1);
-	free(m);
-	/* The other records are as they were. */
-	m = spawn_msg("after-junk", NOBODY, c[4].id);
-	expect_ran_as(ask(m, sizeof *m, c[4].fd), "after-junk", NOBODY);
-	free(m);
-	for (int i = 0; i < 6; i++)
-		client_end(&c[i]);
+	client_end(&half);
+	client_end(&evil_root);
 	teardown();
 }
 END_TEST
@@ -641,7 +624,7 @@ START_TEST(the_watch_group_marks_only_managed_files)
 	pid_t writer;
 	uint64_t marked;
 
-	setup(64);
+	setup();
 	for (thp = 0; thp < knobs_count(cat) && strcmp(knobs_at(cat, thp)->name, "thp.enabled"); thp++)
 		;
 	ck_assert_uint_lt(thp, knobs_count(cat));
@@ -696,7 +679,7 @@ START_TEST(the_watch_group_marks_only_managed_files)
 	ck_assert_int_lt(back, 0);
 	/* With a descriptor attached: refused as every request that carries none. */
 	m.t[1] = (struct fw_target){ 0 };
-	ck_assert_int_eq(priv_exchange(&m, sizeof m, api_copy, &rep, &back), 0);
+	ck_assert_int_eq(priv_exchange(&m, sizeof m, api_fd, &rep, &back), 0);
 	ck_assert_int_eq(rep.rc, -EBADMSG);
 	ck_assert_int_lt(back, 0);
 
@@ -751,7 +734,6 @@ static Suite *identity_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_compromised_serving_side_launches_nothing_beyond_the_residual);
-	tcase_add_test(tc, the_records_are_bounded_and_a_reported_close_ends_an_identity);
 	tcase_add_test(tc, the_watch_group_marks_only_managed_files);
 	suite_add_tcase(s, tc);
 	return s;
