@@ -187,7 +187,8 @@ static void job_ended(void *cls, int64_t job_id)
 int http_serve(struct http *h, const struct app *app, mp_err *e)
 {
 	h->app = app;
-	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(incoming_resume, e)) ||
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(incoming_resume, 1, SLOW_IDLE, e)) ||
+	    !(h->reads = slow_start(incoming_resume, SLOW_READ_THREADS, SLOW_NICE, e)) ||
 	    !(h->waits = waits_start(incoming_resume, e)))
 		return -1;
 	if (app->jobs)
@@ -256,6 +257,7 @@ void http_stop(struct http *h)
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
 	 * is queued (the drain above let it) and resumes each before it ends. */
 	slow_stop(h->slow);
+	slow_stop(h->reads);
 	incoming_stop(h->incoming);
 	for (int i = 0; i < 2; i++) {
 		if (d[i])
