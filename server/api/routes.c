@@ -38,7 +38,7 @@ const struct route api_routes[] = {
 	{ "PUT",    "/v1/hugepages/{}",               api_hugepages_put,     R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/hugepages/{}/availability",  api_hugepages_avail,   0 },
 	/* jobs */
-	{ "GET",    "/v1/jobs",                       api_jobs_list,         R_READ },
+	{ "GET",    "/v1/jobs",                       api_jobs_list,         0 },
 	{ "GET",    "/v1/jobs/{}",                    api_job_get,           0 },
 	{ "DELETE", "/v1/jobs/{}",                    api_job_cancel,        R_ADMIN },
 	/* schedules */
@@ -65,7 +65,7 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/probes",                     api_probes_list,       0 },
 	{ "POST",   "/v1/probes/{}",                  api_probe_start,       R_ADMIN | R_BODY | R_PRIV },
 	/* experiments (jobs) and the advice read from them */
-	{ "GET",    "/v1/experiments",                api_experiments_list,  R_READ },
+	{ "GET",    "/v1/experiments",                api_experiments_list,  0 },
 	{ "POST",   "/v1/experiments",                api_experiments_start, R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/experiments/{}",             api_experiment_get,    0 },
 	{ "DELETE", "/v1/experiments/{}",             api_experiment_cancel, R_ADMIN },
