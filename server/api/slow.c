@@ -33,9 +33,10 @@ struct slow {
 };
 
 #ifdef MPD_TEST_HOOKS
-/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each slow handler waits until a
- * test has opened the FIFO for writing and then closed it, so a test can hold a scan "running"
- * for as long as it needs to show what else is served meanwhile, with no timing involved. */
+/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each handler run here (a scan
+ * or a read) waits, before it runs, until a test has opened the FIFO for writing and then closed
+ * it, so a test can hold a scan or a page "running" for as long as it needs to show what else is
+ * served meanwhile, with no timing involved. */
 static void test_hold(void)
 {
 	const char *fifo = getenv("MEMPOLICYD_TEST_HOLD_SLOW");
