@@ -5,13 +5,17 @@
     (each refused with a 503) in a tight loop;
   * readers: four reader processes list the largest collections in a loop, GET
     /v1/history?limit=1000 and GET /v1/schedules?limit=1000 (1000 disabled schedules, 1000+ operations);
+  * readers_raw: the same four readers reading each answer's bytes without parsing them (the
+    readers' own CPU without Python's json.loads of 0.8 MB a loop), beside the row, not instead;
   * spinners: four busy loops as nobody, which ask nothing of the daemon: what the readers' own CPU
     costs the change on a machine with few cores (the floor of the readers row, issue 22).
 
 Each change is what `mempolicyctl knob set` sends: a new Unix-socket connection (connect and
 accept are part of what an attacker contends for) and PUT /v1/knobs/thp.khugepaged.pages_to_scan
 with the value it already has plus or minus one; the knob is restored at the end. Rounds alternate
-idle, held, idle, readers, idle, spinners, ...; a row is the median over rounds of each round's p99."""
+idle, held, idle, readers, idle, readers_raw, idle, spinners, ...; a row is the median over rounds
+of each round's p99. The readers rows also keep the pages the readers were answered per second
+(`reader_pages_per_s`): what the writes' priority costs the readers."""
 import json
 import os
 import pwd
@@ -62,16 +66,27 @@ while True:
 # readers row on a machine with few cores (bench/README.md, limits.readers).
 SPINNER = 'print("ready", flush=True)\nwhile True:\n    pass\n'
 
-# As nobody: list the largest collections over one keep-alive connection, for ever.
+# As nobody: list the largest collections over one keep-alive connection, for ever, parsing each
+# answer (bl.http_call) or, with argv[3] "raw", only reading its bytes; one "." on stdout per page
+# answered 200, counted once the reader is stopped.
 READER = r"""
-import sys
+import os, sys
 sys.path.insert(0, sys.argv[2])
 import benchlib as bl
 c = bl.UnixHTTPConnection(sys.argv[1])
+raw = len(sys.argv) > 3 and sys.argv[3] == "raw"
 print("ready", flush=True)
 while True:
     for path in ("/v1/history?limit=1000", "/v1/schedules?limit=1000"):
-        bl.http_call(c, "GET", path)
+        if raw:
+            c.request("GET", path)
+            r = c.getresponse()
+            r.read()
+            ok = r.status == 200
+        else:
+            ok = bl.http_call(c, "GET", path)[0] == 200
+        if ok:
+            os.write(1, b".")
 """
 
 
@@ -92,6 +107,12 @@ def stop_all(procs):
         p.kill()
     for p in procs:
         p.wait()
+
+
+def stop_readers(procs):
+    """Stops the readers; the pages they were answered (their "." lines) in all."""
+    stop_all(procs)
+    return sum(len(p.stdout.read()) for p in procs)
 
 
 def p99(xs):
@@ -132,8 +153,9 @@ def fill(d):
 def run(ctx):
     titles = {"held": "knob change p99 while nobody holds %d connections and floods more" % PER_UID,
               "readers": "knob change p99 while 4 readers list history (1000) and schedules (1000)",
+              "readers_raw": "knob change p99 while the 4 readers read the same pages without parsing them",
               "spinners": "knob change p99 beside 4 busy loops (no daemon work: the readers' floor)"}
-    kinds = ("held", "readers", "spinners")
+    kinds = ("held", "readers", "readers_raw", "spinners")
     if not os.path.exists(KNOB_FILE):
         return [bl.unavailable("limits", titles["held"], "%s is missing" % KNOB_FILE)]
     with open(KNOB_FILE) as f:
@@ -150,6 +172,7 @@ def run(ctx):
         idle = {k: [] for k in kinds}
         loaded = {k: [] for k in kinds}
         p50s = {k: [] for k in kinds}
+        pages = {k: [] for k in kinds}   # readers' pages answered per second, per round
         for _ in range(ctx.rounds):
             for kind in kinds:
                 idle[kind].append(p99(changes(d, base, n)))
@@ -158,11 +181,15 @@ def run(ctx):
                 elif kind == "spinners":
                     helpers = [as_nobody(SPINNER) for _ in range(4)]
                 else:
-                    helpers = [as_nobody(READER, d.socket, os.path.dirname(os.path.abspath(__file__)))
-                               for _ in range(4)]
+                    helpers = [as_nobody(READER, d.socket, os.path.dirname(os.path.abspath(__file__)),
+                                         "raw" if kind == "readers_raw" else "parsed") for _ in range(4)]
+                t0 = time.monotonic()
                 time.sleep(0.2)
                 xs = changes(d, base, n)
-                stop_all(helpers)
+                if kind.startswith("readers"):
+                    pages[kind].append(stop_readers(helpers) / (time.monotonic() - t0))
+                else:
+                    stop_all(helpers)
                 helpers = []
                 loaded[kind].append(p99(xs))
                 p50s[kind].append(bl.median(xs))
@@ -178,8 +205,14 @@ def run(ctx):
                            "idle daemon, p99", goal="p99 <= %gx idle" % READERS_GOAL_RATIO,
                            goal_check=lambda _m, r: r is not None and r <= READERS_GOAL_RATIO, method=method,
                            extra={"p50_ms_median": bl.median(p50s["readers"]),
+                                  "reader_pages_per_s": bl.median(pages["readers"]),
                                   "goal_issue10": "p99 < %g ms" % GOAL_MS,
                                   "goal_issue10_met": bl.median(loaded["readers"]) < GOAL_MS}))
+        rows.append(bl.row("limits.readers_raw", titles["readers_raw"], "ms", loaded["readers_raw"],
+                           idle["readers_raw"], "idle daemon, p99", method=method + "; the readers read each "
+                           "answer's bytes and do not parse them",
+                           extra={"p50_ms_median": bl.median(p50s["readers_raw"]),
+                                  "reader_pages_per_s": bl.median(pages["readers_raw"])}))
         rows.append(bl.row("limits.readers_floor", titles["spinners"], "ms", loaded["spinners"], idle["spinners"],
                            "idle daemon, p99", method=method + "; the load is 4 busy loops run as nobody, "
                            "which ask nothing of the daemon",

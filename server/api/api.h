@@ -67,6 +67,8 @@ typedef int (*handler_fn)(struct req *rq, mp_err *e);
 #define R_CALLER 0x10 /* runs as the caller (launch, migrate, collapse): needs a uid from SO_PEERCRED, so a
                        * caller without one (TCP, a token) is 403 before the body is read, as R_ADMIN is */
 #define R_PRIV  0x20  /* acts through the privileged helper: 503 priv.lost at once once it is lost */
+#define R_READ  0x40  /* a large answer that changes nothing (a list page, the placement): runs off the
+                       * HTTP workers at a lower priority than writes (api/slow.c) */
 
 struct route {
 	const char *method;

@@ -1,6 +1,6 @@
 /* The request pipeline: everything a handler may assume is checked here first, in order (the
  * edge's decoding, authentication on TLS, routing by api/routes.c, the body's limits and type,
- * admin rights), then the handler runs (on an HTTP worker, or the slow thread for R_SLOW), its
+ * admin rights), then the handler runs (on an HTTP worker, or a thread of api/slow.c for R_SLOW and R_READ), its
  * answer may be held (?wait=), and the reply or problem goes out. The caller's identity is
  * peer.c's, the helpers a handler calls request.c's; the listeners that feed this are serve.c's. */
 #include <microhttpd.h>
@@ -27,20 +27,33 @@ struct reqstate {
 	char *body;                /* owned */
 	size_t len;
 	bool too_big;
-	enum { SLOW_NONE, SLOW_RUNNING, SLOW_DONE } slow; /* an R_SLOW handler's progress */
+	enum { SLOW_NONE, SLOW_RUNNING, SLOW_DONE } slow; /* an R_SLOW or R_READ handler's progress */
 	int slow_rc;               /* its return value, once SLOW_DONE */
 	mp_err slow_err;           /* its error, once SLOW_DONE */
 	struct req rq;
 };
 
-/* Runs on the slow thread while the connection is suspended; resuming it publishes the result
+/* Runs on a thread of api/slow.c while the connection is suspended; resuming it publishes the result
  * to the worker that sends it. */
 static void run_slow(void *arg)
 {
 	struct reqstate *s = arg;
+	struct req *rq = &s->rq;
+	char *text;   /* owned until handed to rq */
 
 	mp_err_clear(&s->slow_err);
-	s->slow_rc = s->route->fn(&s->rq, &s->slow_err);
+	s->slow_rc = s->route->fn(rq, &s->slow_err);
+	/* A plain 200 JSON answer is also rendered here, so that no part of a large answer (its
+	 * instants' texts, the dump) is left for the HTTP worker that serves writes. Anything else
+	 * (an error, a hold, a header to add, no memory) goes out as it would from the worker. */
+	if (s->slow_rc == 0 && rq->out && !rq->text && (!rq->status || rq->status == 200) && !rq->location[0] &&
+	    !rq->hold_job && api_add_instants(rq->out) == 0 && (text = json_dumps(rq->out, JSON_COMPACT))) {
+		json_decref(rq->out);
+		rq->out = NULL;
+		rq->text = text;
+		rq->text_len = strlen(text);
+		rq->ctype = "application/json";
+	}
 	s->slow = SLOW_DONE;
 }
 
@@ -333,10 +346,10 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
 	}
 	if (s->slow == SLOW_NONE && (s->route->flags & R_BODY) && parse_body(s, &e) < 0)
 		return send_problem(conn, &e, url, NULL);
-	if ((s->route->flags & R_SLOW) && s->slow == SLOW_NONE) {
+	if ((s->route->flags & (R_SLOW | R_READ)) && s->slow == SLOW_NONE) {
 		s->slow = SLOW_RUNNING;
 		MHD_suspend_connection(conn);
-		if (slow_submit(h->slow, conn, run_slow, s) == 0)
+		if (slow_submit(s->route->flags & R_SLOW ? h->slow : h->reads, conn, run_slow, s) == 0)
 			return MHD_YES;   /* called again once the slow thread resumes the connection */
 		MHD_resume_connection(conn);
 		s->slow = SLOW_NONE;  /* no memory to queue it: run it here */

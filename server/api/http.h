@@ -25,6 +25,7 @@ struct http {
 	struct conn_limits lim;
 	struct conn_table *conns;  /* owned: admission, per-uid counts, request deadlines */
 	struct slow *slow;         /* owned: the thread R_SLOW handlers run on (api/slow.c) */
+	struct slow *reads;        /* owned: the threads R_READ handlers run on (api/slow.c) */
 	struct waits *waits;       /* owned: held answers, ?wait= (api/waits.c) */
 };
 

@@ -28,7 +28,7 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/profile/drift",              api_profile_drift,     0 },
 	{ "POST",   "/v1/profile",                    api_profile_activate,  R_ADMIN | R_BODY | R_PRIV },
 	/* history */
-	{ "GET",    "/v1/history",                    api_history_list,      0 },
+	{ "GET",    "/v1/history",                    api_history_list,      R_READ },
 	{ "GET",    "/v1/history/stats",              api_history_stats,     R_SLOW },  /* before {} */
 	{ "GET",    "/v1/history/compare",            api_history_compare,   R_SLOW },  /* before {} */
 	{ "GET",    "/v1/history/{}",                 api_history_get,       0 },
@@ -42,7 +42,7 @@ const struct route api_routes[] = {
 	{ "GET",    "/v1/jobs/{}",                    api_job_get,           0 },
 	{ "DELETE", "/v1/jobs/{}",                    api_job_cancel,        R_ADMIN },
 	/* schedules */
-	{ "GET",    "/v1/schedules",                  api_schedules_list,    0 },
+	{ "GET",    "/v1/schedules",                  api_schedules_list,    R_READ },
 	{ "POST",   "/v1/schedules",                  api_schedules_create,  R_ADMIN | R_BODY },
 	{ "GET",    "/v1/schedules/{}",               api_schedule_get,      0 },
 	{ "DELETE", "/v1/schedules/{}",               api_schedule_delete,   R_ADMIN },
@@ -51,8 +51,8 @@ const struct route api_routes[] = {
 	/* ... or checks and records a launch whose process is the caller itself (numactl's way) */
 	{ "POST",   "/v1/processes/self",             api_processes_self,    R_CALLER | R_BODY },
 	/* processes */
-	{ "GET",    "/v1/processes/{}",               api_process_get,       0 },
-	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   0 },
+	{ "GET",    "/v1/processes/{}",               api_process_get,       R_READ },
+	{ "GET",    "/v1/processes/{}/samples",       api_process_samples,   R_READ },
 	/* the process's own user may migrate it (ops/pmigrate.c decides); collapse needs CAP_SYS_NICE */
 	{ "POST",   "/v1/processes/{}/migrate",       api_process_migrate,   R_CALLER | R_BODY | R_PRIV },
 	{ "POST",   "/v1/processes/{}/collapse",      api_process_collapse,  R_ADMIN | R_CALLER | R_BODY | R_PRIV },
@@ -69,7 +69,7 @@ const struct route api_routes[] = {
 	{ "POST",   "/v1/experiments",                api_experiments_start, R_ADMIN | R_BODY | R_PRIV },
 	{ "GET",    "/v1/experiments/{}",             api_experiment_get,    0 },
 	{ "DELETE", "/v1/experiments/{}",             api_experiment_cancel, R_ADMIN },
-	{ "GET",    "/v1/experiments/{}/samples",     api_experiment_samples, 0 },
+	{ "GET",    "/v1/experiments/{}/samples",     api_experiment_samples, R_READ },
 	{ "GET",    "/v1/advice",                     api_advice_get,        0 },
 	/* bearer tokens for the TLS listener: root on the Unix socket only (api/tokens.c decides) */
 	{ "GET",    "/v1/tokens",                     api_tokens_list,       R_ADMIN },

@@ -130,7 +130,9 @@ static void job_ended(void *cls, int64_t job_id)
 int http_serve(struct http *h, const struct app *app, mp_err *e)
 {
 	h->app = app;
-	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) || !(h->slow = slow_start(MHD_resume_connection, e)) ||
+	if (!(h->conns = conn_table_new(&h->lim, app->have_admin_gid, app->admin_gid, e)) ||
+	    !(h->slow = slow_start(MHD_resume_connection, 1, SLOW_IDLE, e)) ||
+	    !(h->reads = slow_start(MHD_resume_connection, SLOW_READ_THREADS, SLOW_NICE, e)) ||
 	    !(h->waits = waits_start(MHD_resume_connection, e)))
 		return -1;
 	if (app->jobs)
@@ -189,6 +191,7 @@ void http_stop(struct http *h)
 	/* A suspended connection must be resumed before its daemon stops: the slow thread runs what
 	 * is queued (the drain above let it) and resumes each before it ends. */
 	slow_stop(h->slow);
+	slow_stop(h->reads);
 	for (int i = 0; i < 2; i++) {
 		if (d[i])
 			MHD_stop_daemon(d[i]);

@@ -1,5 +1,6 @@
 #include "server/api/slow.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -7,6 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "server/log.h"
@@ -19,7 +22,9 @@ struct item {
 };
 
 struct slow {
-	pthread_t thread;
+	pthread_t thread[SLOW_MAX_THREADS];
+	unsigned nthreads;            /* started */
+	enum slow_prio prio;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct item *head, *tail;     /* owned */
@@ -28,9 +33,10 @@ struct slow {
 };
 
 #ifdef MPD_TEST_HOOKS
-/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each slow handler waits until a
- * test has opened the FIFO for writing and then closed it, so a test can hold a scan "running"
- * for as long as it needs to show what else is served meanwhile, with no timing involved. */
+/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each handler run here (a scan
+ * or a read) waits, before it runs, until a test has opened the FIFO for writing and then closed
+ * it, so a test can hold a scan or a page "running" for as long as it needs to show what else is
+ * served meanwhile, with no timing involved. */
 static void test_hold(void)
 {
 	const char *fifo = getenv("MEMPOLICYD_TEST_HOLD_SLOW");
@@ -51,13 +57,28 @@ static void test_hold(void)
 }
 #endif
 
+/* The calling thread's priority, lowered once for good: an unprivileged thread may lower its own
+ * but not raise it again (RLIMIT_NICE is 0 by default), so these threads do nothing else. */
+static void lower_priority(enum slow_prio prio)
+{
+	struct sched_param none = { 0 };
+
+	if (prio == SLOW_IDLE) {
+		if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none))
+			log_warn("slow handlers: cannot run at SCHED_IDLE; they run at normal priority");
+		return;
+	}
+	/* On Linux a nice value is a thread's own: PRIO_PROCESS with a thread id sets that thread's. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), SLOW_READ_NICE) < 0)
+		log_warn("read handlers: cannot lower their priority to nice %d (%s); they run at normal priority",
+			 SLOW_READ_NICE, strerror(errno));
+}
+
 static void *worker(void *p)
 {
 	struct slow *sl = p;
-	struct sched_param none = { 0 };
 
-	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none))
-		log_warn("slow handlers: cannot run at SCHED_IDLE; they run at normal priority");
+	lower_priority(sl->prio);
 	pthread_mutex_lock(&sl->lock);
 	for (;;) {
 		struct item *it = sl->head;
@@ -81,24 +102,30 @@ static void *worker(void *p)
 	return NULL;
 }
 
-struct slow *slow_start(void (*resume)(struct MHD_Connection *conn), mp_err *e)
+struct slow *slow_start(void (*resume)(struct MHD_Connection *conn), unsigned nthreads, enum slow_prio prio,
+			mp_err *e)
 {
-	struct slow *sl = calloc(1, sizeof *sl);
+	struct slow *sl;
 
-	if (!sl) {
+	if (nthreads < 1 || nthreads > SLOW_MAX_THREADS) {
+		mp_fail(e, MPE_HTTP_START, 0, "handler threads: %u asked for, 1 to %d allowed", nthreads, SLOW_MAX_THREADS);
+		return NULL;
+	}
+	if (!(sl = calloc(1, sizeof *sl))) {
 		mp_nomem(e);
 		return NULL;
 	}
 	sl->resume = resume;
+	sl->prio = prio;
 	pthread_mutex_init(&sl->lock, NULL);
 	pthread_cond_init(&sl->cond, NULL);
-	if (pthread_create(&sl->thread, NULL, worker, sl)) {
-		mp_fail(e, MPE_HTTP_START, 0, "cannot start the thread for slow handlers");
-		pthread_cond_destroy(&sl->cond);
-		pthread_mutex_destroy(&sl->lock);
-		free(sl);
-		return NULL;
-	}
+	for (; sl->nthreads < nthreads; sl->nthreads++)
+		if (pthread_create(&sl->thread[sl->nthreads], NULL, worker, sl)) {
+			mp_fail(e, MPE_HTTP_START, 0, "cannot start the threads for %s handlers",
+				prio == SLOW_IDLE ? "slow" : "read");
+			slow_stop(sl);   /* those started end: nothing is queued yet */
+			return NULL;
+		}
 	return sl;
 }
 
@@ -127,10 +154,14 @@ void slow_hurry(struct slow *sl)
 	struct sched_param none = { 0 };
 	int rc;
 
-	/* Allowed unprivileged: leaving SCHED_IDLE for SCHED_OTHER at the thread's own nice value. */
-	if (sl && (rc = pthread_setschedparam(sl->thread, SCHED_OTHER, &none)) != 0)
-		log_warn("slow handlers: cannot leave SCHED_IDLE at stop (%s); a scan in flight may be cut off",
-			 strerror(rc));
+	/* Allowed unprivileged: leaving SCHED_IDLE for SCHED_OTHER at the thread's own nice value.
+	 * Read handlers run at a nice value, which always gets some CPU: nothing to hurry. */
+	if (!sl || sl->prio != SLOW_IDLE)
+		return;
+	for (unsigned i = 0; i < sl->nthreads; i++)
+		if ((rc = pthread_setschedparam(sl->thread[i], SCHED_OTHER, &none)) != 0)
+			log_warn("slow handlers: cannot leave SCHED_IDLE at stop (%s); a scan in flight may be cut off",
+				 strerror(rc));
 }
 
 void slow_stop(struct slow *sl)
@@ -139,9 +170,10 @@ void slow_stop(struct slow *sl)
 		return;
 	pthread_mutex_lock(&sl->lock);
 	sl->stopping = true;
-	pthread_cond_signal(&sl->cond);
+	pthread_cond_broadcast(&sl->cond);
 	pthread_mutex_unlock(&sl->lock);
-	pthread_join(sl->thread, NULL);
+	for (unsigned i = 0; i < sl->nthreads; i++)
+		pthread_join(sl->thread[i], NULL);
 	pthread_cond_destroy(&sl->cond);
 	pthread_mutex_destroy(&sl->lock);
 	free(sl);

@@ -59,13 +59,14 @@ int store_prepare(sqlite3 *db, const char *name, const char *sql, int ncols, sql
 
 /* Which connection of which store this thread holds: the lock rule's debug check, per thread so
  * that checking it needs no lock and races with nothing. */
-static _Thread_local const struct conn *held[2];
+static _Thread_local const struct conn *held[CONN__COUNT];
+static const char *const conn_name[CONN__COUNT] = { [W] = "writer", [R] = "reader", [P] = "pages reader" };
 
 void store_conn_lock(struct store *st, enum conn_id c)
 {
 	/* The mutex is not recursive: taking it twice would hang, so say where instead. */
 	if (held[c] == &st->c[c]) {
-		log_error("store: this thread already holds the %s lock", c == W ? "writer" : "reader");
+		log_error("store: this thread already holds the %s lock", conn_name[c]);
 		abort();
 	}
 	pthread_mutex_lock(&st->c[c].mu);
@@ -82,7 +83,7 @@ void store_conn_unlock(struct store *st, enum conn_id c)
 void store_hold(const struct store *st, enum conn_id c, const char *fn)
 {
 	if (held[c] != &st->c[c]) {
-		log_error("store: %s runs without the %s lock", fn, c == W ? "writer" : "reader");
+		log_error("store: %s runs without the %s lock", fn, conn_name[c]);
 		abort();
 	}
 }
@@ -209,7 +210,7 @@ static int open_conn(struct store *st, enum conn_id c, const char *path, mp_err 
 
 	if (sqlite3_open_v2(path, &st->c[c].db, flags, NULL) != SQLITE_OK)
 		return mp_fail(e, MPE_STORE_OPEN, 0, "cannot open database %s%s: %s", path,
-			       c == R ? " for reading" : "", st->c[c].db ? sqlite3_errmsg(st->c[c].db) : "out of memory");
+			       c != W ? " for reading" : "", st->c[c].db ? sqlite3_errmsg(st->c[c].db) : "out of memory");
 	sqlite3_busy_timeout(st->c[c].db, 5000);
 	return 0;
 }
@@ -272,8 +273,8 @@ struct store *store_open(const char *path, mp_err *e)
 		mp_nomem(e);
 		return NULL;
 	}
-	pthread_mutex_init(&st->c[W].mu, NULL);
-	pthread_mutex_init(&st->c[R].mu, NULL);
+	for (int c = 0; c < CONN__COUNT; c++)
+		pthread_mutex_init(&st->c[c].mu, NULL);
 	if (new_instance(&st->instance, e) < 0 || store_check_header(path, &hv, e) < 0)
 		goto fail;
 	if (hv >= 0 && (size_t)hv > mpd_schema_count) {
@@ -289,7 +290,7 @@ struct store *store_open(const char *path, mp_err *e)
 	 * back to 4 MiB (the 1000 frames a checkpoint runs at) whenever it is restarted. */
 	if (exec(st, W, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
 		 "PRAGMA journal_size_limit=4194304;", e) < 0 ||
-	    migrate(st, e) < 0 || open_conn(st, R, path, e) < 0)
+	    migrate(st, e) < 0 || open_conn(st, R, path, e) < 0 || open_conn(st, P, path, e) < 0)
 		goto fail;
 	for (int i = 0; i < ST__COUNT; i++)
 		if (store_prepare(st->c[stmt_conn[i]].db, stmt_name[i], stmt_sql[i], stmt_ncols[i], &st->stmts[i],
@@ -314,12 +315,13 @@ void store_close(struct store *st)
 		return;
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(st->stmts[i]);
+	sqlite3_close_v2(st->c[P].db);
 	sqlite3_close_v2(st->c[R].db);
 	if (st->c[W].db && st->trusted)   /* never a write into a file refused at open */
 		sqlite3_exec(st->c[W].db, "PRAGMA optimize", NULL, NULL, NULL);
 	sqlite3_close_v2(st->c[W].db);
-	pthread_mutex_destroy(&st->c[W].mu);
-	pthread_mutex_destroy(&st->c[R].mu);
+	for (int c = 0; c < CONN__COUNT; c++)
+		pthread_mutex_destroy(&st->c[c].mu);
 	free(st);
 }
 

@@ -19,7 +19,7 @@ int drift_list(struct store *st, const char *key, int64_t before_id, int limit, 
 
 	*items = NULL;
 	*next_before_id = 0;
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_DRIFT_LIST);
 	BIND(brc, bind_text_or_null(s, 1, key));
 	if (before_id > 0)
@@ -27,11 +27,11 @@ int drift_list(struct store *st, const char *key, int64_t before_id, int limit, 
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 3, limit + 1);
 	if (brc != SQLITE_OK) {
-		store_conn_unlock(st, R);
+		store_conn_unlock(st, P);
 		return bind_fail(brc, e, "list drift");
 	}
-	a = read_page_json(st, R, s, drift_row, limit, next_before_id, e, "list drift");
-	store_conn_unlock(st, R);
+	a = read_page_json(st, P, s, drift_row, limit, next_before_id, e, "list drift");
+	store_conn_unlock(st, P);
 	if (!a)
 		return -1;
 	*items = a;

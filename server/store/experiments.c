@@ -56,10 +56,10 @@ json_t *exp_db_samples(struct store *st, int64_t op_id, mp_err *e)
 	sqlite3_stmt *s;
 	json_t *arr;
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_EXP_SAMPLES);
 	sqlite3_bind_int64(s, 1, op_id);
-	arr = read_many(st, R, s, row, e, "read an experiment's samples");
-	store_conn_unlock(st, R);
+	arr = read_many(st, P, s, row, e, "read an experiment's samples");
+	store_conn_unlock(st, P);
 	return arr;
 }

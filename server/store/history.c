@@ -217,7 +217,7 @@ int history_list_each(struct store *st, const struct history_filter *f, op_row_f
 	int rc;
 
 	*next_before_id = 0;
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_OP_LIST);
 	BIND(brc, bind_text_or_null(s, 1, f->kind));
 	BIND(brc, bind_text_or_null(s, 2, f->status));
@@ -230,8 +230,8 @@ int history_list_each(struct store *st, const struct history_filter *f, op_row_f
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int(s, 6, f->limit + 1);
 	rc = brc != SQLITE_OK ? bind_fail(brc, e, "list operations")
-			      : read_page(st, R, s, f->limit, list_row, &each, next_before_id, e, "list operations");
-	store_conn_unlock(st, R);
+			      : read_page(st, P, s, f->limit, list_row, &each, next_before_id, e, "list operations");
+	store_conn_unlock(st, P);
 	return rc;
 }
 

@@ -1,4 +1,4 @@
-/* Private to server/store/: the two connections, the statement table and the helpers every store
+/* Private to server/store/: the three connections, the statement table and the helpers every store
  * function is written with. Nothing outside server/store/ includes this file.
  *
  * The lock rule: every public store function takes the lock of the connection it uses itself, for
@@ -18,7 +18,12 @@
 #include "server/store/events.h"
 #include "server/store/stmts.h"
 
-enum conn_id { W, R };
+/* W writes; R and P only read (WAL: neither blocks W, nor each other). P serves what runs on the
+ * daemon's low-priority threads (api/slow.c: list pages at nice 10, scans at SCHED_IDLE), which
+ * hold its lock for a whole page or walk; R the short reads the rest needs at full priority (a
+ * token's lookup on every TLS request, the scheduler's due schedules, one job or operation), so
+ * that none of those waits for a page whose thread yields the CPU to writes. */
+enum conn_id { W, R, P, CONN__COUNT };
 
 struct conn {
 	sqlite3 *db;                          /* owned */
@@ -26,7 +31,7 @@ struct conn {
 };
 
 struct store {
-	struct conn c[2];                     /* [W] read-write, [R] read-only (WAL: never blocks W) */
+	struct conn c[CONN__COUNT];           /* [W] read-write, [R] and [P] read-only */
 	sqlite3_stmt *stmts[ST__COUNT];       /* owned; prepared at open, on the connection stmt_conn[] names */
 	/* The named transaction in progress on the writer (under c[W].mu), and the test fault point. */
 	const char *tx;                       /* borrowed string literal; NULL outside a transaction */

@@ -186,7 +186,7 @@ json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int
 	json_t *arr;
 	int brc = SQLITE_OK;   /* the first failed bind */
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_JOB_LIST);
 	BIND(brc, bind_text_or_null(s, 1, kind));
 	BIND(brc, bind_text_or_null(s, 2, status));
@@ -196,12 +196,12 @@ json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int
 		sqlite3_bind_int64(s, 4, before_id);
 	sqlite3_bind_int(s, 5, limit);
 	if (brc != SQLITE_OK) {
-		store_conn_unlock(st, R);
+		store_conn_unlock(st, P);
 		bind_fail(brc, e, "list jobs");
 		return NULL;
 	}
-	arr = read_many(st, R, s, row_list_item, e, "list jobs");
-	store_conn_unlock(st, R);
+	arr = read_many(st, P, s, row_list_item, e, "list jobs");
+	store_conn_unlock(st, P);
 	return arr;
 }
 

@@ -13,13 +13,13 @@ json_t *samples_list(struct store *st, long pid, uint64_t start_time, int limit,
 	sqlite3_stmt *s;
 	json_t *a;
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_SAMPLES_LIST);
 	sqlite3_bind_int64(s, 1, pid);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)start_time);
 	sqlite3_bind_int(s, 3, limit);
-	a = read_many(st, R, s, sample_row, e, "list process samples");
-	store_conn_unlock(st, R);
+	a = read_many(st, P, s, sample_row, e, "list process samples");
+	store_conn_unlock(st, P);
 	return a;
 }
 

@@ -120,12 +120,12 @@ int sched_store_list_each(struct store *st, int64_t after_id, int limit, sched_r
 	sqlite3_stmt *s;
 	int rc;
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_SCHED_LIST);
 	sqlite3_bind_int64(s, 1, after_id);
 	sqlite3_bind_int(s, 2, limit + 1);   /* one more than the page says whether there is a next */
-	rc = read_page(st, R, s, limit, list_row, &each, next_after_id, e, "list schedules");
-	store_conn_unlock(st, R);
+	rc = read_page(st, P, s, limit, list_row, &each, next_after_id, e, "list schedules");
+	store_conn_unlock(st, P);
 	return rc;
 }
 

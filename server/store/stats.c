@@ -111,7 +111,7 @@ static int walk_buffered(struct store *st, sqlite3_stmt *s, struct mmstats *out,
 	}
 	if (rc != SQLITE_DONE) {
 		free(v);
-		return store_fail(st, R, e, "latency statistics");
+		return store_fail(st, P, e, "latency statistics");
 	}
 	mmstats_sorted(v, n, out);
 	free(v);
@@ -130,7 +130,7 @@ static int walk_counted(struct store *st, int m, const struct stats_filter *f, s
 
 	bind_filter(s, f);
 	if (sqlite3_step(s) != SQLITE_ROW)
-		return store_fail(st, R, e, "latency statistics");
+		return store_fail(st, P, e, "latency statistics");
 	n = sqlite3_column_int64(s, 0);
 	sum = sqlite3_column_double(s, 1);
 	mmstats_walk_begin(&w, (size_t)n, n ? sum / (double)n : 0, out);
@@ -142,7 +142,7 @@ static int walk_counted(struct store *st, int m, const struct stats_filter *f, s
 		pace(st, &p, w.i);
 	}
 	if (w.i != w.n)
-		return store_fail(st, R, e, "latency statistics");
+		return store_fail(st, P, e, "latency statistics");
 	mmstats_walk_end(&w);
 	return 0;
 }
@@ -154,11 +154,11 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 	sqlite3_stmt *s;
 	int rc = -1;
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	__atomic_add_fetch(&st->scans, 1, __ATOMIC_RELAXED);
 	/* One snapshot for every statement, so that a count is the walk's. */
-	if (sqlite3_exec(st->c[R].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		store_fail(st, R, e, "latency statistics");
+	if (sqlite3_exec(st->c[P].db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		store_fail(st, P, e, "latency statistics");
 		goto out;
 	}
 	s = stmt(st, ST_STATS_WALK_0 + m);
@@ -169,11 +169,11 @@ int stats_latency(struct store *st, const struct stats_filter *f, struct mmstats
 		rc = walk_counted(st, m, f, out, e);
 	sqlite3_reset(st->stmts[ST_STATS_COUNT_0 + m]);
 	sqlite3_reset(st->stmts[ST_STATS_WALK_0 + m]);
-	sqlite3_exec(st->c[R].db, "COMMIT", NULL, NULL, NULL);
+	sqlite3_exec(st->c[P].db, "COMMIT", NULL, NULL, NULL);
 	rc = rc < 0 ? -1 : 0;
 out:
 	__atomic_sub_fetch(&st->scans, 1, __ATOMIC_RELAXED);
-	store_conn_unlock(st, R);
+	store_conn_unlock(st, P);
 	return rc;
 }
 
@@ -184,7 +184,7 @@ int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, doubl
 	sqlite3_stmt *s;
 	int rc;
 
-	store_conn_lock(st, R);
+	store_conn_lock(st, P);
 	s = stmt(st, ST_BATCH_LAT_OP);
 	sqlite3_bind_int64(s, 1, op_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -203,12 +203,12 @@ int stats_op_latency(struct store *st, int64_t op_id, struct mmstats *out, doubl
 		if (rc == SQLITE_NOMEM)
 			mp_nomem(e);
 		else
-			store_fail(st, R, e, "batch latencies");
-		store_conn_unlock(st, R);
+			store_fail(st, P, e, "batch latencies");
+		store_conn_unlock(st, P);
 		free(v);
 		return -1;
 	}
-	store_conn_unlock(st, R);
+	store_conn_unlock(st, P);
 	mmstats_sorted(v, n, out);
 	if (p95_ci) {
 		double p95;

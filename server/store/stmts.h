@@ -1,5 +1,6 @@
 /* Private to server/store/: every SQL statement the daemon runs, one line each, prepared once at
- * open on the connection it names (W: the writer, R: the read-only reader) and finalized at close.
+ * open on the connection it names (W: the writer, R: the read-only reader, P: the read-only reader
+ * of pages and scans, internal.h) and finalized at close.
  * A statement is fetched by its index (stmt()), never looked up by text or pointer, and never
  * evicted. Adding a statement = one line here, and, when it returns rows, one line in STORE_COLS
  * below: how many columns its readers read by index. store_open checks each prepared statement's
@@ -57,8 +58,8 @@
 	V(14, STATS_W("",       STATS_ND, STATS_SI, STATS_UN)) \
 	V(15, STATS_W(STATS_SZ, STATS_ND, STATS_SI, STATS_UN))
 
-#define STATS_COUNT_STMT(m, where) X(STATS_COUNT_##m, R, "SELECT count(*), total(latency_ns)" where)
-#define STATS_WALK_STMT(m, where)  X(STATS_WALK_##m, R, "SELECT latency_ns" where " ORDER BY latency_ns")
+#define STATS_COUNT_STMT(m, where) X(STATS_COUNT_##m, P, "SELECT count(*), total(latency_ns)" where)
+#define STATS_WALK_STMT(m, where)  X(STATS_WALK_##m, P, "SELECT latency_ns" where " ORDER BY latency_ns")
 
 #define STORE_STMTS(X) \
 	X(VERSION,          R, "PRAGMA user_version") \
@@ -74,7 +75,7 @@
 	X(KNOB_CHANGE,      W, "INSERT INTO knob_changes (op_id, seq, knob, old, new, status, errno) " \
 	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
 	/* one statement for every filter combination: a NULL parameter disables its condition */ \
-	X(OP_LIST,          R, "SELECT " OP_COLS ", " OP_SUMMARY_COLS " FROM operations " \
+	X(OP_LIST,          P, "SELECT " OP_COLS ", " OP_SUMMARY_COLS " FROM operations " \
 	                       "WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR status = ?2) " \
 	                       "AND (?3 IS NULL OR started_ns >= ?3) AND (?4 IS NULL OR started_ns < ?4) " \
 	                       "AND (?5 IS NULL OR id < ?5) ORDER BY id DESC LIMIT ?6") \
@@ -83,7 +84,7 @@
 	X(OP_GET_CHANGES,   R, "SELECT seq, knob, old, new, status, errno FROM knob_changes WHERE op_id = ?1 " \
 	                       "ORDER BY seq") \
 	/* profile.drift rows (drift.c): one per drift, updated while it lasts; newest first */ \
-	X(DRIFT_LIST,       R, "SELECT id, started_ns, finished_ns, status, request, result FROM operations " \
+	X(DRIFT_LIST,       P, "SELECT id, started_ns, finished_ns, status, request, result FROM operations " \
 	                       "WHERE kind = 'profile.drift' AND (?1 IS NULL OR json_extract(request, '$.key') = ?1) " \
 	                       "AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3") \
 	/* jobs and batches (jobs.c) */ \
@@ -94,7 +95,7 @@
 	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \
 	X(JOB_GET,          R, "SELECT " JOB_COLS " FROM jobs WHERE id = ?") \
 	/* a list carries summaries (store/summary.c): a resize's result.targets, not the result */ \
-	X(JOB_LIST,         R, "SELECT " JOB_LIST_COLS " FROM jobs WHERE (?1 IS NULL OR kind = ?1) " \
+	X(JOB_LIST,         P, "SELECT " JOB_LIST_COLS " FROM jobs WHERE (?1 IS NULL OR kind = ?1) " \
 	                       "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3) " \
 	                       "AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5") \
 	X(JOB_ACTIVE,       R, "SELECT id, coalesce(op_id, 0) FROM jobs WHERE status IN ('queued', 'running') " \
@@ -108,7 +109,7 @@
 	                       "created_by_uid, created_by_name, next_run_ns) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 " \
 	                       "WHERE (SELECT count(*) FROM schedules) < ?10") \
 	X(SCHED_GET,        R, "SELECT " SCHED_COLS " FROM schedules WHERE id = ?1") \
-	X(SCHED_LIST,       R, "SELECT " SCHED_COLS " FROM schedules WHERE id > ?1 ORDER BY id LIMIT ?2") \
+	X(SCHED_LIST,       P, "SELECT " SCHED_COLS " FROM schedules WHERE id > ?1 ORDER BY id LIMIT ?2") \
 	X(SCHED_DELETE,     W, "DELETE FROM schedules WHERE id = ?1") \
 	X(SCHED_DUE,        R, "SELECT id, cron, timezone, action, misfire_grace_s, next_run_ns FROM schedules " \
 	                       "WHERE enabled = 1 AND next_run_ns IS NOT NULL AND next_run_ns <= ?1 " \
@@ -118,7 +119,7 @@
 	                       "last_job_id = ?5, last_op_id = ?6, last_error = ?7, next_run_ns = ?8 WHERE id = ?1") \
 	/* process samples (samples.c): the kind index narrows, json_extract picks the process; the \
 	 * newest ?3, returned oldest first */ \
-	X(SAMPLES_LIST,     R, "SELECT id, started_ns, result FROM (SELECT id, started_ns, result FROM operations " \
+	X(SAMPLES_LIST,     P, "SELECT id, started_ns, result FROM (SELECT id, started_ns, result FROM operations " \
 	                       "WHERE kind = 'process.sample' AND json_extract(request, '$.pid') = ?1 " \
 	                       "AND json_extract(request, '$.start_time') = ?2 ORDER BY id DESC LIMIT ?3) ORDER BY id") \
 	X(SAMPLES_LAST,     R, "SELECT json_extract(request, '$.start_time') FROM operations " \
@@ -144,7 +145,7 @@
 	X(RET_JOB_DEL,      W, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE id < ?1 " \
 	                       "AND status NOT IN ('queued', 'running') ORDER BY id LIMIT ?2)") \
 	/* one operation's batch latencies, ascending, for history compare (stats.c) */ \
-	X(BATCH_LAT_OP,     R, "SELECT latency_ns FROM batches WHERE op_id = ?1 ORDER BY latency_ns") \
+	X(BATCH_LAT_OP,     P, "SELECT latency_ns FROM batches WHERE op_id = ?1 ORDER BY latency_ns") \
 	/* pending restores (restores.c); W for the list too: it is read at start to write back */ \
 	X(RESTORE_ADD,      W, "INSERT INTO restores (op_id, what, target, value, created_ns) VALUES (?1, ?2, ?3, ?4, ?5)") \
 	X(RESTORE_DONE,     W, "DELETE FROM restores WHERE id = ?1") \
@@ -152,7 +153,7 @@
 	/* an experiment's raw samples (experiments.c) */ \
 	X(EXP_SAMPLE_ADD,   W, "INSERT INTO experiment_samples (op_id, round, warmup, seq, arm, metric, value) " \
 	                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
-	X(EXP_SAMPLES,      R, "SELECT round, warmup, seq, arm, metric, value FROM experiment_samples " \
+	X(EXP_SAMPLES,      P, "SELECT round, warmup, seq, arm, metric, value FROM experiment_samples " \
 	                       "WHERE op_id = ?1 ORDER BY seq, metric") \
 	/* bearer tokens and failed authentications (tokens.c); the lookup serves every TLS request */ \
 	X(TOKEN_NAMED,      W, "SELECT 1 FROM tokens WHERE name = ?1") \

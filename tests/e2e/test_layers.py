@@ -139,8 +139,8 @@ class TheArrowsHold(unittest.TestCase):
 
 
 def store_functions():
-    """The store's public functions, each as "R" when its body names only the reader connection
-    (a plain read) and "W" when it names the writer, begins a transaction, or names neither (a
+    """The store's public functions, each as "R" when its body names only a read-only connection
+    (R, or P for the low-priority threads' pages: a plain read) and "W" when it names the writer, begins a transaction, or names neither (a
     helper whose connection this test cannot see counts as a write: unknown is not a read)."""
     kinds = {}
     for f in glob.glob(os.path.join(ROOT, "server", "store", "*.c")):
@@ -149,7 +149,7 @@ def store_functions():
             if m.group(1).startswith("static"):
                 continue
             body = m.group(4)
-            reads = re.search(r"\bR\b", body) and not re.search(r"\bW\b|tx_begin\(", body)
+            reads = re.search(r"\b[RP]\b", body) and not re.search(r"\bW\b|tx_begin\(", body)
             kinds[m.group(2)] = "R" if reads else "W"
     return kinds
 
