@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,15 @@ struct knob_catalogue {
 	size_t n, cap;
 	struct knob *k;              /* owned */
 	bool writer_privileged;      /* another process, with DAC_OVERRIDE, does the writes */
+	/* Per knob (k's index), the file held open for reading (kfs_open_held), owned; or HELD_UNTRIED
+	 * before its first read, HELD_NO when it is no kernel file. Set once, by whichever thread reads
+	 * first; a GET of a knob then costs a pread and an fstat, not an open, a read that sees EOF,
+	 * an ioctl and a close (bench/README.md §1b). */
+	_Atomic int *held;
 };
+
+#define HELD_UNTRIED -1
+#define HELD_NO      -2
 
 static const struct knob static_knobs[] = {
 	{ "thp.enabled", THP "enabled", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
@@ -172,8 +181,10 @@ struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_ro
 	for (size_t i = 0; i < sizeof static_knobs / sizeof static_knobs[0]; i++)
 		if (push(c, &static_knobs[i]) < 0)
 			goto fail;
-	if (add_sizes(c) < 0 || add_weights(c) < 0)
+	if (add_sizes(c) < 0 || add_weights(c) < 0 || !(c->held = malloc(c->n * sizeof *c->held)))
 		goto fail;
+	for (size_t i = 0; i < c->n; i++)
+		atomic_init(&c->held[i], HELD_UNTRIED);
 	return c;
 fail:
 	knobs_free(c);
@@ -184,6 +195,10 @@ void knobs_free(struct knob_catalogue *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; c->held && i < c->n; i++)
+		if (atomic_load(&c->held[i]) >= 0)
+			close(atomic_load(&c->held[i]));
+	free(c->held);
 	free(c->k);
 	free(c);
 }
@@ -274,6 +289,70 @@ static bool write_forbidden_by_flags(int fd)
 	return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
 }
 
+/* k's held file (see knob_catalogue.held), opened on its first read; < 0 when it has none. A file
+ * that cannot be opened now is tried again at the next read (it may appear); the path's own
+ * open then reports why. */
+static int held_fd(const struct knob_catalogue *c, const struct knob *k, const char *path)
+{
+	size_t i = (size_t)(k - c->k);
+	int fd, want = HELD_UNTRIED;
+
+	if (k < c->k || i >= c->n)
+		return HELD_NO;   /* not the catalogue's own entry */
+	if ((fd = atomic_load_explicit(&c->held[i], memory_order_acquire)) != HELD_UNTRIED)
+		return fd;
+	fd = kfs_open_held(path);
+	if (fd == -EMEDIUMTYPE)
+		fd = HELD_NO;
+	else if (fd < 0)
+		return HELD_UNTRIED;
+	if (atomic_compare_exchange_strong_explicit(&c->held[i], &want, fd, memory_order_acq_rel, memory_order_acquire))
+		return fd;
+	if (fd >= 0)
+		close(fd);   /* another thread's open won */
+	return want;
+}
+
+/* A write bit is set on the open file and this process may write it, or the writer is another,
+ * privileged process, of which this one's access() says nothing. */
+static bool mode_writable(const struct knob_catalogue *c, int fd, const char *path)
+{
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
+}
+
+/* The file's text into st->optbuf, and st->writable too when with_writable (the mode; this
+ * process's access() unless the writer is privileged; the inode flags, which only a file outside
+ * sysfs and procfs can have). 0, or -errno with st->writable false. */
+static int read_file(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st, const char *path,
+		     bool with_writable)
+{
+	int fd = held_fd(c, k, path), rc;
+
+	if (fd >= 0) {
+		if (with_writable)
+			st->writable = mode_writable(c, fd, path);
+		if ((rc = kfs_pread_text(fd, st->optbuf, sizeof st->optbuf)) >= 0)
+			return 0;
+		/* Gone from the kernel (ENODEV once its object is removed): the path says what is there
+		 * now. The held fd stays, never closed under another thread's read. */
+		st->writable = false;
+	}
+	/* One open serves the mode, the inode flags and the value: every GET of a knob walked the
+	 * path three times before (stat, the flags' open, the read's open). */
+	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (with_writable)
+		st->writable = mode_writable(c, fd, path) && !write_forbidden_by_flags(fd);
+	rc = kfs_read_fd(fd, st->optbuf, sizeof st->optbuf);
+	close(fd);
+	if (rc < 0)
+		st->writable = false;
+	return rc < 0 ? rc : 0;
+}
+
 /* Fills st from the file (memset first), and st->writable too when with_writable (a file that
  * cannot be read is not writable either; one that reads unparseable may be): < 0 when the file
  * could not be read. */
@@ -281,28 +360,12 @@ static int read_value(const struct knob_catalogue *c, const struct knob *k, stru
 		      bool with_writable)
 {
 	char path[PATH_MAX];
-	struct stat sb;
-	int fd, rc, sel;
+	int rc, sel;
 
 	memset(st, 0, sizeof *st);
 	knob_path(c, k, path, sizeof path);
-	/* One open serves the mode, the inode flags and the value: every GET of a knob walked the
-	 * path three times before (stat, the flags' open, the read's open), a third of the request's
-	 * CPU under load (bench/README.md, http.knob.rps). */
-	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0) {
-		st->read_err = -errno;
-		return st->read_err;
-	}
-	/* When the writer is another, privileged process, this one's access() says nothing. */
-	if (with_writable)
-		st->writable = fstat(fd, &sb) == 0 && (sb.st_mode & 0222) &&
-			       (c->writer_privileged || access(path, W_OK) == 0) && !write_forbidden_by_flags(fd);
-	rc = kfs_read_fd(fd, st->optbuf, sizeof st->optbuf);
-	close(fd);
-	if (rc < 0) {
+	if ((rc = read_file(c, k, st, path, with_writable)) < 0) {
 		st->read_err = rc;
-		st->writable = false;
 		return rc;
 	}
 	if (k->type == KNOB_CHOICE) {

@@ -32,6 +32,15 @@ struct kfs_file {
 	bool regular;           /* a generated tree's regular file: truncated before each write */
 };
 int kfs_open(const char *root, const char *rel, struct kfs_file *f);   /* 0 or -errno */
+/* The file at path opened for reading, to be held and read again with kfs_pread_text: the fd, or
+ * -EMEDIUMTYPE when it is not on sysfs or procfs (a generated tree's regular file is read by path
+ * each time: a test may replace it, and a held fd would go on reading the old inode), or -errno. */
+int kfs_open_held(const char *path);
+/* The whole text of a sysfs or procfs file, read by one pread(2) at offset 0 (both regenerate it
+ * there: the kernel's value now, not a cached one), NUL-terminated, one trailing '\n' removed.
+ * Several threads may read one fd at once (the kernel serialises the reads of an open file).
+ * The length or -errno; -EFBIG if it does not fit. */
+int kfs_pread_text(int fd, char *buf, size_t len);
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val);
 int kfs_file_read_u64(struct kfs_file *f, uint64_t *out);
 void kfs_close(struct kfs_file *f);                                    /* fd -1 is fine */
