@@ -23,17 +23,23 @@
 #define WI  "kernel/mm/mempolicy/weighted_interleave"
 #define U32 4294967295ULL
 
+/* The knob files held open for reading. Set once each, by whichever thread reads the knob first; a
+ * GET of a knob then costs a pread and an fstat, not an open, a read that sees EOF, an ioctl and a
+ * close (bench/README.md §1b). */
+struct held_files {
+	_Atomic unsigned n;          /* held, or being opened to be: at most KNOBS_HELD_MAX */
+	_Atomic int fd[];            /* per knob (its index): the file (kfs_open_held), owned; or
+				      * HELD_UNTRIED before its first read, HELD_NO when it is no
+				      * kernel file or the budget is spent */
+};
+
 struct knob_catalogue {
 	const char *sysfs_root;      /* borrowed */
 	const char *procfs_root;     /* borrowed */
 	size_t n, cap;
 	struct knob *k;              /* owned */
 	bool writer_privileged;      /* another process, with DAC_OVERRIDE, does the writes */
-	/* Per knob (k's index), the file held open for reading (kfs_open_held), owned; or HELD_UNTRIED
-	 * before its first read, HELD_NO when it is no kernel file. Set once, by whichever thread reads
-	 * first; a GET of a knob then costs a pread and an fstat, not an open, a read that sees EOF,
-	 * an ioctl and a close (bench/README.md §1b). */
-	_Atomic int *held;
+	struct held_files *held;     /* owned */
 };
 
 #define HELD_UNTRIED -1
@@ -181,10 +187,12 @@ struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_ro
 	for (size_t i = 0; i < sizeof static_knobs / sizeof static_knobs[0]; i++)
 		if (push(c, &static_knobs[i]) < 0)
 			goto fail;
-	if (add_sizes(c) < 0 || add_weights(c) < 0 || !(c->held = malloc(c->n * sizeof *c->held)))
+	if (add_sizes(c) < 0 || add_weights(c) < 0 ||
+	    !(c->held = malloc(sizeof *c->held + c->n * sizeof c->held->fd[0])))
 		goto fail;
+	atomic_init(&c->held->n, 0);
 	for (size_t i = 0; i < c->n; i++)
-		atomic_init(&c->held[i], HELD_UNTRIED);
+		atomic_init(&c->held->fd[i], HELD_UNTRIED);
 	return c;
 fail:
 	knobs_free(c);
@@ -196,8 +204,8 @@ void knobs_free(struct knob_catalogue *c)
 	if (!c)
 		return;
 	for (size_t i = 0; c->held && i < c->n; i++)
-		if (atomic_load(&c->held[i]) >= 0)
-			close(atomic_load(&c->held[i]));
+		if (atomic_load(&c->held->fd[i]) >= 0)
+			close(atomic_load(&c->held->fd[i]));
 	free(c->held);
 	free(c->k);
 	free(c);
@@ -289,27 +297,37 @@ static bool write_forbidden_by_flags(int fd)
 	return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
 }
 
-/* k's held file (see knob_catalogue.held), opened on its first read; < 0 when it has none. A file
+/* k's held file (struct held_files), opened on its first read; < 0 when it has none. A file
  * that cannot be opened now is tried again at the next read (it may appear); the path's own
  * open then reports why. */
 static int held_fd(const struct knob_catalogue *c, const struct knob *k, const char *path)
 {
+	struct held_files *h = c->held;
 	size_t i = (size_t)(k - c->k);
 	int fd, want = HELD_UNTRIED;
 
 	if (k < c->k || i >= c->n)
 		return HELD_NO;   /* not the catalogue's own entry */
-	if ((fd = atomic_load_explicit(&c->held[i], memory_order_acquire)) != HELD_UNTRIED)
+	if ((fd = atomic_load_explicit(&h->fd[i], memory_order_acquire)) != HELD_UNTRIED)
 		return fd;
-	fd = kfs_open_held(path);
+	if (atomic_fetch_add(&h->n, 1) >= KNOBS_HELD_MAX) {
+		/* The open-file budget's share is spent (a host with many nodes' weights): by path. */
+		atomic_fetch_sub(&h->n, 1);
+		atomic_compare_exchange_strong(&h->fd[i], &want, HELD_NO);
+		return HELD_NO;
+	}
+	if ((fd = kfs_open_held(path)) < 0)
+		atomic_fetch_sub(&h->n, 1);
 	if (fd == -EMEDIUMTYPE)
 		fd = HELD_NO;
 	else if (fd < 0)
 		return HELD_UNTRIED;
-	if (atomic_compare_exchange_strong_explicit(&c->held[i], &want, fd, memory_order_acq_rel, memory_order_acquire))
+	if (atomic_compare_exchange_strong_explicit(&h->fd[i], &want, fd, memory_order_acq_rel, memory_order_acquire))
 		return fd;
-	if (fd >= 0)
+	if (fd >= 0) {
 		close(fd);   /* another thread's open won */
+		atomic_fetch_sub(&h->n, 1);
+	}
 	return want;
 }
 
