@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
-#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -40,6 +38,8 @@ struct knob_catalogue {
 	struct knob *k;              /* owned */
 	bool writer_privileged;      /* another process, with DAC_OVERRIDE, does the writes */
 	struct held_files *held;     /* owned */
+	bool hold_root[2];           /* per knob_root: the root is sysfs or procfs itself, not a
+				      * generated tree, so its files may be held */
 };
 
 #define HELD_UNTRIED -1
@@ -191,6 +191,8 @@ struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_ro
 	    !(c->held = malloc(sizeof *c->held + c->n * sizeof c->held->fd[0])))
 		goto fail;
 	atomic_init(&c->held->n, 0);
+	c->hold_root[KNOB_SYSFS] = kfs_on_kernel_fs(sysfs_root) == 1;
+	c->hold_root[KNOB_PROCFS] = kfs_on_kernel_fs(procfs_root) == 1;
 	for (size_t i = 0; i < c->n; i++)
 		atomic_init(&c->held->fd[i], HELD_UNTRIED);
 	return c;
@@ -306,8 +308,8 @@ static int held_fd(const struct knob_catalogue *c, const struct knob *k, const c
 	size_t i = (size_t)(k - c->k);
 	int fd, want = HELD_UNTRIED;
 
-	if (k < c->k || i >= c->n)
-		return HELD_NO;   /* not the catalogue's own entry */
+	if (k < c->k || i >= c->n || !c->hold_root[k->root])
+		return HELD_NO;   /* not the catalogue's own entry, or a generated tree's */
 	if ((fd = atomic_load_explicit(&h->fd[i], memory_order_acquire)) != HELD_UNTRIED)
 		return fd;
 	if (atomic_fetch_add(&h->n, 1) >= KNOBS_HELD_MAX) {
@@ -467,12 +469,9 @@ static int write_generated_choice(const struct knob_catalogue *c, const struct k
 static bool on_kernel_fs(const struct knob_catalogue *c, const struct knob *k)
 {
 	char path[PATH_MAX];
-	struct statfs sf;
 
 	knob_path(c, k, path, sizeof path);
-	if (statfs(path, &sf) < 0)
-		return true;   /* let the write itself report the error */
-	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
+	return kfs_on_kernel_fs(path) != 0;   /* unknown: the write itself reports the error */
 }
 
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)

@@ -125,10 +125,19 @@ int kfs_open(const char *root, const char *rel, struct kfs_file *f)
 	return 0;
 }
 
+int kfs_on_kernel_fs(const char *path)
+{
+	struct statfs sfs;
+
+	if (statfs(path, &sfs) < 0)
+		return -errno;
+	return sfs.f_type == SYSFS_MAGIC_NR || sfs.f_type == PROC_MAGIC_NR;
+}
+
 int kfs_open_held(const char *path)
 {
 	struct statfs sfs;
-	int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
 		return -errno;
