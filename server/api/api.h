@@ -82,8 +82,9 @@ extern const size_t api_nroutes;
 
 /* The router (api/routes.c). route_find: the route for method and the decoded path url, NULL when
  * none; *path_known tells a 405 (some method matches the path) from a 404, and allow (allow_len
- * bytes) lists the methods that do, HEAD beside GET. route_params copies r's {} segments of url
- * into params (owned by the caller); -1 when out of memory. */
+ * bytes) lists the methods that do, HEAD beside GET, when none is found ("" when one is).
+ * route_params copies r's {} segments of url into params (owned by the caller); -1 when out of
+ * memory. */
 const struct route *route_find(const char *method, const char *url, char *allow, size_t allow_len, bool *path_known);
 int route_params(const struct route *r, const char *url, char **params);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,12 @@ struct conn {
 	unsigned char addr[16];     /* TCP: the peer's address, IPv4 as ::ffff:a.b.c.d; zeros if unknown */
 	bool refused;               /* answered 503 at accept; closing */
 	bool lingers;               /* refused, and counted in conn_table.lingering */
-	int64_t due_ns;             /* CLOCK_MONOTONIC deadline for the request now arriving; 0: none */
+	/* CLOCK_MONOTONIC deadline for the request now arriving; 0: none. Atomic rather than under
+	 * the table's lock: the connection's worker sets it twice per request, and one lock for
+	 * every worker was two contended lock/unlock pairs per request (bench/README.md §1b). The
+	 * reaper takes a deadline with a compare-and-swap, so a request that arrives whole at that
+	 * moment either stops its clock first or is the one cut. */
+	_Atomic int64_t due_ns;
 	struct conn *prev, *next;   /* in conn_table.head */
 };
 
@@ -33,7 +39,7 @@ struct conn_table {
 	struct conn_limits lim;
 	bool have_admin_gid;
 	gid_t admin_gid;
-	pthread_mutex_t mu;         /* guards everything below and every listed conn's due_ns */
+	pthread_mutex_t mu;         /* guards everything below (a listed conn stays allocated while held) */
 	pthread_cond_t wake;
 	struct conn *head;          /* listed: every conn between conn_opened and conn_closed */
 	unsigned unix_counted;      /* Unix connections that count against the limits */
@@ -121,9 +127,9 @@ static void *reaper_main(void *arg)
 		struct timespec ts;
 		int64_t now = clk_mono_ns();
 		for (struct conn *c = t->head; c; c = c->next) {
-			if (!c->due_ns || now < c->due_ns)
+			int64_t due = atomic_load(&c->due_ns);
+			if (!due || now < due || !atomic_compare_exchange_strong(&c->due_ns, &due, 0))
 				continue;
-			c->due_ns = 0;
 			shutdown(c->fd, SHUT_RDWR);
 			log_debug("closing a connection%s (uid %d): no whole request within %u s",
 				  c->refused ? " already refused" : "", c->who.known ? (int)c->who.uid : -1,
@@ -299,7 +305,7 @@ struct conn *conn_opened(struct conn_table *t, int fd, bool tcp_tls)
 			shutdown(fd, SHUT_WR);
 			t->lingering++;
 			c->lingers = true;
-			c->due_ns = now + 1000000000;
+			atomic_store(&c->due_ns, now + 1000000000);
 		}
 		t->refused_since_warn++;
 		if (now - t->last_warn_ns >= 10LL * 1000000000) {
@@ -309,7 +315,7 @@ struct conn *conn_opened(struct conn_table *t, int fd, bool tcp_tls)
 			t->refused_since_warn = 0;
 		}
 	} else {
-		c->due_ns = clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
+		atomic_store(&c->due_ns, clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000);
 		if (c->unix_listener)
 			t->unix_counted++;
 	}
@@ -352,18 +358,15 @@ const struct caller *conn_caller(const struct conn *c)
 
 void conn_request_in(struct conn_table *t, struct conn *c)
 {
+	(void)t;
 	if (!c || c->refused)
 		return;
-	pthread_mutex_lock(&t->mu);
-	c->due_ns = 0;
-	pthread_mutex_unlock(&t->mu);
+	atomic_store(&c->due_ns, 0);
 }
 
 void conn_request_done(struct conn_table *t, struct conn *c)
 {
 	if (!c || c->refused)
 		return;
-	pthread_mutex_lock(&t->mu);
-	c->due_ns = clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000;
-	pthread_mutex_unlock(&t->mu);
+	atomic_store(&c->due_ns, clk_mono_ns() + (int64_t)t->lim.request_timeout_s * 1000000000);
 }

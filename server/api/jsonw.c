@@ -59,35 +59,46 @@ static size_t utf8_len(const unsigned char *s)
 	return n;
 }
 
-static bool is_utf8(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_len(p);
-		if (!n)
-			return false;
-		p += n;
-	}
-	return true;
-}
+/* Bytes that go out as they are inside a JSON string (jansson escapes only these two and the
+ * control characters below 0x20; DEL goes out as it is). */
+static const bool plain[256] = {
+	[0x20 ... '"' - 1] = true,
+	['"' + 1 ... '\\' - 1] = true,
+	['\\' + 1 ... 0x7f] = true,
+};
 
 void jw_str(struct jw *w, const char *s)
 {
+	size_t start = w->len;
 	const char *run;
 
 	if (!s) {
 		jw_lit(w, "null");
 		return;
 	}
-	if (!is_utf8(s))
-		s = "(not UTF-8)";
 	jw_lit(w, "\"");
-	for (run = s;; s++) {
+	/* One pass that copies plain runs whole and checks UTF-8 only where a byte is past ASCII: a
+	 * knob's answer is mostly such runs (its description and path), and escaping it byte by
+	 * byte after a separate UTF-8 pass was a tenth of the user-space CPU of a knob GET. */
+	for (run = s;;) {
 		unsigned char c = (unsigned char)*s;
 		char esc[8];
 		const char *e = NULL;
+		size_t n;
 
-		if (c >= 0x20 && c != '"' && c != '\\')
+		if (plain[c]) {
+			s++;
 			continue;
+		}
+		if (c >= 0x80) {
+			if (!(n = utf8_len((const unsigned char *)s))) {
+				w->len = start;   /* what was written of it is dropped */
+				jw_lit(w, "\"(not UTF-8)\"");
+				return;
+			}
+			s += n;
+			continue;
+		}
 		jw_raw(w, run, (size_t)(s - run));   /* the plain run before this byte */
 		if (!c)
 			break;
@@ -104,7 +115,7 @@ void jw_str(struct jw *w, const char *s)
 			e = esc;
 		}
 		jw_raw(w, e, strlen(e));
-		run = s + 1;
+		run = ++s;
 	}
 	jw_lit(w, "\"");
 }

@@ -4,14 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
-#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -22,13 +21,29 @@
 #define WI  "kernel/mm/mempolicy/weighted_interleave"
 #define U32 4294967295ULL
 
+/* The knob files held open for reading. Set once each, by whichever thread reads the knob first; a
+ * GET of a knob then costs a pread and an fstat, not an open, a read that sees EOF, an ioctl and a
+ * close (bench/README.md §1b). */
+struct held_files {
+	_Atomic unsigned n;          /* held, or being opened to be: at most KNOBS_HELD_MAX */
+	_Atomic int fd[];            /* per knob (its index): the file (kfs_open_held), owned; or
+				      * HELD_UNTRIED before its first read, HELD_NO when it is no
+				      * kernel file or the budget is spent */
+};
+
 struct knob_catalogue {
 	const char *sysfs_root;      /* borrowed */
 	const char *procfs_root;     /* borrowed */
 	size_t n, cap;
 	struct knob *k;              /* owned */
 	bool writer_privileged;      /* another process, with DAC_OVERRIDE, does the writes */
+	struct held_files *held;     /* owned */
+	bool hold_root[2];           /* per knob_root: the root is sysfs or procfs itself, not a
+				      * generated tree, so its files may be held */
 };
+
+#define HELD_UNTRIED -1
+#define HELD_NO      -2
 
 static const struct knob static_knobs[] = {
 	{ "thp.enabled", THP "enabled", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
@@ -172,8 +187,14 @@ struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_ro
 	for (size_t i = 0; i < sizeof static_knobs / sizeof static_knobs[0]; i++)
 		if (push(c, &static_knobs[i]) < 0)
 			goto fail;
-	if (add_sizes(c) < 0 || add_weights(c) < 0)
+	if (add_sizes(c) < 0 || add_weights(c) < 0 ||
+	    !(c->held = malloc(sizeof *c->held + c->n * sizeof c->held->fd[0])))
 		goto fail;
+	atomic_init(&c->held->n, 0);
+	c->hold_root[KNOB_SYSFS] = kfs_on_kernel_fs(sysfs_root) == 1;
+	c->hold_root[KNOB_PROCFS] = kfs_on_kernel_fs(procfs_root) == 1;
+	for (size_t i = 0; i < c->n; i++)
+		atomic_init(&c->held->fd[i], HELD_UNTRIED);
 	return c;
 fail:
 	knobs_free(c);
@@ -184,6 +205,10 @@ void knobs_free(struct knob_catalogue *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; c->held && i < c->n; i++)
+		if (atomic_load(&c->held->fd[i]) >= 0)
+			close(atomic_load(&c->held->fd[i]));
+	free(c->held);
 	free(c->k);
 	free(c);
 }
@@ -260,7 +285,17 @@ static const char *root_of(const struct knob_catalogue *c, const struct knob *k)
 
 void knob_path(const struct knob_catalogue *c, const struct knob *k, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", root_of(c, k), k->rel);
+	const char *root = root_of(c, k);
+	size_t rl = strlen(root), kl = strlen(k->rel);
+
+	/* Joined by hand: a knob GET builds it twice, and snprintf's were most of its printf time. */
+	if (rl + 1 + kl >= len) {
+		snprintf(buf, len, "%s/%s", root, k->rel);   /* cut short as before */
+		return;
+	}
+	memcpy(buf, root, rl);
+	buf[rl] = '/';
+	memcpy(buf + rl + 1, k->rel, kl + 1);
 }
 
 /* Whether the file's inode flags forbid a write whatever its mode says: immutable (chattr +i), or
@@ -274,6 +309,80 @@ static bool write_forbidden_by_flags(int fd)
 	return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
 }
 
+/* k's held file (struct held_files), opened on its first read; < 0 when it has none. A file
+ * that cannot be opened now is tried again at the next read (it may appear); the path's own
+ * open then reports why. */
+static int held_fd(const struct knob_catalogue *c, const struct knob *k, const char *path)
+{
+	struct held_files *h = c->held;
+	size_t i = (size_t)(k - c->k);
+	int fd, want = HELD_UNTRIED;
+
+	if (k < c->k || i >= c->n || !c->hold_root[k->root])
+		return HELD_NO;   /* not the catalogue's own entry, or a generated tree's */
+	if ((fd = atomic_load_explicit(&h->fd[i], memory_order_acquire)) != HELD_UNTRIED)
+		return fd;
+	if (atomic_fetch_add(&h->n, 1) >= KNOBS_HELD_MAX) {
+		/* The open-file budget's share is spent (a host with many nodes' weights): by path. */
+		atomic_fetch_sub(&h->n, 1);
+		atomic_compare_exchange_strong(&h->fd[i], &want, HELD_NO);
+		return HELD_NO;
+	}
+	if ((fd = kfs_open_held(path)) < 0)
+		atomic_fetch_sub(&h->n, 1);
+	if (fd == -EMEDIUMTYPE)
+		fd = HELD_NO;
+	else if (fd < 0)
+		return HELD_UNTRIED;
+	if (atomic_compare_exchange_strong_explicit(&h->fd[i], &want, fd, memory_order_acq_rel, memory_order_acquire))
+		return fd;
+	if (fd >= 0) {
+		close(fd);   /* another thread's open won */
+		atomic_fetch_sub(&h->n, 1);
+	}
+	return want;
+}
+
+/* A write bit is set on the open file and this process may write it, or the writer is another,
+ * privileged process, of which this one's access() says nothing. */
+static bool mode_writable(const struct knob_catalogue *c, int fd, const char *path)
+{
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && (sb.st_mode & 0222) && (c->writer_privileged || access(path, W_OK) == 0);
+}
+
+/* The file's text into st->optbuf, and st->writable too when with_writable (the mode; this
+ * process's access() unless the writer is privileged; the inode flags, which only a file outside
+ * sysfs and procfs can have). 0, or -errno with st->writable false. */
+static int read_file(const struct knob_catalogue *c, const struct knob *k, struct knob_state *st, const char *path,
+		     bool with_writable)
+{
+	int fd = held_fd(c, k, path), rc;
+
+	if (fd >= 0) {
+		if (with_writable)
+			st->writable = mode_writable(c, fd, path);
+		if ((rc = kfs_pread_text(fd, st->optbuf, sizeof st->optbuf)) >= 0)
+			return 0;
+		/* Gone from the kernel (ENODEV once its object is removed): the path says what is there
+		 * now. The held fd stays, never closed under another thread's read. */
+		st->writable = false;
+	}
+	/* One open serves the mode, the inode flags and the value: every GET of a knob walked the
+	 * path three times before (stat, the flags' open, the read's open). */
+	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (with_writable)
+		st->writable = mode_writable(c, fd, path) && !write_forbidden_by_flags(fd);
+	rc = kfs_read_fd(fd, st->optbuf, sizeof st->optbuf);
+	close(fd);
+	if (rc < 0)
+		st->writable = false;
+	return rc < 0 ? rc : 0;
+}
+
 /* Fills st from the file (memset first), and st->writable too when with_writable (a file that
  * cannot be read is not writable either; one that reads unparseable may be): < 0 when the file
  * could not be read. */
@@ -281,28 +390,12 @@ static int read_value(const struct knob_catalogue *c, const struct knob *k, stru
 		      bool with_writable)
 {
 	char path[PATH_MAX];
-	struct stat sb;
-	int fd, rc, sel;
+	int rc, sel;
 
 	memset(st, 0, sizeof *st);
 	knob_path(c, k, path, sizeof path);
-	/* One open serves the mode, the inode flags and the value: every GET of a knob walked the
-	 * path three times before (stat, the flags' open, the read's open), a third of the request's
-	 * CPU under load (bench/README.md, http.knob.rps). */
-	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0) {
-		st->read_err = -errno;
-		return st->read_err;
-	}
-	/* When the writer is another, privileged process, this one's access() says nothing. */
-	if (with_writable)
-		st->writable = fstat(fd, &sb) == 0 && (sb.st_mode & 0222) &&
-			       (c->writer_privileged || access(path, W_OK) == 0) && !write_forbidden_by_flags(fd);
-	rc = kfs_read_fd(fd, st->optbuf, sizeof st->optbuf);
-	close(fd);
-	if (rc < 0) {
+	if ((rc = read_file(c, k, st, path, with_writable)) < 0) {
 		st->read_err = rc;
-		st->writable = false;
 		return rc;
 	}
 	if (k->type == KNOB_CHOICE) {
@@ -386,12 +479,9 @@ static int write_generated_choice(const struct knob_catalogue *c, const struct k
 static bool on_kernel_fs(const struct knob_catalogue *c, const struct knob *k)
 {
 	char path[PATH_MAX];
-	struct statfs sf;
 
 	knob_path(c, k, path, sizeof path);
-	if (statfs(path, &sf) < 0)
-		return true;   /* let the write itself report the error */
-	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
+	return kfs_on_kernel_fs(path) != 0;   /* unknown: the write itself reports the error */
 }
 
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)

@@ -23,6 +23,11 @@ struct knob {
 
 struct knob_catalogue;
 
+/* The knob files on sysfs and procfs the catalogue keeps open once read (each read of one is then
+ * a pread, not an open: bench/README.md §1b): at most this many, the first ones read; the
+ * daemon's open-file budget counts them (CONN_FDS_SELF, api/conn.h). */
+#define KNOBS_HELD_MAX 32
+
 /* Builds the catalogue for these roots (borrowed; must outlive it). NULL only when out of memory. */
 struct knob_catalogue *knobs_build(const char *sysfs_root, const char *procfs_root);
 void knobs_free(struct knob_catalogue *c);   /* NULL is fine */

@@ -125,6 +125,46 @@ int kfs_open(const char *root, const char *rel, struct kfs_file *f)
 	return 0;
 }
 
+int kfs_on_kernel_fs(const char *path)
+{
+	struct statfs sfs;
+
+	if (statfs(path, &sfs) < 0)
+		return -errno;
+	return sfs.f_type == SYSFS_MAGIC_NR || sfs.f_type == PROC_MAGIC_NR;
+}
+
+int kfs_open_held(const char *path)
+{
+	struct statfs sfs;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sfs) == 0 && (sfs.f_type == SYSFS_MAGIC_NR || sfs.f_type == PROC_MAGIC_NR))
+		return fd;
+	close(fd);
+	return -EMEDIUMTYPE;
+}
+
+int kfs_pread_text(int fd, char *buf, size_t len)
+{
+	ssize_t r;
+
+	do
+		r = pread(fd, buf, len - 1, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	/* A kernel file's text comes whole from offset 0; one that fills the buffer may go on. */
+	if ((size_t)r == len - 1)
+		return -EFBIG;
+	if (r > 0 && buf[r - 1] == '\n')
+		r--;
+	buf[r] = '\0';
+	return (int)r;
+}
+
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val)
 {
 	char buf[32];

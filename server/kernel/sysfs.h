@@ -32,6 +32,19 @@ struct kfs_file {
 	bool regular;           /* a generated tree's regular file: truncated before each write */
 };
 int kfs_open(const char *root, const char *rel, struct kfs_file *f);   /* 0 or -errno */
+/* Whether path is on sysfs or procfs: 1 yes, 0 no, -errno when statfs(2) cannot tell. */
+int kfs_on_kernel_fs(const char *path);
+/* The file at path opened for reading, to be held and read again with kfs_pread_text: the fd, or
+ * -EMEDIUMTYPE when it is not on sysfs or procfs, or -errno. Only for a file under a root that is
+ * itself sysfs or procfs (kfs_on_kernel_fs): a generated tree's file may be replaced (a test puts
+ * a symlink into /proc in its place, then a regular file again), and a held fd would go on
+ * reading what it opened. */
+int kfs_open_held(const char *path);
+/* The whole text of a sysfs or procfs file, read by one pread(2) at offset 0 (both regenerate it
+ * there: the kernel's value now, not a cached one), NUL-terminated, one trailing '\n' removed.
+ * Several threads may read one fd at once (the kernel serialises the reads of an open file).
+ * The length or -errno; -EFBIG if it does not fit. */
+int kfs_pread_text(int fd, char *buf, size_t len);
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val);
 int kfs_file_read_u64(struct kfs_file *f, uint64_t *out);
 void kfs_close(struct kfs_file *f);                                    /* fd -1 is fine */

@@ -114,3 +114,40 @@ class KnobsRealTest(DaemonTest):
         r = self.d.request("PUT", "/v1/knobs/vm.compaction_proactiveness", {"value": new})
         self.assertEqual(r.status, 200, r.raw)
         self.assertEqual(int(real_file(path)), new)
+
+    def open_files(self, path):
+        """How many of the serving process's open files are path (its own fds, as /proc shows them)."""
+        fd_dir = "/proc/%d/fd" % self.d.proc.pid
+        n = 0
+        for fd in os.listdir(fd_dir):
+            try:
+                n += os.readlink(os.path.join(fd_dir, fd)) == path
+            except OSError:
+                pass   # closed while listed
+        return n
+
+    def test_a_knob_is_read_through_one_held_file_and_a_foreign_write_shows_at_once(self):
+        """GET /v1/knobs/{name} reads a sysfs or procfs knob by one pread of a file the serving
+        process keeps open (not an open, two reads and a close each time: bench/README.md §1b),
+        and the kernel regenerates the text on every such read, so a write made behind the
+        daemon's back is in the very next answer, through either file."""
+        sysctl = "/proc/sys/vm/compaction_proactiveness"
+        old = self.keep(ENABLED)
+        for _ in range(3):
+            r = self.d.get("/v1/knobs/thp.enabled")
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertEqual(r.json["value"], old)
+        self.assertEqual(self.open_files(ENABLED), 1)
+        new = "never" if old != "never" else "madvise"
+        real_write(ENABLED, new)
+        self.assertEqual(self.d.get("/v1/knobs/thp.enabled").json["value"], new)
+        listed = {k["name"]: k for k in self.d.get("/v1/knobs").json["knobs"]}
+        self.assertEqual(listed["thp.enabled"]["value"], new)
+        self.assertEqual(self.open_files(ENABLED), 1)
+        if os.path.exists(sysctl):
+            was = int(self.keep(sysctl))
+            self.assertEqual(self.d.get("/v1/knobs/vm.compaction_proactiveness").json["value"], was)
+            self.assertEqual(self.open_files(sysctl), 1)
+            real_write(sysctl, str(21 if was != 21 else 22))
+            self.assertEqual(self.d.get("/v1/knobs/vm.compaction_proactiveness").json["value"],
+                             21 if was != 21 else 22)

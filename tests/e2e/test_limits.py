@@ -394,7 +394,7 @@ class OpenFiles(unittest.TestCase):
             p = subprocess.run(["prlimit", "--nofile=256:256", "--"] + d.command(), capture_output=True,
                                text=True, timeout=30)
             self.assertNotEqual(p.returncode, 0)
-            self.assertIn("need 640 open files", p.stdout + p.stderr)
+            self.assertIn("need 672 open files", p.stdout + p.stderr)
             self.assertIn("hard limit is 256", p.stdout + p.stderr)
             self.assertFalse(os.path.exists(d.socket))
             self.assertFalse(os.path.exists(d.db))

@@ -46,8 +46,10 @@ END_TEST
 
 START_TEST(text_that_is_not_utf8_becomes_a_marker)
 {
-	/* a lone continuation byte, an overlong '/', a surrogate, a truncated sequence */
-	static const char *const cases[] = { "a\x80z", "\xc0\xaf", "\xed\xa0\x80", "cut \xe2\x86" };
+	/* a lone continuation byte, an overlong '/', a surrogate, a truncated sequence, one found
+	 * after an escape and valid UTF-8 were written (the string is checked as it is written) */
+	static const char *const cases[] = { "a\x80z", "\xc0\xaf", "\xed\xa0\x80", "cut \xe2\x86",
+					     "tab\t\xe2\x86\x92 then \xc0\xaf" };
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *got = written(str_of, cases[i]);
@@ -55,6 +57,24 @@ START_TEST(text_that_is_not_utf8_becomes_a_marker)
 		ck_assert_str_eq(got, "\"(not UTF-8)\"");
 		free(got);
 	}
+}
+END_TEST
+
+static void after_text(struct jw *w, const void *s)
+{
+	jw_lit(w, "[");
+	jw_str(w, "kept");
+	jw_lit(w, ",");
+	jw_str(w, s);
+	jw_lit(w, "]");
+}
+
+START_TEST(a_marker_replaces_only_its_own_string)
+{
+	char *got = written(after_text, "quote \" then \x80");
+
+	ck_assert_str_eq(got, "[\"kept\",\"(not UTF-8)\"]");
+	free(got);
 }
 END_TEST
 
@@ -90,6 +110,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("jsonw");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, strings_are_escaped_as_jansson_does);
+	tcase_add_test(tc, a_marker_replaces_only_its_own_string);
 	tcase_add_test(tc, text_that_is_not_utf8_becomes_a_marker);
 	tcase_add_test(tc, values_and_stored_json);
 	suite_add_tcase(s, tc);
