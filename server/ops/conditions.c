@@ -100,7 +100,7 @@ json_t *cond_end(const struct app *app, struct cond_snap *s)
 		struct knob_state ks;
 		if (!k)
 			continue;
-		knob_read(app->knobs, k, &ks);
+		knob_read_value(app->knobs, k, &ks);   /* the value alone: not whether it is writable */
 		if (ks.available)
 			json_object_set_new(set, settings[i], json_string(ks.value));
 	}

@@ -27,6 +27,7 @@ struct apply_args {
 	bool has_actor;
 	char actor_name[64];
 	char source[16];
+	bool fresh;                  /* run at once (jobs_run_now): ck was merged and evaluated just now */
 };
 
 static void args_free(void *p)
@@ -113,7 +114,12 @@ static uint64_t default_size_kb(const struct app *app)
 static struct ps_key *keys_new(const struct app *app, const struct profile_checked *ck)
 {
 	struct ps_key *keys = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *keys);
-	uint64_t dkb = default_size_kb(app);
+	uint64_t dkb = 0;
+
+	/* meminfo is read for the pools' paths alone. */
+	for (size_t i = 0; !dkb && i < ck->doc.n; i++)
+		if (ck->doc.keys[i].kind == PROF_POOL)
+			dkb = default_size_kb(app);
 
 	for (size_t i = 0; keys && i < ck->doc.n; i++) {
 		keys[i].k = ck->doc.keys[i];
@@ -162,8 +168,11 @@ static const char *knob_outcome(const char *status)
 static int64_t apply_knobs(struct apply_args *a, struct ps_key *keys, char *err, size_t errlen)
 {
 	const struct app *app = a->app;
+	/* The job's operation, committed running before run(), is the crash evidence (a crash
+	 * mid-apply: interrupted at the next start, and applied again there): the knobs.set
+	 * operation is recorded once, after its writes. */
 	struct knobs_actor who = { .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
-				   .source = "profile" };
+				   .source = "profile", .recorded_after = true };
 	json_t *want = json_object(), *out = NULL, *c;
 	mp_err e = { 0 };
 	int64_t id = 0;
@@ -253,7 +262,7 @@ static bool changed_before(struct apply_args *a, struct job_outcome *out)
 	struct prof_err pe = { 0 };
 	uint64_t now = 0;
 
-	if (profiles_digest(a->app, a->ck.doc.name, &now, &pe) == 0 && now == a->ck.digest)
+	if (profiles_digest(a->app, &a->ck.doc, &now, &pe) == 0 && now == a->ck.digest)
 		return false;
 	out->status = "failed";
 	snprintf(out->error, sizeof out->error, "profile %s changed after it was validated (%.300s); nothing was applied, "
@@ -276,6 +285,14 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	bool stale;
 
 	profile_state_applying(app->profile_state, job_id(ctx));
+	/* Run at once, the document is the files and the kernel as validated a moment ago, in this
+	 * thread: nothing came between, so neither the digest nor the keys are read again here (a file
+	 * changed from now on is "during the apply": the digest after the writes says so). */
+	if (a->fresh) {
+		if (!(keys = keys_new(app, &a->ck)))
+			mp_nomem(&pe.e);
+		goto evaluated;
+	}
 	if (changed_before(a, out)) {
 		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(MPE_PROFILE_CHANGED), out->error,
 				     NULL, job_id(ctx));
@@ -285,6 +302,7 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	 * between (a queued job runs later). */
 	if (profiles_evaluate(app, &a->ck, &pe) == 0 && !(keys = keys_new(app, &a->ck)))
 		mp_nomem(&pe.e);
+evaluated:
 	if (!keys) {
 		out->status = "failed";
 		snprintf(out->error, sizeof out->error, "%s", pe.e.detail);
@@ -310,7 +328,7 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	if (a->ck.unsupported_required)
 		reasons |= PSR_UNSUPPORTED_REQUIRED;
 	/* A file that changed during the apply: the version validated is what was applied, whole. */
-	stale = profiles_digest(app, a->ck.doc.name, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
+	stale = profiles_digest(app, &a->ck.doc, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
 	if (stale)
 		log_warn("profile %s changed while job %lld applied it: the version validated at activation is in force; "
 			 "apply it again to take the new one", a->ck.doc.name, (long long)job_id(ctx));
@@ -361,6 +379,15 @@ const struct job_kind profile_apply_job = {
 
 /* ---- activation ------------------------------------------------------------------------------ */
 
+/* Every key a knob (or none at all): nothing of the apply waits for the kernel's memory. */
+static bool knobs_only(const struct prof_doc *doc)
+{
+	for (size_t i = 0; i < doc->n; i++)
+		if (doc->keys[i].kind != PROF_KNOB)
+			return false;
+	return true;
+}
+
 int profile_activate(const struct app *app, const char *name, const struct job_origin *origin, bool dry_run,
 		     int64_t deadline_ms, json_t **out, int64_t *conflict_id, struct prof_err *pe)
 {
@@ -399,7 +426,10 @@ int profile_activate(const struct app *app, const char *name, const struct job_o
 	spec.arg = a;
 	spec.request = request;
 	spec.deadline_ms = deadline_ms ? deadline_ms : PROFILE_POOL_DEADLINE_MS;
-	*out = jobs_submit(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
+	/* Knobs only: one transaction of a few writes, run here and answered ended (no resize loop to
+	 * wait for, no hand-off to a worker and back). */
+	a->fresh = knobs_only(&a->ck.doc);
+	*out = (a->fresh ? jobs_run_now : jobs_submit)(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
 	if (conflict_id)
 		*conflict_id = busy;
 	json_decref(request);
