@@ -195,6 +195,7 @@ static void rebuild(struct drift_watcher *w)
 	struct dw_key *keys = NULL;   /* owned until it replaces w->keys */
 	uint64_t marked = 0;
 	int fd = -1;
+	bool kept;
 
 	if (profile_state_snapshot(app->profile_state, &snap) < 0) {
 		log_error("drift watcher: out of memory taking the profile state: the managed set is not re-marked");
@@ -236,7 +237,7 @@ static void rebuild(struct drift_watcher *w)
 	ps_snapshot_free(&snap);
 	/* The same files as the group has marks on (the same profile applied again): the group stays,
 	 * so no write falls between two groups and no helper request is made. */
-	if (same_marks(w, t, tf, nt)) {
+	if ((kept = same_marks(w, t, tf, nt))) {
 		fd = w->fan_fd;
 		marked = w->marked;
 	} else if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
@@ -265,7 +266,7 @@ static void rebuild(struct drift_watcher *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
-	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
+	log_info("drift watcher: %zu managed keys, %zu with a mark%s", n, nt, kept ? " (the same files: the group kept)" : "");
 }
 
 static void check_all(struct drift_watcher *w, bool timer_only, enum drift_cause marked_cause)
