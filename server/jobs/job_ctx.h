@@ -89,6 +89,9 @@ struct job_spec {
 	                              * jobs of the same key and run after them, in order */
 	int64_t deadline_ms;         /* 0: none; else job_past_deadline() turns true this long after
 	                              * run() starts */
+	bool measures_itself;        /* run() measures its own conditions (the one change it makes is
+	                              * measured already, a knob transaction): the runner's
+	                              * jobs_measure is not taken around it */
 };
 
 /* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller; only its id, kind

@@ -34,6 +34,7 @@ struct job_ctx {
 	json_t *progress;            /* owned, under runner->lock */
 	void *arg;                   /* owned, released with kind->free_arg */
 	int64_t deadline_ms;         /* 0: none */
+	bool measures_itself;        /* the submission's: no jobs_measure around run() */
 	int64_t deadline_mono_ns;    /* set when run() starts; read by the job's own thread only */
 };
 
@@ -228,9 +229,10 @@ static void run_job(struct jobs *j, struct job_ctx *c, bool started)
 	memset(&out, 0, sizeof out);
 	if (c->deadline_ms > 0)
 		c->deadline_mono_ns = clk_mono_ns() + c->deadline_ms * 1000000;
-	void *snap = j->measure ? j->measure->begin(j->app) : NULL;
+	bool measure = j->measure && !c->measures_itself;
+	void *snap = measure ? j->measure->begin(j->app) : NULL;
 	c->kind->run(c, c->arg, &out);
-	if (j->measure)
+	if (measure)
 		j->measure->end(j->app, snap, &out);
 	if (!out.status)
 		out.status = "failed";
@@ -363,6 +365,7 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	c->kind = k;
 	c->arg = spec->arg;
 	c->deadline_ms = spec->deadline_ms;
+	c->measures_itself = spec->measures_itself;
 	c->progress = k->initial_progress ? k->initial_progress(spec->arg) : NULL;
 	if (k->conflict_key)
 		k->conflict_key(spec->arg, c->conflict_key, sizeof c->conflict_key);

@@ -364,6 +364,8 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 				strerror(err), tail);
 	}
 	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+	if (conditions && who->conditions)
+		*who->conditions = json_incref(conditions);
 	if (conditions)
 		json_object_set_new(result, "conditions", conditions);
 	{

@@ -22,6 +22,9 @@ struct knobs_actor {
 	 * then recorded once, whole, after the writes (one commit, not one before and one after).
 	 * Unrecordable, the change is undone as ever. false: recorded before anything is written. */
 	bool recorded_after;
+	/* Not NULL: receives the conditions recorded with the knobs.set operation (a new reference,
+	 * or NULL when none was: nothing written), for a caller whose operation is this change. */
+	json_t **conditions;
 };
 
 /* knobs: an object {name: JSON value} (borrowed), written in its key order. On success returns 0

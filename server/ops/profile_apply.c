@@ -12,6 +12,7 @@
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/ops/cgroups.h"
+#include "server/ops/conditions.h"
 #include "server/ops/knobs.h"
 #include "server/ops/profile_pools.h"
 #include "server/ops/profile_state.h"
@@ -28,6 +29,7 @@ struct apply_args {
 	char actor_name[64];
 	char source[16];
 	bool fresh;                  /* run at once (jobs_run_now): ck was merged and evaluated just now */
+	json_t *conditions;          /* owned: the knob transaction's conditions (apply_knobs), or NULL */
 };
 
 static void args_free(void *p)
@@ -37,6 +39,7 @@ static void args_free(void *p)
 	if (!a)
 		return;
 	profiles_checked_free(&a->ck);
+	json_decref(a->conditions);
 	free(a);
 }
 
@@ -172,7 +175,7 @@ static int64_t apply_knobs(struct apply_args *a, struct ps_key *keys, char *err,
 	 * mid-apply: interrupted at the next start, and applied again there): the knobs.set
 	 * operation is recorded once, after its writes. */
 	struct knobs_actor who = { .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
-				   .source = "profile", .recorded_after = true };
+				   .source = "profile", .recorded_after = true, .conditions = &a->conditions };
 	json_t *want = json_object(), *out = NULL, *c;
 	mp_err e = { 0 };
 	int64_t id = 0;
@@ -256,6 +259,15 @@ static json_t *keys_json(const struct ps_key *keys, size_t n)
 	return arr;
 }
 
+/* A knob out of sync: the apply makes a knob transaction. */
+static bool knobs_to_write(const struct profile_checked *ck)
+{
+	for (size_t i = 0; i < ck->doc.n; i++)
+		if (ck->doc.keys[i].kind == PROF_KNOB && ck->ev[i].verdict == PROF_DIFFERS)
+			return true;
+	return false;
+}
+
 /* The files changed since validation, before anything is written: nothing is applied. */
 static bool changed_before(struct apply_args *a, struct job_outcome *out)
 {
@@ -282,6 +294,7 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	int64_t knob_op = 0;
 	uint64_t digest_after = 0;
 	struct prof_err pe = { 0 };
+	struct cond_snap *snap = NULL;   /* owned: a fresh job's own measurement, when it writes no knob */
 	bool stale;
 
 	profile_state_applying(app->profile_state, job_id(ctx));
@@ -313,6 +326,10 @@ evaluated:
 	for (size_t i = 0; i < a->ck.doc.n; i++)
 		if (a->ck.ev[i].verdict == PROF_IN_SYNC)
 			outcome(&keys[i], "in_sync", NULL);
+	/* A fresh job measures itself (measures_itself): its one change is the knob transaction,
+	 * whose conditions are its own; with no knob to write, around the job here. */
+	if (a->fresh && !knobs_to_write(&a->ck))
+		snap = cond_begin(app);
 	if ((knob_op = apply_knobs(a, keys, err, sizeof err)) < 0) {
 		/* One transaction: the knobs were put back, so nothing else is changed either. */
 		reasons |= PSR_APPLY_FAILED;
@@ -344,6 +361,15 @@ evaluated:
 				keys_json(keys, a->ck.doc.n), "knobs_operation_id",
 				knob_op > 0 ? json_integer(knob_op) : json_null(), "cgroup_operation_ids", json_incref(cg_ops),
 				"pools", json_incref(pools), "profile_changed", stale);
+	if (a->fresh) {
+		json_t *c = snap ? cond_end(app, snap) : a->conditions ? json_incref(a->conditions)
+					: cond_end(app, cond_begin(app));   /* refused before a write: now */
+		snap = NULL;
+		if (c && out->result)
+			json_object_set_new(out->result, "conditions", c);
+		else
+			json_decref(c);
+	}
 	profile_state_install(app->profile_state, a->ck.doc.name, keys, a->ck.doc.n, reasons, job_op_id(ctx),
 			      job_id(ctx), stale);
 	keys = NULL;   /* the state's now */
@@ -429,6 +455,7 @@ int profile_activate(const struct app *app, const char *name, const struct job_o
 	/* Knobs only: one transaction of a few writes, run here and answered ended (no resize loop to
 	 * wait for, no hand-off to a worker and back). */
 	a->fresh = knobs_only(&a->ck.doc);
+	spec.measures_itself = a->fresh;
 	*out = (a->fresh ? jobs_run_now : jobs_submit)(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
 	if (conflict_id)
 		*conflict_id = busy;

@@ -194,7 +194,6 @@ class ApplyOnTree(WithProfileDir, SpecDaemonTest):
                          {"thp.defrag": "written", "thp.khugepaged.pages_to_scan": "written", "thp.enabled": "in_sync"})
         self.assertEqual(bracketed(self.tree.read(THP + "/defrag")), "defer")
         self.assertEqual(self.tree.read(THP + "/khugepaged/pages_to_scan"), "2048")
-        self.assertIn("conditions", job["result"])   # measured as every job is
         self.assertEqual(self.call("GET", "/v1/jobs/%d" % job["id"]).json["status"], "ok")
         st = self.call("GET", "/v1/profile").json
         self.assertEqual((st["name"], st["state"], st["job_id"], st["applying_job"]), ("knobs", "applied", job["id"], None))
@@ -204,11 +203,15 @@ class ApplyOnTree(WithProfileDir, SpecDaemonTest):
                          [("knobs.set", "profile", "ok")])
         self.assertEqual(self.d.sql("SELECT knob, status FROM knob_changes WHERE op_id = ? ORDER BY seq", (knob_op,)),
                          [("thp.defrag", "written"), ("thp.khugepaged.pages_to_scan", "written")])
+        # measured once: the job's conditions are its one change's, the knob transaction's
+        self.assertEqual(job["result"]["conditions"],
+                         self.call("GET", "/v1/history/%d" % knob_op).json["result"]["conditions"])
         # applied again, in sync: the answer is ended too, nothing written
         self.tree.write(THP + "/khugepaged/pages_to_scan", "4096")
         again = self.activate("knobs")
         self.assertEqual(again["status"], "ok", again)
         self.assertEqual({k["key"]: k["outcome"] for k in again["result"]["keys"]}["thp.defrag"], "in_sync")
+        self.assertIn("buddyinfo", again["result"]["conditions"])
         self.assertEqual(self.tree.read(THP + "/khugepaged/pages_to_scan"), "2048")
         # the CLI prints the ended job from the POST's answer
         self.tree.write(THP + "/khugepaged/pages_to_scan", "4096")
