@@ -211,13 +211,15 @@ int cmd_profile_apply(struct cli *c, const struct command *cmd, struct args *a)
 		else if (a->dry_run)
 			print_diff(r.body);
 		else
-			out_line(stdout, "job %lld queued: mempolicyctl job show %lld --wait",
-				 (long long)json_integer_value(json_object_get(r.body, "id")),
+			/* "queued", or the status of a job that ended before the answer (knobs only). */
+			out_line(stdout, "job %lld %s: mempolicyctl job show %lld --wait",
+				 (long long)json_integer_value(json_object_get(r.body, "id")), str(r.body, "status"),
 				 (long long)json_integer_value(json_object_get(r.body, "id")));
 		http_result_free(&r);
 		return EXIT_OK;
 	}
-	rc = jobview_wait(c, (long long)json_integer_value(json_object_get(r.body, "id")));
+	/* A knob-only profile is answered applied (the job ended): nothing to wait for. */
+	rc = jobview_answer(c, r.body);
 	http_result_free(&r);
 	return rc;
 }

@@ -354,12 +354,28 @@ int jobview_queued(struct cli *c, struct http_result *r, const char *noun)
 
 int jobview_wait(struct cli *c, long long id)
 {
-	const char *status;
 	json_t *job;
 	int rc;
 
 	if ((rc = jobview_wait_for(c, id, &job)) != EXIT_OK)
 		return rc;
+	return jobview_ended(c, id, job);
+}
+
+int jobview_answer(struct cli *c, const json_t *answer)
+{
+	long long id = (long long)json_integer_value(json_object_get(answer, "id"));
+
+	if (active(answer))
+		return jobview_wait(c, id);
+	return jobview_ended(c, id, json_incref((json_t *)answer));
+}
+
+int jobview_ended(struct cli *c, long long id, json_t *job)
+{
+	const char *status;
+	int rc;
+
 	if (c->json)
 		out_json(job);
 	else

@@ -16,6 +16,12 @@ void jobview_print(const json_t *job);
  * ends, up to 30 s, or a second on a terminal to redraw the bar), then prints it (or its JSON with --json).
  * EXIT_OK when it ended "ok", EXIT_REFUSED otherwise. */
 int jobview_wait(struct cli *c, long long id);
+/* A job's answer (a POST's 202 body): waited for as jobview_wait while it is queued or running;
+ * one that ended already (a job the daemon ran before it answered) is printed as it is, with no
+ * further request. */
+int jobview_answer(struct cli *c, const json_t *answer);
+/* The ended job (owned; freed here) printed as jobview_wait prints it, and its exit code. */
+int jobview_ended(struct cli *c, long long id, json_t *job);
 /* The waiting (and the bar) alone: EXIT_OK with *job the ended job (owned), whatever its status;
  * else the exit code (the error printed). */
 int jobview_wait_for(struct cli *c, long long id, json_t **job);

@@ -89,6 +89,9 @@ struct job_spec {
 	                              * jobs of the same key and run after them, in order */
 	int64_t deadline_ms;         /* 0: none; else job_past_deadline() turns true this long after
 	                              * run() starts */
+	bool measures_itself;        /* run() measures its own conditions (the one change it makes is
+	                              * measured already, a knob transaction): the runner's
+	                              * jobs_measure is not taken around it */
 };
 
 /* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller; only its id, kind
@@ -97,6 +100,13 @@ struct job_spec {
  * runner starts or stops, store errors, MPE_INTERNAL_ERROR for a kind never registered. The job
  * row and its history operation exist when this returns a job. */
 json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e);
+/* Runs a job in the caller's thread and returns when it has ended: stored queued-and-started in one
+ * transaction, on the active list while it runs (a second submission with its key is 409, GET and
+ * cancel see it), measured and recorded as a worker's job is; wait_behind is ignored (a holder of
+ * the key is a conflict). Returns the ended job as GET /v1/jobs/{id} shows it, or NULL as
+ * jobs_submit. For a short job whose caller answers with its outcome (a knob-only profile apply):
+ * no thread hand-off and no wait. */
+json_t *jobs_run_now(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e);
 
 /* ---- for run() ------------------------------------------------------------------------------ */
 bool job_cancelled(struct job_ctx *ctx);

@@ -34,6 +34,7 @@ struct job_ctx {
 	json_t *progress;            /* owned, under runner->lock */
 	void *arg;                   /* owned, released with kind->free_arg */
 	int64_t deadline_ms;         /* 0: none */
+	bool measures_itself;        /* the submission's: no jobs_measure around run() */
 	int64_t deadline_mono_ns;    /* set when run() starts; read by the job's own thread only */
 };
 
@@ -45,6 +46,7 @@ struct jobs {
 	bool started;                /* jobs_start() has run: recovery is done, submissions welcome */
 	struct job_ctx *active;      /* queued and running jobs, oldest first */
 	int nworkers;
+	int inline_running;          /* jobs_run_now calls running in their callers' threads */
 	pthread_t workers[MAX_WORKERS];
 	const struct job_kind *kinds[MAX_KINDS]; /* borrowed: registered before jobs_start() */
 	const struct job_measure *measure;       /* static, or NULL: what is measured around each run */
@@ -215,6 +217,52 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 		 out->reason ? ", " : "", out->reason ? job_reason_name(out->reason) : "");
 }
 
+/* Runs c (marked running, on the active list) in this thread, records its end, takes it off the
+ * list and frees it. started: its row says "running" already (jobs_run_now's one transaction). */
+static void run_job(struct jobs *j, struct job_ctx *c, bool started)
+{
+	struct job_outcome out;
+	mp_err e = { 0 };
+
+	if (!started && store_job_start(j->app->store, c->id, clk_wall_ns(), &e) < 0)
+		log_error("job %lld: %s", (long long)c->id, e.detail);
+	memset(&out, 0, sizeof out);
+	if (c->deadline_ms > 0)
+		c->deadline_mono_ns = clk_mono_ns() + c->deadline_ms * 1000000;
+	bool measure = j->measure && !c->measures_itself;
+	void *snap = measure ? j->measure->begin(j->app) : NULL;
+	c->kind->run(c, c->arg, &out);
+	if (measure)
+		j->measure->end(j->app, snap, &out);
+	if (!out.status)
+		out.status = "failed";
+	pthread_mutex_lock(&j->lock);
+	if (!strcmp(out.status, "cancelled") && !out.reason)
+		out.reason = j->stopping ? JR_DAEMON_STOPPING : JR_CANCEL_REQUESTED;
+	/* The job is done with the kernel: free its conflict key before its final status is
+	 * visible, so a client that sees it finished and resubmits at once gets no 409. */
+	c->conflict_key[0] = '\0';
+	snprintf(c->ended, sizeof c->ended, "%s", out.status);
+#ifdef MPD_TEST_HOOKS
+	void (*recorded)(void *, int64_t) = j->test_recorded;
+	void *recorded_cls = j->test_recorded_cls;
+#endif
+	pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
+	pthread_mutex_unlock(&j->lock);
+	finish(j, c, &out);
+	json_decref(out.result);
+#ifdef MPD_TEST_HOOKS
+	if (recorded)
+		recorded(recorded_cls, c->id);   /* recorded, still on the active list */
+#endif
+
+	pthread_mutex_lock(&j->lock);
+	unlink_active(j, c);
+	ended(j, c->id);
+	pthread_mutex_unlock(&j->lock);
+	ctx_free(c);
+}
+
 static void *worker(void *arg)
 {
 	struct jobs *j = arg;
@@ -222,8 +270,6 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		struct job_ctx *c = NULL;
-		struct job_outcome out;
-		mp_err e = { 0 };
 
 		while (!j->stopping && !(c = next_queued(j)))
 			pthread_cond_wait(&j->wake, &j->lock);
@@ -231,43 +277,7 @@ static void *worker(void *arg)
 			break;
 		c->running = true;
 		pthread_mutex_unlock(&j->lock);
-
-		if (store_job_start(j->app->store, c->id, clk_wall_ns(), &e) < 0)
-			log_error("job %lld: %s", (long long)c->id, e.detail);
-		memset(&out, 0, sizeof out);
-		if (c->deadline_ms > 0)
-			c->deadline_mono_ns = clk_mono_ns() + c->deadline_ms * 1000000;
-		void *snap = j->measure ? j->measure->begin(j->app) : NULL;
-		c->kind->run(c, c->arg, &out);
-		if (j->measure)
-			j->measure->end(j->app, snap, &out);
-		if (!out.status)
-			out.status = "failed";
-		pthread_mutex_lock(&j->lock);
-		if (!strcmp(out.status, "cancelled") && !out.reason)
-			out.reason = j->stopping ? JR_DAEMON_STOPPING : JR_CANCEL_REQUESTED;
-		/* The job is done with the kernel: free its conflict key before its final status is
-		 * visible, so a client that sees it finished and resubmits at once gets no 409. */
-		c->conflict_key[0] = '\0';
-		snprintf(c->ended, sizeof c->ended, "%s", out.status);
-#ifdef MPD_TEST_HOOKS
-		void (*recorded)(void *, int64_t) = j->test_recorded;
-		void *recorded_cls = j->test_recorded_cls;
-#endif
-		pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
-		pthread_mutex_unlock(&j->lock);
-		finish(j, c, &out);
-		json_decref(out.result);
-#ifdef MPD_TEST_HOOKS
-		if (recorded)
-			recorded(recorded_cls, c->id);   /* recorded, still on the active list */
-#endif
-
-		pthread_mutex_lock(&j->lock);
-		unlink_active(j, c);
-		ended(j, c->id);
-		pthread_mutex_unlock(&j->lock);
-		ctx_free(c);
+		run_job(j, c, false);
 		pthread_mutex_lock(&j->lock);
 	}
 	pthread_mutex_unlock(&j->lock);
@@ -312,6 +322,11 @@ void jobs_close(struct jobs *j)
 			 running == 1 ? "" : "s", running == 1 ? "it" : "them");
 	for (int i = 0; i < j->nworkers; i++)
 		pthread_join(j->workers[i], NULL);
+	/* A job running in a caller's thread ends on its own (cancelled above): it frees its ctx. */
+	pthread_mutex_lock(&j->lock);
+	while (j->inline_running)
+		pthread_cond_wait(&j->wake, &j->lock);
+	pthread_mutex_unlock(&j->lock);
 	/* Jobs still queued stay "queued" in the table and read "interrupted" after the next start. */
 	while (j->active) {
 		struct job_ctx *c = j->active;
@@ -323,7 +338,10 @@ void jobs_close(struct jobs *j)
 	free(j);
 }
 
-json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
+/* jobs_submit and jobs_run_now: the job's rows and its place on the active list. now: it runs in
+ * the caller's thread (jobs_run_now), so it is stored "running" in the same transaction, marked
+ * running for the workers to leave alone, and any holder of its key is a conflict. */
+static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here, int64_t *conflict_id, mp_err *e)
 {
 	const struct job_kind *k = spec->kind;
 	struct store *st = j->app->store;
@@ -347,6 +365,7 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	c->kind = k;
 	c->arg = spec->arg;
 	c->deadline_ms = spec->deadline_ms;
+	c->measures_itself = spec->measures_itself;
 	c->progress = k->initial_progress ? k->initial_progress(spec->arg) : NULL;
 	if (k->conflict_key)
 		k->conflict_key(spec->arg, c->conflict_key, sizeof c->conflict_key);
@@ -361,7 +380,8 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	op.request = spec->request;
 	op.kernel_release = j->app->caps.kernel_release;
 	row.kind = k->name;
-	row.status = "queued";
+	row.status = now_here ? "running" : "queued";
+	row.started_ns = now_here ? now : 0;
 	row.conflict_key = c->conflict_key[0] ? c->conflict_key : NULL;
 	row.source = op.source;
 	row.schedule_id = spec->origin.schedule_id;
@@ -382,7 +402,7 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 		if (holds(o, c->conflict_key)) {
 			if (!same++)
 				first = o->id;
-			if (same > spec->wait_behind) {
+			if (now_here || same > spec->wait_behind) {
 				if (conflict_id)
 					*conflict_id = first;   /* the one that runs now, or runs first */
 				mp_fail(e, MPE_JOB_CONFLICT, 0, "job %lld (%s) is already %s; cancel it or wait",
@@ -393,7 +413,9 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 		}
 	if (store_job_submit(st, &op, &row, &c->op_id, &c->id, e) < 0)
 		goto fail;
-	/* Append: workers take the oldest queued job first. */
+	/* Append: workers take the oldest queued job first (and never one marked running). */
+	c->running = now_here;
+	j->inline_running += now_here;
 	{
 		struct job_ctx **p = &j->active;
 		while (*p)
@@ -402,12 +424,20 @@ json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *confli
 	}
 	id = c->id;   /* a worker may run and free c as soon as the lock is released */
 	/* Logged under the lock, so that "queued" never follows the job's "finished" in the log. */
-	if (behind)
+	if (now_here) {
+		log_info("job %lld (%s) started by %s, answered when it ends", (long long)id, k->name, op.source);
+		pthread_mutex_unlock(&j->lock);
+		run_job(j, c, true);
+		pthread_mutex_lock(&j->lock);
+		if (!--j->inline_running)
+			pthread_cond_broadcast(&j->wake);   /* jobs_close may wait for it */
+	} else if (behind)
 		log_info("job %lld (%s) queued by %s behind job %lld", (long long)id, k->name, op.source,
 			 (long long)behind);
 	else
 		log_info("job %lld (%s) queued by %s", (long long)id, k->name, op.source);
-	pthread_cond_signal(&j->wake);
+	if (!now_here)
+		pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
 	/* Read back as GET shows it, so that callers answer with the job without asking again. The job
 	 * is queued whatever the read says: a failed read must not look like a refused submission. */
@@ -426,6 +456,16 @@ fail:
 	pthread_mutex_unlock(&j->lock);
 	ctx_free(c);
 	return NULL;
+}
+
+json_t *jobs_submit(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
+{
+	return submit(j, spec, false, conflict_id, e);
+}
+
+json_t *jobs_run_now(struct jobs *j, const struct job_spec *spec, int64_t *conflict_id, mp_err *e)
+{
+	return submit(j, spec, true, conflict_id, e);
 }
 
 /* Overlays the live progress of an active job. */

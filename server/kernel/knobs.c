@@ -496,3 +496,18 @@ int knob_write(const struct knob_catalogue *c, const struct knob *k, const char 
 		return -EINVAL;
 	return kfs_write(root_of(c, k), k->rel, line);
 }
+
+size_t knob_write_each(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+		       size_t n, int *rc)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct knob_state st;
+		if ((rc[i] = knob_write(c, ks[i], values[i])) == 0) {
+			knob_read_value(c, ks[i], &st);
+			rc[i] = !st.available ? st.read_err : strcmp(st.value, values[i]) ? 1 : 0;
+		}
+		if (rc[i] != 0)
+			return i + 1;
+	}
+	return n;
+}

@@ -77,5 +77,11 @@ enum knob_check { KNOB_OK, KNOB_NOT_ALLOWED, KNOB_OUT_OF_RANGE };
 enum knob_check knob_check_value(const struct knob *k, const struct knob_state *st, const char *value);
 /* One write(2) of value, by this process. 0 or -errno. */
 int knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
+/* A transaction's writes, by this process: values[i] to ks[i] in order, each read back (its value
+ * compared with values[i]), stopping at the first the kernel refuses or shows otherwise. rc[i] of
+ * each attempted: 0 written and read back, 1 taken but reads otherwise, -errno refused (or the
+ * read-back's error). Returns how many were attempted (n when none failed). */
+size_t knob_write_each(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+		       size_t n, int *rc);
 
 #endif

@@ -29,7 +29,30 @@ struct drift_watcher {
 	struct dw_key *keys;             /* owned, n of them: the managed set */
 	size_t n;
 	int64_t apply_op;                /* the apply the managed set is of (its operation id) */
+	struct fw_target t[FW_MAX];      /* the targets fan_fd's marks were asked for, nt of them */
+	struct dw_files {                /* and their files as they were then (a mark is on an inode) */
+		int n;
+		dev_t dev[FW_FILES_MAX];
+		ino_t ino[FW_FILES_MAX];
+	} tf[FW_MAX];
+	size_t nt;
+	uint64_t marked;                 /* and the ones marked */
 };
+
+static void files_of(const struct dw_key *dk, struct dw_files *f)
+{
+	memset(f, 0, sizeof *f);   /* padding too: the files are compared with memcmp */
+	f->n = dk->nfiles;
+	memcpy(f->dev, dk->dev, sizeof f->dev);
+	memcpy(f->ino, dk->ino, sizeof f->ino);
+}
+
+/* The group w has marks on exactly these targets' files, the same inodes: it can stay. */
+static bool same_marks(const struct drift_watcher *w, const struct fw_target *t, const struct dw_files *tf, size_t nt)
+{
+	return w->fan_fd >= 0 && nt && nt == w->nt && !memcmp(t, w->t, nt * sizeof *t) &&
+	       !memcmp(tf, w->tf, nt * sizeof *tf);
+}
 
 /* The values the kernel changes with no write anyone could see: khugepaged raises min_free_kbytes
  * when THP is enabled; memory offlining, hugetlb demotion and a failed page shrink pools. */
@@ -167,10 +190,12 @@ static void rebuild(struct drift_watcher *w)
 	const struct app *app = w->app;
 	struct ps_snapshot snap;
 	struct fw_target t[FW_MAX];
+	struct dw_files tf[FW_MAX];
 	size_t slot[FW_MAX], nt = 0;
 	struct dw_key *keys = NULL;   /* owned until it replaces w->keys */
 	uint64_t marked = 0;
 	int fd = -1;
+	bool kept;
 
 	if (profile_state_snapshot(app->profile_state, &snap) < 0) {
 		log_error("drift watcher: out of memory taking the profile state: the managed set is not re-marked");
@@ -195,6 +220,7 @@ static void rebuild(struct drift_watcher *w)
 		dk->timer = kernel_changes(&dk->pk);
 		if (nt < FW_MAX && target_of(app, dk, &t[nt])) {
 			key_files(app, dk, &t[nt]);
+			files_of(dk, &tf[nt]);
 			slot[nt++] = n;
 		}
 		if (dk->pk.have_actual) {
@@ -209,7 +235,12 @@ static void rebuild(struct drift_watcher *w)
 	}
 	w->apply_op = snap.operation_id;
 	ps_snapshot_free(&snap);
-	if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
+	/* The same files as the group has marks on (the same profile applied again): the group stays,
+	 * so no write falls between two groups and no helper request is made. */
+	if ((kept = same_marks(w, t, tf, nt))) {
+		fd = w->fan_fd;
+		marked = w->marked;
+	} else if (nt && (fd = act_watch(app->knobs, app->sysfs_root, app->procfs_root, t, (unsigned)nt, &marked)) < 0)
 		log_warn("drift watcher: no fanotify group (%s): the %zu managed keys are checked every %lld s instead",
 			 strerror(-fd), n, (long long)(w->check_ns / CLK_NS));
 	for (size_t i = 0; i < nt; i++)
@@ -217,9 +248,13 @@ static void rebuild(struct drift_watcher *w)
 	for (size_t i = 0; i < n; i++)
 		if (!keys[i].marked)
 			keys[i].timer = true;   /* no event will tell: the timer must */
-	if (w->fan_fd >= 0)
+	if (w->fan_fd >= 0 && w->fan_fd != fd)
 		close(w->fan_fd);
 	w->fan_fd = fd;
+	memcpy(w->t, t, nt * sizeof *t);
+	memcpy(w->tf, tf, nt * sizeof *tf);
+	w->nt = fd >= 0 ? nt : 0;
+	w->marked = marked;
 	dw_keys_free(w->keys, w->n);
 	w->keys = keys;
 	w->n = n;
@@ -231,7 +266,7 @@ static void rebuild(struct drift_watcher *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
-	log_info("drift watcher: %zu managed keys, %zu with a mark", n, nt);
+	log_info("drift watcher: %zu managed keys, %zu with a mark%s", n, nt, kept ? " (the same files: the group kept)" : "");
 }
 
 static void check_all(struct drift_watcher *w, bool timer_only, enum drift_cause marked_cause)

@@ -106,7 +106,7 @@ static int validate(const struct app *app, json_t *knobs, struct item *items, mp
 
 		if (!(it->k = knobs_find(app->knobs, name)))
 			return knob_unknown(e, name);
-		knob_read(app->knobs, it->k, &st);
+		knob_read_value(app->knobs, it->k, &st);   /* writability is the write's to tell */
 		if (!st.available)
 			return mp_fail(e, MPE_KNOB_UNAVAILABLE, -st.read_err, "%s is not available on this kernel (%s)",
 				       name, strerror(-st.read_err));
@@ -171,14 +171,30 @@ static int write_checked(const struct app *app, const struct knob *k, const char
  * the failing item or -1 when all were written; *mismatch tells how it failed. */
 static int apply(const struct app *app, struct item *items, size_t n, bool *mismatch, bool *restore_failed)
 {
-	int fail = -1;
+	const struct knob *ks[MAX_KNOBS_PER_CHANGE] = { 0 };
+	const char *values[MAX_KNOBS_PER_CHANGE] = { 0 };
+	size_t at[MAX_KNOBS_PER_CHANGE], nw = 0;   /* ks[w] is items[at[w]] */
+	int rcs[MAX_KNOBS_PER_CHANGE], fail = -1;
+	long done;
 
 	*mismatch = *restore_failed = false;
-	for (size_t i = 0; i < n; i++) {
-		int rc;
-		if (items[i].status)   /* "unchanged": it has the value already, nothing to write */
-			continue;
-		rc = write_checked(app, items[i].k, items[i].new_value);
+	/* The writes in order, each read back, in one request to the helper (not one round trip
+	 * each); it stops at the first that fails, which is where the rollback below starts. */
+	for (size_t i = 0; i < n; i++)
+		if (!items[i].status) {   /* "unchanged": it has the value already, nothing to write */
+			ks[nw] = items[i].k;
+			values[nw] = items[i].new_value;
+			at[nw++] = i;
+		}
+	done = act_knob_write_each(app->knobs, ks, values, nw, rcs);
+	if (done < 0 && nw) {
+		/* Nothing was attempted: the first write fails with the request's error. */
+		rcs[0] = (int)done;
+		done = 1;
+	}
+	for (size_t w = 0; w < (size_t)(done > 0 ? done : 0); w++) {
+		size_t i = at[w];
+		int rc = rcs[w];
 		if (rc == 0) {
 			items[i].status = "written";
 			continue;
@@ -233,8 +249,10 @@ static int undo(const struct app *app, struct item *items, size_t n)
 	return bad;
 }
 
-static int record(const struct app *app, int64_t id, const struct item *items, size_t n, const char *status,
-		  int err_no, const char *error, json_t *result, mp_err *e)
+/* The changes and the outcome of operation *id; with op, that operation is inserted in the same
+ * transaction first (recorded_after) and *id filled. */
+static int record(const struct app *app, const struct op_record *op, int64_t *id, const struct item *items, size_t n,
+		  const char *status, int err_no, const char *error, json_t *result, mp_err *e)
 {
 	struct knob_change_rec *kc = calloc(n, sizeof *kc);
 	struct op_outcome out = { status, clk_wall_ns(), err_no, error, result };
@@ -245,7 +263,8 @@ static int record(const struct app *app, int64_t id, const struct item *items, s
 	for (size_t i = 0; i < n; i++)
 		kc[i] = (struct knob_change_rec){ (int)i, items[i].k->name, items[i].old, items[i].new_value,
 						  items[i].status, items[i].err };
-	rc = history_record_knobs(app->store, id, kc, n, &out, e);
+	rc = op ? history_insert_knobs(app->store, op, kc, n, &out, id, e)
+		: history_record_knobs(app->store, *id, kc, n, &out, e);
 	free(kc);
 	return rc;
 }
@@ -298,7 +317,8 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	}
 
 	/* Recorded before anything is written: a change the daemon cannot record is not made, and a
-	 * crash mid-change leaves a "running" operation behind as evidence. */
+	 * crash mid-change leaves a "running" operation behind as evidence — unless the caller's
+	 * operation is that evidence (recorded_after): then recorded once, after, or undone. */
 	request = json_pack("{s:O}", "knobs", knobs);
 	op.kind = "knobs.set";
 	op.source = who->source ? who->source : "api";
@@ -309,7 +329,7 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 	op.status = "running";
 	op.request = request;
 	op.kernel_release = app->caps.kernel_release;
-	id = history_insert(app->store, &op, e);
+	id = who->recorded_after ? 0 : history_insert(app->store, &op, e);
 	if (id < 0)
 		goto out;
 
@@ -344,15 +364,20 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 				strerror(err), tail);
 	}
 	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+	if (conditions && who->conditions)
+		*who->conditions = json_incref(conditions);
 	if (conditions)
 		json_object_set_new(result, "conditions", conditions);
 	{
 		mp_err se = { 0 };
-		if (record(app, id, items, n, status, e->sys_errno, fail < 0 ? NULL : e->detail, result, &se) < 0) {
+		if (record(app, who->recorded_after ? &op : NULL, &id, items, n, status, e->sys_errno,
+			   fail < 0 ? NULL : e->detail, result, &se) < 0) {
+			if (who->recorded_after)
+				id = 0;   /* nothing of it was committed */
 			if (fail < 0) {
 				/* A change the daemon cannot record is not made: put the knobs back. The
 				 * operation stays "running" in the table, the evidence of an attempt (the
-				 * next start marks it "interrupted"). */
+				 * next start marks it "interrupted"); recorded_after, the caller's does. */
 				int bad = undo(app, items, n);
 				log_error("knobs: operation %lld could not be recorded (%s); %s", (long long)id, se.detail,
 					  bad ? "undoing it failed" : "undone");
@@ -367,8 +392,8 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 			}
 		}
 	}
-	*out = json_pack("{s:I, s:s, s:b, s:b, s:O}", "operation_id", (json_int_t)id, "status", status, "dry_run", 0,
-			 "changed", fail < 0 && !e->code, "changes", json_object_get(result, "changes"));
+	*out = json_pack("{s:o, s:s, s:b, s:b, s:O}", "operation_id", id > 0 ? json_integer(id) : json_null(), "status",
+			 status, "dry_run", 0, "changed", fail < 0 && !e->code, "changes", json_object_get(result, "changes"));
 	rc = fail < 0 && !e->code ? 0 : -1;
 out:
 	pthread_mutex_unlock(&knob_lock);

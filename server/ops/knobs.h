@@ -17,6 +17,14 @@ struct knobs_actor {
 	uid_t uid;
 	const char *name;            /* borrowed; "" or NULL when the uid has no name */
 	const char *source;          /* "api", "scheduler", ... */
+	/* The caller's own operation, committed "running" before this call, is the evidence of the
+	 * attempt should the daemon die mid-change (a profile.apply job): the knobs.set operation is
+	 * then recorded once, whole, after the writes (one commit, not one before and one after).
+	 * Unrecordable, the change is undone as ever. false: recorded before anything is written. */
+	bool recorded_after;
+	/* Not NULL: receives the conditions recorded with the knobs.set operation (a new reference,
+	 * or NULL when none was: nothing written), for a caller whose operation is this change. */
+	json_t **conditions;
 };
 
 /* knobs: an object {name: JSON value} (borrowed), written in its key order. On success returns 0

@@ -12,6 +12,7 @@
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/ops/cgroups.h"
+#include "server/ops/conditions.h"
 #include "server/ops/knobs.h"
 #include "server/ops/profile_pools.h"
 #include "server/ops/profile_state.h"
@@ -27,6 +28,8 @@ struct apply_args {
 	bool has_actor;
 	char actor_name[64];
 	char source[16];
+	bool fresh;                  /* run at once (jobs_run_now): ck was merged and evaluated just now */
+	json_t *conditions;          /* owned: the knob transaction's conditions (apply_knobs), or NULL */
 };
 
 static void args_free(void *p)
@@ -36,6 +39,7 @@ static void args_free(void *p)
 	if (!a)
 		return;
 	profiles_checked_free(&a->ck);
+	json_decref(a->conditions);
 	free(a);
 }
 
@@ -113,7 +117,12 @@ static uint64_t default_size_kb(const struct app *app)
 static struct ps_key *keys_new(const struct app *app, const struct profile_checked *ck)
 {
 	struct ps_key *keys = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *keys);
-	uint64_t dkb = default_size_kb(app);
+	uint64_t dkb = 0;
+
+	/* meminfo is read for the pools' paths alone. */
+	for (size_t i = 0; !dkb && i < ck->doc.n; i++)
+		if (ck->doc.keys[i].kind == PROF_POOL)
+			dkb = default_size_kb(app);
 
 	for (size_t i = 0; keys && i < ck->doc.n; i++) {
 		keys[i].k = ck->doc.keys[i];
@@ -162,8 +171,11 @@ static const char *knob_outcome(const char *status)
 static int64_t apply_knobs(struct apply_args *a, struct ps_key *keys, char *err, size_t errlen)
 {
 	const struct app *app = a->app;
+	/* The job's operation, committed running before run(), is the crash evidence (a crash
+	 * mid-apply: interrupted at the next start, and applied again there): the knobs.set
+	 * operation is recorded once, after its writes. */
 	struct knobs_actor who = { .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
-				   .source = "profile" };
+				   .source = "profile", .recorded_after = true, .conditions = &a->conditions };
 	json_t *want = json_object(), *out = NULL, *c;
 	mp_err e = { 0 };
 	int64_t id = 0;
@@ -247,13 +259,22 @@ static json_t *keys_json(const struct ps_key *keys, size_t n)
 	return arr;
 }
 
+/* A knob out of sync: the apply makes a knob transaction. */
+static bool knobs_to_write(const struct profile_checked *ck)
+{
+	for (size_t i = 0; i < ck->doc.n; i++)
+		if (ck->doc.keys[i].kind == PROF_KNOB && ck->ev[i].verdict == PROF_DIFFERS)
+			return true;
+	return false;
+}
+
 /* The files changed since validation, before anything is written: nothing is applied. */
 static bool changed_before(struct apply_args *a, struct job_outcome *out)
 {
 	struct prof_err pe = { 0 };
 	uint64_t now = 0;
 
-	if (profiles_digest(a->app, a->ck.doc.name, &now, &pe) == 0 && now == a->ck.digest)
+	if (profiles_digest(a->app, &a->ck.doc, &now, &pe) == 0 && now == a->ck.digest)
 		return false;
 	out->status = "failed";
 	snprintf(out->error, sizeof out->error, "profile %s changed after it was validated (%.300s); nothing was applied, "
@@ -273,9 +294,18 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	int64_t knob_op = 0;
 	uint64_t digest_after = 0;
 	struct prof_err pe = { 0 };
+	struct cond_snap *snap = NULL;   /* owned: a fresh job's own measurement, when it writes no knob */
 	bool stale;
 
 	profile_state_applying(app->profile_state, job_id(ctx));
+	/* Run at once, the document is the files and the kernel as validated a moment ago, in this
+	 * thread: nothing came between, so neither the digest nor the keys are read again here (a file
+	 * changed from now on is "during the apply": the digest after the writes says so). */
+	if (a->fresh) {
+		if (!(keys = keys_new(app, &a->ck)))
+			mp_nomem(&pe.e);
+		goto evaluated;
+	}
 	if (changed_before(a, out)) {
 		profile_state_reject(app->profile_state, a->ck.doc.name, mp_code_name(MPE_PROFILE_CHANGED), out->error,
 				     NULL, job_id(ctx));
@@ -285,6 +315,7 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	 * between (a queued job runs later). */
 	if (profiles_evaluate(app, &a->ck, &pe) == 0 && !(keys = keys_new(app, &a->ck)))
 		mp_nomem(&pe.e);
+evaluated:
 	if (!keys) {
 		out->status = "failed";
 		snprintf(out->error, sizeof out->error, "%s", pe.e.detail);
@@ -295,6 +326,10 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	for (size_t i = 0; i < a->ck.doc.n; i++)
 		if (a->ck.ev[i].verdict == PROF_IN_SYNC)
 			outcome(&keys[i], "in_sync", NULL);
+	/* A fresh job measures itself (measures_itself): its one change is the knob transaction,
+	 * whose conditions are its own; with no knob to write, around the job here. */
+	if (a->fresh && !knobs_to_write(&a->ck))
+		snap = cond_begin(app);
 	if ((knob_op = apply_knobs(a, keys, err, sizeof err)) < 0) {
 		/* One transaction: the knobs were put back, so nothing else is changed either. */
 		reasons |= PSR_APPLY_FAILED;
@@ -310,7 +345,7 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	if (a->ck.unsupported_required)
 		reasons |= PSR_UNSUPPORTED_REQUIRED;
 	/* A file that changed during the apply: the version validated is what was applied, whole. */
-	stale = profiles_digest(app, a->ck.doc.name, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
+	stale = profiles_digest(app, &a->ck.doc, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
 	if (stale)
 		log_warn("profile %s changed while job %lld applied it: the version validated at activation is in force; "
 			 "apply it again to take the new one", a->ck.doc.name, (long long)job_id(ctx));
@@ -326,6 +361,15 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 				keys_json(keys, a->ck.doc.n), "knobs_operation_id",
 				knob_op > 0 ? json_integer(knob_op) : json_null(), "cgroup_operation_ids", json_incref(cg_ops),
 				"pools", json_incref(pools), "profile_changed", stale);
+	if (a->fresh) {
+		json_t *c = snap ? cond_end(app, snap) : a->conditions ? json_incref(a->conditions)
+					: cond_end(app, cond_begin(app));   /* refused before a write: now */
+		snap = NULL;
+		if (c && out->result)
+			json_object_set_new(out->result, "conditions", c);
+		else
+			json_decref(c);
+	}
 	profile_state_install(app->profile_state, a->ck.doc.name, keys, a->ck.doc.n, reasons, job_op_id(ctx),
 			      job_id(ctx), stale);
 	keys = NULL;   /* the state's now */
@@ -360,6 +404,15 @@ const struct job_kind profile_apply_job = {
 };
 
 /* ---- activation ------------------------------------------------------------------------------ */
+
+/* Every key a knob (or none at all): nothing of the apply waits for the kernel's memory. */
+static bool knobs_only(const struct prof_doc *doc)
+{
+	for (size_t i = 0; i < doc->n; i++)
+		if (doc->keys[i].kind != PROF_KNOB)
+			return false;
+	return true;
+}
 
 int profile_activate(const struct app *app, const char *name, const struct job_origin *origin, bool dry_run,
 		     int64_t deadline_ms, json_t **out, int64_t *conflict_id, struct prof_err *pe)
@@ -399,7 +452,11 @@ int profile_activate(const struct app *app, const char *name, const struct job_o
 	spec.arg = a;
 	spec.request = request;
 	spec.deadline_ms = deadline_ms ? deadline_ms : PROFILE_POOL_DEADLINE_MS;
-	*out = jobs_submit(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
+	/* Knobs only: one transaction of a few writes, run here and answered ended (no resize loop to
+	 * wait for, no hand-off to a worker and back). */
+	a->fresh = knobs_only(&a->ck.doc);
+	spec.measures_itself = a->fresh;
+	*out = (a->fresh ? jobs_run_now : jobs_submit)(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
 	if (conflict_id)
 		*conflict_id = busy;
 	json_decref(request);

@@ -51,9 +51,10 @@ void profiles_checked_free(struct profile_checked *ck);
 /* Evaluates ck's document (already merged) against the kernel now, again: ck->ev, the topology and
  * unsupported_required are refreshed. 0, or -1 with pe (a value this kernel no longer allows). */
 int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe);
-/* The digest of name's files as they are now (merged again, nothing evaluated): a changed file,
- * an include added or removed gives another. 0, or -1 with pe when the files no longer merge. */
-int profiles_digest(const struct app *app, const char *name, uint64_t *digest, struct prof_err *pe);
+/* The digest of doc's files (its include chain) as they are now, computed as profiles_check
+ * computed doc's: a changed file, an include added or removed gives another. 0, or -1 with pe
+ * when a file of the chain can no longer be read. */
+int profiles_digest(const struct app *app, const struct prof_doc *doc, uint64_t *digest, struct prof_err *pe);
 
 /* {"dir", "active", "profiles": [{name, file, active, state, reasons?, error?, keys?}]}. A
  * missing default directory is an empty list. 0 with *out (owned), or -1 with pe->e. */

@@ -43,6 +43,12 @@ int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const c
 	return by_helper() ? priv_knob_write(c, k, value) : knob_write(c, k, value);
 }
 
+long act_knob_write_each(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+			 size_t n, int *rc)
+{
+	return by_helper() ? priv_knob_writes(c, ks, values, n, rc) : (long)knob_write_each(c, ks, values, n, rc);
+}
+
 int act_pool_write(const char *sysfs_root, uint64_t size_kb, int node, uint64_t count)
 {
 	return by_helper() ? priv_pool_write(size_kb, node, count) : htlb_write_nr(sysfs_root, size_kb, node, count);

@@ -39,6 +39,10 @@ pid_t act_helper_pid(void);
 
 /* knob_write (kernel/knobs.h). */
 int act_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
+/* knob_write_each (kernel/knobs.h): a transaction's writes, in one message to the helper. How many
+ * were attempted (rc[] each one's result), or -errno when none was. */
+long act_knob_write_each(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+			 size_t n, int *rc);
 /* htlb_write_nr: nr_hugepages once (a restore). */
 int act_pool_write(const char *sysfs_root, uint64_t size_kb, int node, uint64_t count);
 

@@ -291,6 +291,48 @@ int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const 
 	return (int)ask(&m, sizeof m, PRIV_KNOB_WRITE, &rep, NULL);
 }
 
+long priv_knob_writes(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+		      size_t n, int *rc)
+{
+	size_t done = 0, count = knobs_count(c);
+
+	/* PRIV_KNOB_BATCH at a time, stopping where a batch stopped short. */
+	while (done < n) {
+		struct priv_knob_writes m = { 0 };
+		struct priv_reply rep;
+		uint32_t k = (uint32_t)(n - done < PRIV_KNOB_BATCH ? n - done : PRIV_KNOB_BATCH);
+		long r;
+
+		for (uint32_t i = 0; i < k; i++) {
+			size_t idx, len = strlen(values[done + i]);
+			for (idx = 0; idx < count && knobs_at(c, idx) != ks[done + i]; idx++)
+				;
+			if (idx == count || len >= sizeof m.e[i].value)
+				return done ? (long)done : -EINVAL;
+			m.e[i].index = (uint32_t)idx;
+			memcpy(m.e[i].value, values[done + i], len);
+		}
+		m.n = k;
+		if ((r = ask(&m, sizeof m, PRIV_KNOB_WRITES, &rep, NULL)) < 0)
+			return done ? (long)done : r;
+		/* The helper's count and results are checked like any field it sends: never more than
+		 * asked, every one before the last a success, a short batch ending on a failure. */
+		if (rep.value < 1 || rep.value > k)
+			return -EPROTO;
+		for (uint32_t i = 0; i < rep.value; i++) {
+			bool last = i + 1 == rep.value;
+			if ((!last && rep.knob_rc[i] != 0) || (last && rep.value < k && rep.knob_rc[i] == 0) ||
+			    rep.knob_rc[i] > 1)
+				return -EPROTO;
+			rc[done + i] = rep.knob_rc[i];
+		}
+		done += rep.value;
+		if (rep.value < k || rc[done - 1] != 0)
+			break;
+	}
+	return (long)done;
+}
+
 static long pool(enum priv_type type, uint64_t size_kb, int node, uint64_t count, struct priv_reply *rep)
 {
 	struct priv_pool m = { .size_kb = size_kb, .node = node, .count = count };

@@ -36,19 +36,26 @@
 
 /* ---- knob.write ---- */
 
-static int check_knob_write(const struct helper *h, const void *msg)
+/* One knob and its value, as both knob requests have them. */
+static int check_knob(const struct helper *h, uint32_t index, const char value[PRIV_KNOB_VALUE])
 {
-	const struct priv_knob_write *m = msg;
-	const struct knob *k = knobs_at(h->knobs, m->index);
+	const struct knob *k = knobs_at(h->knobs, index);
 	struct knob_state st;
 
-	if (!k || !memchr(m->value, '\0', sizeof m->value))
+	if (!k || !memchr(value, '\0', PRIV_KNOB_VALUE))
 		return -EINVAL;
 	/* The value again against the kernel's list or the knob's range, read now. */
 	knob_read(h->knobs, k, &st);
 	if (st.read_err)
 		return st.read_err;
-	return knob_check_value(k, &st, m->value) == KNOB_OK ? 0 : -EINVAL;
+	return knob_check_value(k, &st, value) == KNOB_OK ? 0 : -EINVAL;
+}
+
+static int check_knob_write(const struct helper *h, const void *msg)
+{
+	const struct priv_knob_write *m = msg;
+
+	return check_knob(h, m->index, m->value);
 }
 
 static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
@@ -58,6 +65,51 @@ static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *r
 	(void)rep;
 	(void)fd_out;
 	return knob_write(h->knobs, knobs_at(h->knobs, m->index), m->value);
+}
+
+/* ---- knob.writes ---- */
+
+/* Every entry as a knob_write, the pads and the entries past n zero: checked whole before any write. */
+static int check_knob_writes(const struct helper *h, const void *msg)
+{
+	static const struct priv_knob_entry zero;
+	const struct priv_knob_writes *m = msg;
+	int rc;
+
+	if (m->n < 1 || m->n > PRIV_KNOB_BATCH || m->pad)
+		return -EINVAL;
+	for (uint32_t i = 0; i < PRIV_KNOB_BATCH; i++) {
+		if (i >= m->n) {
+			if (memcmp(&m->e[i], &zero, sizeof zero))
+				return -EINVAL;
+			continue;
+		}
+		if (m->e[i].pad)
+			return -EINVAL;
+		if ((rc = check_knob(h, m->e[i].index, m->e[i].value)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int do_knob_writes(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
+{
+	const struct priv_knob_writes *m = msg;
+	const struct knob *ks[PRIV_KNOB_BATCH];
+	const char *values[PRIV_KNOB_BATCH];
+	int rc[PRIV_KNOB_BATCH];
+	size_t done;
+
+	(void)fd_out;
+	for (uint32_t i = 0; i < m->n; i++) {
+		ks[i] = knobs_at(h->knobs, m->e[i].index);
+		values[i] = m->e[i].value;
+	}
+	done = knob_write_each(h->knobs, ks, values, m->n, rc);
+	for (size_t i = 0; i < done; i++)
+		rep->knob_rc[i] = rc[i];
+	rep->value = done;
+	return 0;
 }
 
 /* ---- pool.write, pool.run ---- */
@@ -348,6 +400,7 @@ const struct priv_request priv_requests[PRIV_TYPE_END] = {
 	[PRIV_WATCH]       = { "watch", sizeof(struct priv_watch), 0, check_watch, do_watch },
 	[PRIV_LABELS_WRITE] = { "labels_write", sizeof(struct priv_labels_write), 0, check_labels_write,
 				do_labels_write },
+	[PRIV_KNOB_WRITES] = { "knob_writes", sizeof(struct priv_knob_writes), 0, check_knob_writes, do_knob_writes },
 };
 
 /* One message of n bytes (in buf, which holds PRIV_MSG_MAX + 1) with nfds descriptors: what every

@@ -93,6 +93,10 @@ uint64_t priv_requests_sent(unsigned type, const char **name);
  * when the helper is gone. Up to PRIV_CHANNELS in flight at once (one per socketpair, each served
  * by its own helper thread); more wait for a free one. */
 int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value);
+/* knob_write_each (kernel/knobs.h) in the helper, PRIV_KNOB_BATCH writes per message: how many
+ * were attempted (rc[] says how each went), or -errno when none was (refused, the helper gone). */
+long priv_knob_writes(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
+		      size_t n, int *rc);
 int priv_pool_write(uint64_t size_kb, int node, uint64_t count);
 /* htlb_run_steps in the helper; steps[] holds max entries (max <= HTLB_RUN_MAX). */
 int priv_pool_run(uint64_t size_kb, int node, uint64_t from, uint64_t goal, uint64_t batch, unsigned max,

@@ -43,6 +43,7 @@ enum priv_type {
 	PRIV_KILL,             /* SIGKILL a child the helper started and has not collected */
 	PRIV_WATCH,            /* a fanotify group with marks on managed knob and pool files: the fd comes back */
 	PRIV_LABELS_WRITE,     /* write the node labels file named at start (h-fleet) */
+	PRIV_KNOB_WRITES,      /* a knob transaction's writes in order, each read back, in one message */
 	PRIV_TYPE_END,
 };
 
@@ -61,6 +62,26 @@ struct priv_knob_write {
 	uint32_t index;        /* in the knob catalogue */
 	char value[PRIV_KNOB_VALUE];   /* canonical text, NUL-terminated inside the field */
 	uint32_t pad;
+};
+
+/* PRIV_KNOB_WRITES: the writes of one knob transaction (ops/knobs.c) in one message instead of one
+ * round trip each. Entries 0 .. n-1 are each checked exactly as a PRIV_KNOB_WRITE is, all before
+ * any is written (one refused: the whole message is, -EINVAL, nothing written); the entries past
+ * n are zero. Then the helper writes them in order, reading each back, and stops at the first the
+ * kernel refuses or shows otherwise (kernel/knobs.h, knob_write_each): the answer's value is how
+ * many it attempted and knob_rc[i] each one's result (0, 1: taken but reads otherwise, -errno).
+ * Rolling back is the daemon's, with single writes, as before. */
+#define PRIV_KNOB_BATCH 32
+struct priv_knob_entry {
+	uint32_t index;        /* in the knob catalogue */
+	char value[PRIV_KNOB_VALUE];   /* canonical text, NUL-terminated inside the field */
+	uint32_t pad;
+};
+struct priv_knob_writes {
+	struct priv_hdr h;
+	uint32_t n;            /* 1 .. PRIV_KNOB_BATCH */
+	uint32_t pad;
+	struct priv_knob_entry e[PRIV_KNOB_BATCH];
 };
 
 /* PRIV_POOL_WRITE. */
@@ -228,6 +249,7 @@ struct priv_reply {
 	struct priv_rusage {   /* PRIV_REAP with rc 0: wait4's usage of the child (an experiment's round) */
 		uint64_t utime_us, stime_us, minflt, majflt, maxrss_kb;
 	} ru;
+	int32_t knob_rc[PRIV_KNOB_BATCH];   /* PRIV_KNOB_WRITES: entry i's result, for i < value */
 };
 
 _Static_assert(sizeof(struct priv_migrate) < PRIV_MSG_MAX, "every message fits the helper's buffer");

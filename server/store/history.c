@@ -110,18 +110,22 @@ static int knob_change_row(struct store *st, int64_t op_id, const struct knob_ch
 	return run_write(st, s, e, "insert knob change");
 }
 
-int history_record_knobs(struct store *st, int64_t id, const struct knob_change_rec *kc, size_t n,
-			 const struct op_outcome *out, mp_err *e)
+/* Transaction "knob_record": op inserted first when given (*id filled), then the changes and the
+ * outcome of *id. */
+static int record_knobs(struct store *st, const struct op_record *op, int64_t *id, const struct knob_change_rec *kc,
+			size_t n, const struct op_outcome *out, mp_err *e)
 {
 	int rc = -1;
 
 	store_conn_lock(st, W);
 	if (tx_begin(st, "knob_record", e) < 0)
 		goto out;
+	if (op && (*id = op_insert_row(st, op, e)) < 0)
+		goto rollback;
 	for (size_t i = 0; i < n; i++)
-		if (knob_change_row(st, id, &kc[i], e) < 0)
+		if (knob_change_row(st, *id, &kc[i], e) < 0)
 			goto rollback;
-	if (op_finish_row(st, id, out, e) < 0)
+	if (op_finish_row(st, *id, out, e) < 0)
 		goto rollback;
 	rc = tx_commit(st, e);
 	goto out;
@@ -129,9 +133,23 @@ rollback:
 	tx_rollback(st);
 out:
 	store_conn_unlock(st, W);
+	if (rc == 0 && op)
+		STORE_EVENT(st, op_inserted, *id, op);
 	if (rc == 0)
-		STORE_EVENT(st, op_finished, id, out);
+		STORE_EVENT(st, op_finished, *id, out);
 	return rc;
+}
+
+int history_record_knobs(struct store *st, int64_t id, const struct knob_change_rec *kc, size_t n,
+			 const struct op_outcome *out, mp_err *e)
+{
+	return record_knobs(st, NULL, &id, kc, n, out, e);
+}
+
+int history_insert_knobs(struct store *st, const struct op_record *op, const struct knob_change_rec *kc, size_t n,
+			 const struct op_outcome *out, int64_t *id, mp_err *e)
+{
+	return record_knobs(st, op, id, kc, n, out, e);
 }
 
 /* ---- reading (the reader connection) ---------------------------------------------------------- */

@@ -66,6 +66,10 @@ int history_finish(struct store *st, int64_t id, const struct op_outcome *out, m
  * An unknown id is store.error. */
 int history_record_knobs(struct store *st, int64_t id, const struct knob_change_rec *kc, size_t n,
 			 const struct op_outcome *out, mp_err *e);
+/* Transaction "knob_record" of an operation not inserted before: op (its status is out's), its n
+ * knob changes and its outcome, all or nothing. Fills *id. */
+int history_insert_knobs(struct store *st, const struct op_record *op, const struct knob_change_rec *kc, size_t n,
+			 const struct op_outcome *out, int64_t *id, mp_err *e);
 
 /* Listing: newest first (id descending). Zero/NULL fields do not filter. */
 struct history_filter {

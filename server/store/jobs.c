@@ -34,6 +34,16 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	return run_insert(st, s, e, "insert job");
 }
 
+/* Under the write lock. */
+static int job_start_row(struct store *st, int64_t id, int64_t started_ns, mp_err *e)
+{
+	sqlite3_stmt *s = stmt(st, ST_JOB_RUNNING);
+
+	sqlite3_bind_int64(s, 1, started_ns);
+	sqlite3_bind_int64(s, 2, id);
+	return run_write_one(st, s, MPE_JOB_NOT_FOUND, "job", id, e, "start job");
+}
+
 int store_job_submit(struct store *st, const struct op_record *op, const struct job_row *r, int64_t *op_id,
 		     int64_t *job_id, mp_err *e)
 {
@@ -42,7 +52,8 @@ int store_job_submit(struct store *st, const struct op_record *op, const struct 
 	store_conn_lock(st, W);
 	if (tx_begin(st, "job_submit", e) < 0)
 		goto out;
-	if ((*op_id = op_insert_row(st, op, e)) < 0 || (*job_id = job_insert_row(st, r, *op_id, e)) < 0) {
+	if ((*op_id = op_insert_row(st, op, e)) < 0 || (*job_id = job_insert_row(st, r, *op_id, e)) < 0 ||
+	    (r->started_ns && job_start_row(st, *job_id, r->started_ns, e) < 0)) {
 		tx_rollback(st);
 		goto out;
 	}
@@ -58,14 +69,10 @@ out:
 
 int store_job_start(struct store *st, int64_t id, int64_t started_ns, mp_err *e)
 {
-	sqlite3_stmt *s;
 	int rc;
 
 	store_conn_lock(st, W);
-	s = stmt(st, ST_JOB_RUNNING);
-	sqlite3_bind_int64(s, 1, started_ns);
-	sqlite3_bind_int64(s, 2, id);
-	rc = run_write_one(st, s, MPE_JOB_NOT_FOUND, "job", id, e, "start job");
+	rc = job_start_row(st, id, started_ns, e);
 	store_conn_unlock(st, W);
 	return rc;
 }

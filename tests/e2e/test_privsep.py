@@ -7,6 +7,7 @@ import json
 import os
 import pwd
 import signal
+import re
 import subprocess
 import tempfile
 import time
@@ -153,6 +154,27 @@ class Privsep(unittest.TestCase):
         r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": "sometimes"})
         self.assertEqual(r.status, 422, r.raw)
         self.assertEqual(bracketed(real_file(DEFRAG)), new)
+
+    def helper_requests(self):
+        text = self.d.get("/metrics").raw
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r'^mempolicyd_privileged_requests_total\{type="([a-z_]+)"\} (\d+)$', text, re.M)}
+
+    def test_a_knob_transaction_is_one_helper_request(self):
+        """Two knobs of one PATCH: one knob_writes request to the helper, not a knob_write each
+        (on main there is no knob_writes type)."""
+        kdefrag = "/sys/kernel/mm/transparent_hugepage/khugepaged/defrag"
+        old, kold = bracketed(real_file(DEFRAG)), real_file(kdefrag)
+        self.addCleanup(real_write, DEFRAG, old)
+        self.addCleanup(real_write, kdefrag, kold)
+        new, knew = ("defer" if old != "defer" else "madvise"), ("0" if kold == "1" else "1")
+        before = self.helper_requests()
+        r = self.d.request("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": new, "thp.khugepaged.defrag": knew}})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual((bracketed(real_file(DEFRAG)), real_file(kdefrag)), (new, knew))
+        after = self.helper_requests()
+        self.assertEqual(after["knob_writes"] - before["knob_writes"], 1)
+        self.assertEqual(after["knob_write"], before["knob_write"])
 
     @unittest.skipUnless(os.path.exists(HP), "no 2 MiB hugetlb pool")
     def test_resize_steps_are_timed_by_the_helper(self):

@@ -39,6 +39,12 @@ node0 = 8
 node1 >= 2
 """
 
+KNOBS_CONF = """[knobs]
+thp.defrag = defer
+thp.khugepaged.pages_to_scan = 2048
+thp.enabled = madvise                        # in sync on the tree: not written
+"""
+
 REQUIRED_CONF = """[knobs]
 thp.defrag = defer
 thp.size.4096kB.enabled = never ; required
@@ -93,7 +99,7 @@ class WithProfileDir(WithProfiles):
 class ApplyOnTree(WithProfileDir, SpecDaemonTest):
     """A 4-node generated tree."""
     tree_factory = staticmethod(lambda root: FakeTree(root, nodes=4))
-    confs = {"db": APPLY_CONF, "req": REQUIRED_CONF,
+    confs = {"db": APPLY_CONF, "req": REQUIRED_CONF, "knobs": KNOBS_CONF,
              "bad": "[knobs]\nthp.defrag = defer\n[hugepages.2M]\nnode0 = 99999999\n"}
 
     def setUp(self):
@@ -176,6 +182,45 @@ class ApplyOnTree(WithProfileDir, SpecDaemonTest):
                                    ({"name": "db", "dry_run": "yes"}, 400, "request.wrong_type")):
             self.assertProblem(self.d.request("POST", "/v1/profile", body=body), status, code)
         self.assertEqual(self.tree.snapshot(), before)
+
+    def test_a_knob_only_profile_is_answered_applied(self):
+        """Knobs only: the job ran within the POST, so its 202 is the ended job (on main: queued,
+        and a GET /v1/jobs/ID?wait= was needed), and the state is installed by then."""
+        job = self.activate("knobs")
+        self.assertEqual((job["kind"], job["status"]), ("profile.apply", "ok"), job)
+        self.assertIsNotNone(job["started_ns"])
+        self.assertIsNotNone(job["finished_ns"])
+        self.assertEqual({k["key"]: k["outcome"] for k in job["result"]["keys"]},
+                         {"thp.defrag": "written", "thp.khugepaged.pages_to_scan": "written", "thp.enabled": "in_sync"})
+        self.assertEqual(bracketed(self.tree.read(THP + "/defrag")), "defer")
+        self.assertEqual(self.tree.read(THP + "/khugepaged/pages_to_scan"), "2048")
+        self.assertEqual(self.call("GET", "/v1/jobs/%d" % job["id"]).json["status"], "ok")
+        st = self.call("GET", "/v1/profile").json
+        self.assertEqual((st["name"], st["state"], st["job_id"], st["applying_job"]), ("knobs", "applied", job["id"], None))
+        # the transaction recorded once, after its writes, with only the knobs that differed
+        knob_op = job["result"]["knobs_operation_id"]
+        self.assertEqual(self.d.sql("SELECT kind, source, status FROM operations WHERE id = ?", (knob_op,)),
+                         [("knobs.set", "profile", "ok")])
+        self.assertEqual(self.d.sql("SELECT knob, status FROM knob_changes WHERE op_id = ? ORDER BY seq", (knob_op,)),
+                         [("thp.defrag", "written"), ("thp.khugepaged.pages_to_scan", "written")])
+        # measured once: the job's conditions are its one change's, the knob transaction's
+        self.assertEqual(job["result"]["conditions"],
+                         self.call("GET", "/v1/history/%d" % knob_op).json["result"]["conditions"])
+        # applied again, in sync: the answer is ended too, nothing written
+        self.tree.write(THP + "/khugepaged/pages_to_scan", "4096")
+        again = self.activate("knobs")
+        self.assertEqual(again["status"], "ok", again)
+        self.assertEqual({k["key"]: k["outcome"] for k in again["result"]["keys"]}["thp.defrag"], "in_sync")
+        self.assertIn("buddyinfo", again["result"]["conditions"])
+        self.assertEqual(self.tree.read(THP + "/khugepaged/pages_to_scan"), "2048")
+        # the CLI prints the ended job from the POST's answer
+        self.tree.write(THP + "/khugepaged/pages_to_scan", "4096")
+        p = self.d.ctl("profile", "apply", "knobs")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"thp\.khugepaged\.pages_to_scan\s+written\s+2048\s+in_sync")
+        p = self.d.ctl("profile", "apply", "knobs", "--no-wait")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^job \d+ ok: ")
 
     def test_the_dry_run_is_the_diff_and_writes_nothing(self):
         before = self.tree.snapshot()
@@ -277,13 +322,15 @@ class ApplySlowOnTree(WithProfileDir, SpecDaemonTest):
 class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
     """One job worker held by a stalled resize (test_pools_fake.StalledResize): the activation is
     queued behind it, its file is rewritten while it waits, and the job, once it runs, writes
-    nothing and says profile.changed."""
+    nothing and says profile.changed. The profile has a pool key (of the 1 GiB size, in sync, so
+    nothing of the stalled 2 MiB pool): a profile of knobs only is run within the POST, with no
+    interval between validation and the first write for a file to change in."""
     def setUp(self):
         self.make_stall_tree("mpd-apply-")
         self.pdir = os.path.join(self.tmp, "profiles.d")
         os.makedirs(self.pdir)
         os.chmod(self.pdir, 0o755)
-        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = defer\n")
+        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = defer\n[hugepages.1G]\nnode2 >= 0\n")
         self.d = Daemon(self.tree, ("--profiles-dir", self.pdir, "--test-job-workers", "1"))
         self.d.start()
 
@@ -295,7 +342,7 @@ class ChangedBeforeTheFirstWrite(StalledResize, unittest.TestCase):
         r = self.d.request("POST", "/v1/profile", body={"name": "db"})
         self.assertEqual(r.status, 202, r.raw)
         self.assertEqual(r.json["status"], "queued")
-        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = never\n")
+        write(os.path.join(self.pdir, "db.conf"), "[knobs]\nthp.defrag = never\n[hugepages.1G]\nnode2 >= 0\n")
         self.release()
         job = self.d.get("/v1/jobs/%d?wait=30" % r.json["id"]).json
         self.assertEqual(job["status"], "failed", job)

@@ -147,6 +147,18 @@ class ProfileDriftRealTest(DaemonTest):
         self.assertIn('mempolicyd_profile_drift_total{cause="process",action="restored"} ', m)
         self.assertIn('mempolicyd_profile_key_drift{key="thp.defrag"} 0', m)
 
+    def test_applied_again_the_group_is_kept_and_still_sees_a_write(self):
+        """The same profile applied again marks the same files: the watcher keeps its fanotify
+        group (no new one from the helper, no gap between two), and a shell's write after it is
+        still seen, attributed and restored. On main a new group is made for every apply."""
+        self.apply("drift-restore")
+        self.assertNotIn("the group kept", self.d.log_text())
+        self.apply("drift-restore")
+        self.assertIn("the group kept", self.d.log_text())
+        shell, _ = self.foreign_write("never")
+        wait_for(lambda: bracketed(real_file(DEFRAG)) == "defer+madvise", 10, "defrag put back")
+        self.assert_writer(self.recorded("restored"), shell)
+
     def test_report_leaves_it_and_says_degraded(self):
         self.apply("drift-report")
         shell, _ = self.foreign_write("never")

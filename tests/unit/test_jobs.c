@@ -211,6 +211,94 @@ static void wait_status(int64_t id, const char *want)
 	assert_field(id, "status", want);
 }
 
+struct run_now {
+	struct gate g;
+	json_t *job;                 /* what jobs_run_now returned */
+	mp_err e;
+};
+
+static void *run_now_thread(void *arg)
+{
+	struct run_now *r = arg;
+	struct job_spec spec = { .kind = &gated, .origin.source = "api", .arg = &r->g, .wait_behind = 5 };
+
+	r->job = jobs_run_now(runner, &spec, NULL, &r->e);
+	return NULL;
+}
+
+/* The newest job of the test's kind. */
+static int64_t newest_id(void)
+{
+	struct job_filter f = { .kind = "test.gated", .limit = 1 };
+	mp_err e = { 0 };
+	json_t *a = jobs_list(runner, &f, &e);
+	int64_t id = json_integer_value(json_object_get(json_array_get(a, 0), "id"));
+
+	json_decref(a);
+	return id;
+}
+
+/* jobs_run_now runs the job in the caller's thread and returns it ended; while it runs it is a job
+ * like another: stored running (started) at once, its key a conflict (its own wait_behind does not
+ * queue it behind a holder), a submission queued behind it starts only after it. */
+START_TEST(a_job_run_now_is_answered_ended)
+{
+	struct run_now r = { 0 };
+	struct gate q, other;
+	pthread_t th;
+	int64_t id, iq, conflict = 0;
+	mp_err e = { 0 };
+
+	gate_init(&r.g);
+	gate_init(&q);
+	gate_init(&other);
+	r.g.key = "k";
+	ck_assert_int_eq(pthread_create(&th, NULL, run_now_thread, &r), 0);
+	wait_started(&r.g);
+	id = newest_id();
+	ck_assert(id > 0);
+	assert_field(id, "status", "\"running\"");
+	{
+		char *st = field(id, "started_ns");
+		ck_assert_msg(strcmp(st, "null") && strcmp(st, "absent"), "a job run now is stored started: %s", st);
+		free(st);
+	}
+	ck_assert(jobs_active(runner, id));
+	ck_assert_int_eq(submit(&other, "k", 0, &conflict, &e), -1);
+	ck_assert_str_eq(mp_code_name(e.code), "job.conflict");
+	ck_assert_int_eq(conflict, id);
+	gate_open(&q);
+	iq = submit(&q, "k", 1, NULL, &e);   /* queued behind it */
+	ck_assert(iq > 0);
+	{
+		char want[32];
+		snprintf(want, sizeof want, "%lld", (long long)id);
+		assert_field(iq, "waiting_for_job_id", want);
+		assert_field(iq, "status", "\"queued\"");
+	}
+	/* While it runs, a second one run now is refused, whatever its wait_behind. */
+	{
+		struct gate n;
+		struct job_spec spec = { .kind = &gated, .origin.source = "api", .arg = &n, .wait_behind = 5 };
+		gate_init(&n);
+		n.key = "k";
+		mp_err_clear(&e);
+		ck_assert_ptr_null(jobs_run_now(runner, &spec, &conflict, &e));
+		ck_assert_str_eq(mp_code_name(e.code), "job.conflict");
+	}
+	gate_open(&r.g);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(r.job != NULL, "%s", r.e.detail);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.job, "id")), id);
+	ck_assert_str_eq(json_string_value(json_object_get(r.job, "status")), "ok");
+	ck_assert(json_is_integer(json_object_get(r.job, "finished_ns")));
+	ck_assert(!jobs_active(runner, id));
+	json_decref(r.job);
+	wait_status(iq, "\"ok\"");
+	ck_assert_int_gt(q.order, r.g.order);
+}
+END_TEST
+
 START_TEST(second_of_a_key_is_409_with_the_active_id)
 {
 	struct gate a, b, c;
@@ -682,6 +770,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, second_of_a_key_is_409_with_the_active_id);
+	tcase_add_test(t, a_job_run_now_is_answered_ended);
 	tcase_add_test(t, wait_behind_queues_in_order_and_is_bounded);
 	tcase_add_test(t, a_held_key_conflicts_and_blocks_until_released);
 	tcase_add_test(t, a_queued_job_cancelled_never_runs);

@@ -352,6 +352,102 @@ START_TEST(fields_out_of_range_are_refused)
 }
 END_TEST
 
+/* A knob_writes message whose entries 0 .. n-1 are (knob, value) pairs, the rest zero. */
+static void knob_batch(struct priv_knob_writes *m, uint32_t n, const char *const *names, const char *const *values)
+{
+	memset(m, 0, sizeof *m);
+	m->h = hdr(PRIV_KNOB_WRITES, sizeof *m);
+	m->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		m->e[i].index = (uint32_t)knob_index(names[i]);
+		memcpy(m->e[i].value, values[i], strlen(values[i]) + 1);
+	}
+}
+
+/* What a compromised serving side could put in a batch of knob writes: each is refused whole,
+ * with nothing written — a hostile entry after a valid one included, since every entry is checked
+ * before the first write — and the helper goes on answering. Then a valid batch writes in order
+ * and answers each entry's result. */
+START_TEST(hostile_knob_writes_write_nothing)
+{
+	static const char *const two[] = { "thp.enabled", "thp.khugepaged.pages_to_scan" };
+	static const char *const ok[] = { "never", "8" };
+	struct priv_knob_writes m;
+	struct priv_reply rep;
+	char buf[128];
+	int fd;
+
+	make_tree();
+	/* The count: none, one past the batch, the top value; a non-zero pad. */
+	knob_batch(&m, 2, two, ok);
+	m.n = 0;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	m.n = PRIV_KNOB_BATCH + 1;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	m.n = 0xffffffffu;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	knob_batch(&m, 2, two, ok);
+	m.pad = 1;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	/* An entry past the count that is not zero (a value hidden behind n). */
+	knob_batch(&m, 1, two, ok);
+	m.e[1].index = (uint32_t)knob_index("thp.khugepaged.pages_to_scan");
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	knob_batch(&m, 1, two, ok);
+	m.e[PRIV_KNOB_BATCH - 1].value[0] = 'x';
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	/* The second entry hostile, the first valid: an index past the catalogue, a value without its
+	 * NUL, one not in the kernel's list, one with a path after a newline, a number past the
+	 * knob's range or negative, an entry's pad set. */
+	knob_batch(&m, 2, two, ok);
+	m.e[1].index = (uint32_t)knobs_count(cat);
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	knob_batch(&m, 2, two, ok);
+	memset(m.e[1].value, '9', sizeof m.e[1].value);
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	{
+		static const char *const bad[] = { "99999999999999999999", "-1", "8\n/etc/passwd" };
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			const char *vals[] = { "never", bad[i] };
+			knob_batch(&m, 2, two, vals);
+			ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+		}
+	}
+	{
+		static const char *const en[] = { "thp.khugepaged.pages_to_scan", "thp.enabled" };
+		static const char *const vals[] = { "8", "sometimes" };
+		knob_batch(&m, 2, en, vals);
+		ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+		static const char *const vals2[] = { "8", "never\n/etc" };
+		knob_batch(&m, 2, en, vals2);
+		ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	}
+	knob_batch(&m, 2, two, ok);
+	m.e[1].pad = 1;
+	ck_assert_int_eq(send_raw(&m, sizeof m), -EINVAL);
+	/* Truncated, and of another type's size. */
+	knob_batch(&m, 2, two, ok);
+	ck_assert_int_eq(send_raw(&m, sizeof m - 1), -EBADMSG);
+	m.h.len = sizeof(struct priv_knob_write);
+	ck_assert_int_eq(send_raw(&m, sizeof(struct priv_knob_write)), -EBADMSG);
+	assert_untouched();
+	assert_alive();
+
+	/* Valid: both written in order, each read back, each one's result answered. */
+	knob_batch(&m, 2, two, ok);
+	ck_assert_int_eq(priv_exchange(&m, sizeof m, -1, &rep, &fd), 0);
+	ck_assert_int_eq(rep.rc, 0);
+	ck_assert_uint_eq(rep.value, 2);
+	ck_assert_int_eq(rep.knob_rc[0], 0);
+	ck_assert_int_eq(rep.knob_rc[1], 0);
+	get(sys_root, THP "enabled", buf, sizeof buf);
+	ck_assert_str_eq(buf, "always madvise [never]");
+	get(sys_root, THP "khugepaged/pages_to_scan", buf, sizeof buf);
+	ck_assert_str_eq(buf, "8");
+	drop_tree();
+}
+END_TEST
+
 /* The same requests, valid, act: so the refusals above are the checks, not a helper that does nothing. */
 START_TEST(valid_requests_act)
 {
@@ -986,6 +1082,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, hostile_typed_probe_parameters_start_nothing);
 	tcase_add_test(tc, labels_write_is_checked_and_goes_to_its_path_only);
 	tcase_add_test(tc, labels_write_without_a_path_is_refused);
+	tcase_add_test(tc, hostile_knob_writes_write_nothing);
 	tcase_add_test(tc, design_table_matches_the_protocol_table);
 	suite_add_tcase(s, tc);
 	return s;

@@ -401,6 +401,19 @@ static size_t hostile(uint32_t t, void *buf, size_t cap)
 		m->t[0] = (struct fw_target){ .kind = FW_KNOB, .index = UINT32_MAX };
 		return sizeof *m;
 	}
+	case PRIV_KNOB_WRITES: {
+		/* A valid first write and a second value with a line after it: refused whole, so the
+		 * valid one is not written either (assert_untouched: thp.enabled stays madvise). */
+		struct priv_knob_writes *m = buf;
+		m->h = hdr(t, sizeof *m);
+		m->n = 2;
+		for (size_t i = 0; i < knobs_count(cat); i++)
+			if (!strcmp(knobs_at(cat, i)->name, "thp.enabled"))
+				m->e[0].index = m->e[1].index = (uint32_t)i;
+		memcpy(m->e[0].value, "never", 6);
+		memcpy(m->e[1].value, "never\nalways", 13);
+		return sizeof *m;
+	}
 	case PRIV_LABELS_WRITE: {
 		/* No expiry line, and a line that is no label: a second file's content smuggled in. (This
 		 * helper was also given no labels file: EPERM before the text is read.) */
