@@ -48,6 +48,8 @@
 #include "server/store/history.h"
 #include "server/store/metrics_seed.h"
 
+_Static_assert(CONN_FDS_SELF == 128 + KNOBS_HELD_MAX, "api/conn.h counts the knob files kernel/knobs.h holds");
+
 #ifdef MPD_TEST_HOOKS
 /* SIGUSR2 with --test-clock: the clock takes the file's time, and the scheduler, which waits for
  * this rather than for a time, runs a pass at it and says so in the log (server/clock.h). */

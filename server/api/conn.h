@@ -12,7 +12,6 @@
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "server/kernel/knobs.h"
 
 struct caller;
 
@@ -48,8 +47,9 @@ struct conn_limits {
 #define CONN_DEFAULT_REQUEST_TIMEOUT 10
 /* Open files the daemon needs besides connections: database (file, WAL, shm, journal), the lock
  * file, sysfs and procfs files of jobs and requests, libmicrohttpd's epoll and eventfds, stdio
- * (about 60 of the 128 on a 2-CPU host), and the knob files held open (kernel/knobs.h). */
-#define CONN_FDS_SELF (128 + KNOBS_HELD_MAX)
+ * (about 60 of the 128 on a 2-CPU host), and the knob files held open (32: KNOBS_HELD_MAX in
+ * kernel/knobs.h, which api/ may not include; main.c, which sees both, asserts they agree). */
+#define CONN_FDS_SELF (128 + 32)
 
 /* Fills l with the defaults. */
 void conn_limits_default(struct conn_limits *l);
