@@ -140,16 +140,17 @@ static int run_target(struct run *r, struct resize_target *t, struct act_pool *n
 					 (unsigned long long)want, t->node, strerror(-rc));
 			return 1;
 		}
-		if (r->nrows == ROW_BUF || clk_mono_ns() - r->last_flush >= FLUSH_NS)
+		/* A stall (no progress: compaction or the end follows, which can take long) records the
+		 * batches so far before the progress that counts them is published: whoever saw that
+		 * count and then lost the daemon finds the rows. */
+		if (n == 0 || gained == 0 || r->nrows == ROW_BUF || clk_mono_ns() - r->last_flush >= FLUSH_NS)
 			flush(r);
 		if (n == 0 || gained == 0 || clk_mono_ns() - r->last_report >= REPORT_NS)
 			report(r);
 		if (n == 0 || gained == 0) {
 			if (n && a->compact && !r->compacted) {
-				/* Compact once per job and retry the same batch. Compaction can take long:
-				 * the batches so far are recorded first. */
+				/* Compact once per job and retry the same batch. */
 				r->compacted = true;
-				flush(r);
 				if ((rc = act_compact(a->app->procfs_root)) < 0)
 					log_warn("job %lld: compacting memory failed: %s", (long long)job_id(r->ctx),
 						 strerror(-rc));
