@@ -16,6 +16,23 @@ static int build_path(char *out, size_t len, const char *root, const char *rel)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* The text's end: one trailing '\n' dropped, NUL-terminated (buf holds off + 1). Its length. */
+static int text_end(char *buf, size_t off)
+{
+	if (off > 0 && buf[off - 1] == '\n')
+		off--;
+	buf[off] = '\0';
+	return (int)off;
+}
+
+#define SYSFS_MAGIC_NR 0x62656572
+#define PROC_MAGIC_NR  0x9fa0
+
+static bool kernel_fs(const struct statfs *sfs)
+{
+	return sfs->f_type == SYSFS_MAGIC_NR || sfs->f_type == PROC_MAGIC_NR;
+}
+
 int kfs_read_fd(int fd, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -33,10 +50,7 @@ int kfs_read_fd(int fd, char *buf, size_t len)
 		if (off == len - 1)
 			return -EFBIG;
 	}
-	if (off > 0 && buf[off - 1] == '\n')
-		off--;
-	buf[off] = '\0';
-	return (int)off;
+	return text_end(buf, off);
 }
 
 int kfs_read(const char *root, const char *rel, char *buf, size_t len)
@@ -105,9 +119,6 @@ int kfs_writable(const char *root, const char *rel)
 	return build_path(path, sizeof path, root, rel) == 0 && access(path, W_OK) == 0;
 }
 
-#define SYSFS_MAGIC_NR 0x62656572
-#define PROC_MAGIC_NR  0x9fa0
-
 int kfs_open(const char *root, const char *rel, struct kfs_file *f)
 {
 	char path[PATH_MAX];
@@ -121,7 +132,7 @@ int kfs_open(const char *root, const char *rel, struct kfs_file *f)
 	f->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (f->fd < 0)
 		return -errno;
-	f->regular = fstatfs(f->fd, &sfs) == 0 && sfs.f_type != SYSFS_MAGIC_NR && sfs.f_type != PROC_MAGIC_NR;
+	f->regular = fstatfs(f->fd, &sfs) == 0 && !kernel_fs(&sfs);
 	return 0;
 }
 
@@ -131,7 +142,7 @@ int kfs_on_kernel_fs(const char *path)
 
 	if (statfs(path, &sfs) < 0)
 		return -errno;
-	return sfs.f_type == SYSFS_MAGIC_NR || sfs.f_type == PROC_MAGIC_NR;
+	return kernel_fs(&sfs);
 }
 
 int kfs_open_held(const char *path)
@@ -141,7 +152,7 @@ int kfs_open_held(const char *path)
 
 	if (fd < 0)
 		return -errno;
-	if (fstatfs(fd, &sfs) == 0 && (sfs.f_type == SYSFS_MAGIC_NR || sfs.f_type == PROC_MAGIC_NR))
+	if (fstatfs(fd, &sfs) == 0 && kernel_fs(&sfs))
 		return fd;
 	close(fd);
 	return -EMEDIUMTYPE;
@@ -159,10 +170,7 @@ int kfs_pread_text(int fd, char *buf, size_t len)
 	/* A kernel file's text comes whole from offset 0; one that fills the buffer may go on. */
 	if ((size_t)r == len - 1)
 		return -EFBIG;
-	if (r > 0 && buf[r - 1] == '\n')
-		r--;
-	buf[r] = '\0';
-	return (int)r;
+	return text_end(buf, (size_t)r);
 }
 
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val)

@@ -276,25 +276,37 @@ static long ask_fd(void *msg, size_t len, enum priv_type type, int send_fd, stru
 	return (long)rep->rc;
 }
 
+/* k and value as both knob requests carry them: k's index in the catalogue (the helper's is the
+ * same, built before the fork) and value in a zeroed field of PRIV_KNOB_VALUE. -EINVAL for a knob
+ * not of c or a value that does not fit. */
+static int knob_entry(const struct knob_catalogue *c, const struct knob *k, const char *value, uint32_t *index,
+		      char field[PRIV_KNOB_VALUE])
+{
+	size_t i, n = knobs_count(c), len = strlen(value);
+
+	for (i = 0; i < n && knobs_at(c, i) != k; i++)
+		;
+	if (i == n || len >= PRIV_KNOB_VALUE)
+		return -EINVAL;
+	*index = (uint32_t)i;
+	memcpy(field, value, len);
+	return 0;
+}
+
 int priv_knob_write(const struct knob_catalogue *c, const struct knob *k, const char *value)
 {
 	struct priv_knob_write m = { 0 };
 	struct priv_reply rep;
-	size_t i, n = knobs_count(c);
 
-	for (i = 0; i < n && knobs_at(c, i) != k; i++)
-		;
-	if (i == n || strlen(value) >= sizeof m.value)
+	if (knob_entry(c, k, value, &m.index, m.value) < 0)
 		return -EINVAL;
-	m.index = (uint32_t)i;
-	memcpy(m.value, value, strlen(value));
 	return (int)ask(&m, sizeof m, PRIV_KNOB_WRITE, &rep, NULL);
 }
 
 long priv_knob_writes(const struct knob_catalogue *c, const struct knob *const *ks, const char *const *values,
 		      size_t n, int *rc)
 {
-	size_t done = 0, count = knobs_count(c);
+	size_t done = 0;
 
 	/* PRIV_KNOB_BATCH at a time, stopping where a batch stopped short. */
 	while (done < n) {
@@ -303,15 +315,9 @@ long priv_knob_writes(const struct knob_catalogue *c, const struct knob *const *
 		uint32_t k = (uint32_t)(n - done < PRIV_KNOB_BATCH ? n - done : PRIV_KNOB_BATCH);
 		long r;
 
-		for (uint32_t i = 0; i < k; i++) {
-			size_t idx, len = strlen(values[done + i]);
-			for (idx = 0; idx < count && knobs_at(c, idx) != ks[done + i]; idx++)
-				;
-			if (idx == count || len >= sizeof m.e[i].value)
+		for (uint32_t i = 0; i < k; i++)
+			if (knob_entry(c, ks[done + i], values[done + i], &m.e[i].index, m.e[i].value) < 0)
 				return done ? (long)done : -EINVAL;
-			m.e[i].index = (uint32_t)idx;
-			memcpy(m.e[i].value, values[done + i], len);
-		}
 		m.n = k;
 		if ((r = ask(&m, sizeof m, PRIV_KNOB_WRITES, &rep, NULL)) < 0)
 			return done ? (long)done : r;
