@@ -179,11 +179,13 @@ static void drifted(const struct app *app, struct dw_key *dk, const char *actual
 		status = "reported";
 	}
 	dk->open = act == DA_REPORTED;
-	put_row(app, dk, actual, status, result_json(dk, actual, status, rc, false));
+	/* The state first: the row's operation wakes the node labels' writer (observe.c), which must
+	 * find the state this drift made, or it writes the old one and nothing wakes it again. */
 	if (act == DA_YIELDED)
 		profile_state_yield(app->profile_state, dk->pk.k.id);
 	else
 		profile_state_set_drift(app->profile_state, dk->pk.k.id, dk->open, dk->open ? actual : after);
+	put_row(app, dk, actual, status, result_json(dk, actual, status, rc, false));
 	atomic_fetch_add(&counts[dk->cause][act], 1);
 	log_warn("drift: %s %s -> %s (%s%s%s), %s", dk->pk.k.id, dk->pk.k.vals[0], actual, drift_cause_name(cause),
 		 wr && wr->comm[0] ? " " : "", wr ? wr->comm : "", status);
@@ -194,8 +196,8 @@ static void mended(const struct app *app, struct dw_key *dk, const char *now)
 {
 	dk->open = false;
 	dk->last_ns = clk_wall_ns();
+	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);   /* first: as in drifted() */
 	put_row(app, dk, now, "reported", result_json(dk, now, "reported", 0, true));
-	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);
 }
 
 void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
