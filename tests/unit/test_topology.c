@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,59 @@ START_TEST(held_read_of_sysfs_opens_nothing_again)
 }
 END_TEST
 
+struct first_reader {
+	struct topo_held *h;
+	pthread_barrier_t *go;
+	int rc;
+};
+
+static void *first_read(void *arg)
+{
+	struct first_reader *r = arg;
+	struct topology *t = malloc(sizeof *t);
+
+	pthread_barrier_wait(r->go);
+	r->rc = t ? topo_read_nodes_held(r->h, t, false) : -ENOMEM;
+	free(t);
+	return NULL;
+}
+
+/* Eight threads make the first read at once: each is answered, and one file of each stays held
+ * (the opens that lost the race are closed, none leaks). */
+START_TEST(held_files_opened_once_by_racing_first_reads)
+{
+	enum { N = 8 };
+	struct topo_held *h = topo_held_new("/sys");
+	struct first_reader r[N];
+	pthread_t th[N];
+	pthread_barrier_t go;
+	int online, has_memory, before, after;
+
+	ck_assert_ptr_nonnull(h);
+	before = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(online, 0);
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, N), 0);
+	for (int i = 0; i < N; i++) {
+		r[i] = (struct first_reader){ .h = h, .go = &go, .rc = 1 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, first_read, &r[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(r[i].rc, 0);
+	}
+	pthread_barrier_destroy(&go);
+	after = open_fds("/sys/devices/system/node/online", &online);
+	open_fds("/sys/devices/system/node/has_memory", &has_memory);
+	ck_assert_int_eq(online, 1);
+	ck_assert_int_eq(has_memory, 1);
+	ck_assert_int_eq(after, before + 2);
+	topo_held_free(h);
+	after = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(online, 0);
+	ck_assert_int_eq(after, before);
+}
+END_TEST
+
 /* A generated tree's files are read by path, never held: a file replaced by another (a new inode,
  * as a test's rename makes) is what the next read sees, and no file stays open. */
 START_TEST(held_read_of_generated_tree_reads_by_path)
@@ -436,6 +490,7 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, launch_read_takes_only_what_a_launch_checks);
 	tcase_add_test(tc, launch_read_without_has_memory_uses_meminfo);
 	tcase_add_test(tc, held_read_of_sysfs_opens_nothing_again);
+	tcase_add_test(tc, held_files_opened_once_by_racing_first_reads);
 	tcase_add_test(tc, held_read_of_generated_tree_reads_by_path);
 	tcase_add_test(tc, missing_node_directory_root);
 	tcase_add_test(tc, meminfo_lines);
