@@ -108,9 +108,16 @@ $(BIN)/mempolicyd: $(BUILD)/server/main.o $(BUILD)/libmpd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SERVER_LIBS)
 
-$(BIN)/mempolicyctl: $(CLIENT_OBJ) $(COMMON_OBJ) $(CURL_OUT)/cflags $(wildcard build/curl-cache/*/inst/lib/libcurl.a)
+# The client takes from common/ only what it uses, as an archive: the statistics (common/stats*.c,
+# the daemon's experiments) would make every command load libm, a tenth of `run`'s start
+# (bench/README.md section 8); -lm is then dropped by --as-needed.
+$(BUILD)/libcommon.a: $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/mempolicyctl: $(CLIENT_OBJ) $(BUILD)/libcommon.a $(CURL_OUT)/cflags $(wildcard build/curl-cache/*/inst/lib/libcurl.a)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(CLIENT_OBJ) $(COMMON_OBJ) $$(cat $(CURL_OUT)/libs) $(CLIENT_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(CLIENT_OBJ) $(BUILD)/libcommon.a $$(cat $(CURL_OUT)/libs) $(CLIENT_LIBS)
 
 $(BUILD)/man/mempolicyd.8: $(BIN)/mempolicyd
 	@mkdir -p $(dir $@)

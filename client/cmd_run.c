@@ -126,6 +126,11 @@ int cmd_run(struct cli *c, const struct command *cmd, struct args *a)
 	return rc;
 }
 
+bool run_needs_curl(const struct cli *c, const struct command *k, const struct args *a)
+{
+	return k->fn != cmd_run || a->detach || c->url;
+}
+
 /* POST /v1/processes/PID/<what> with body, then wait for the job unless --no-wait. */
 static int process_job(struct cli *c, const struct command *cmd, struct args *a, const char *what, json_t *body)
 {

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
 
 #include "client/cli.h"
 #include "client/curlapi.h"
 #include "client/gen.h"
 #include "client/out.h"
+#include "client/runself.h"
 
 static int command_words(const struct command *k, char *words, size_t len)
 {
@@ -280,7 +282,9 @@ static int run(struct cli *c, const struct command *k, int argc, char **argv)
 	}
 	if ((rc = cli_args(c, k, argc, argv, &a)) != EXIT_OK)
 		goto out;
-	if ((rc = curlapi_open(c)) != EXIT_OK)
+	/* Not for run's own launch: libcurl's set-up was 8-10 us of its ~1.6 ms (bench/README.md
+	 * section 8). */
+	if (run_needs_curl(c, k, &a) && (rc = curlapi_open(c)) != EXIT_OK)
 		goto out;
 	rc = k->fn(c, k, &a);
 	curlapi_close(c);
@@ -294,9 +298,15 @@ int main(int argc, char **argv)
 	struct cli c = { .socket = NULL, .json = false, .api = NULL, .curl = NULL };
 	const struct command *k;
 	const char *env = getenv("MEMPOLICYD_SOCKET"), *url = getenv("MEMPOLICYD_URL"), *token_file = NULL;
+	size_t seed;
 	int i = 1, rc;
 
 	stdout_checked();   /* before anything is printed */
+	/* Before the first JSON object, which would seed jansson's hash from /dev/urandom (an open, a
+	 * read and a close): one getrandom(2), the same entropy. 0 (it failed): jansson's own. */
+	if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+		seed = 0;
+	json_object_seed(seed);
 	c.socket = env && env[0] ? env : CLI_DEFAULT_SOCKET;
 	c.url = url && url[0] ? url : NULL;
 	if ((rc = global_options(&c, argc, argv, &i, &token_file)) >= 0)

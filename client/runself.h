@@ -22,6 +22,11 @@ enum {
  * (126/127). */
 int run_here(struct cli *c, const struct args *a, json_t *body);
 
+/* Whether command k, with a, needs libcurl set up before it runs (curlapi_open): every command but
+ * run's own launch over the socket, whose one request goes without it (client/unixreq.h); run
+ * --detach and run with --url go through libcurl. */
+bool run_needs_curl(const struct cli *c, const struct command *k, const struct args *a);
+
 /* The file execvp would run for name (a '/' in it: name itself; else the first executable match in
  * $PATH, or "/bin:/usr/bin" without one) into path. 0, or -errno: -ENOENT when there is none,
  * -EACCES when a match is not executable (tests/e2e/test_cli_process.py: 127 and 126). */

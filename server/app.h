@@ -20,6 +20,7 @@ struct jobs;
 struct scheduler;
 struct children;
 struct profile_state;
+struct topo_held;
 
 struct app {
 	const char *sysfs_root;          /* borrowed from the config; "/sys" in production */
@@ -28,6 +29,7 @@ struct app {
 	gid_t admin_gid;                 /* callers in this group may change things */
 	struct store *store;             /* owned by main() */
 	struct knob_catalogue *knobs;    /* owned by main(); built at start from the live kernel */
+	struct topo_held *node_masks;    /* owned by main(): the node masks a launch reads, held open */
 	struct jobs *jobs;               /* owned by main() */
 	struct scheduler *scheduler;     /* owned by main() */
 	struct children *children;       /* owned by main(): launched processes, reaped and watched */

@@ -26,6 +26,7 @@
 #include "server/kernel/knobs.h"
 #include "server/priv/priv.h"
 #include "server/kernel/sandbox.h"
+#include "server/kernel/topology.h"
 #include "server/log.h"
 #include "server/sd.h"
 #include "server/statedir.h"
@@ -334,6 +335,11 @@ int main(int argc, char **argv)
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
 		goto fail;
 	}
+	/* Its files are opened by the first launch, in the serving process (after the fork below). */
+	if (!(app.node_masks = topo_held_new(app.sysfs_root))) {
+		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory");
+		goto fail;
+	}
 	if (!strcmp(cfg.socket, cfg.db)) {   /* other spellings of one path: the socket finds a file */
 		mp_fail(&e, MPE_CONFIG_SOCKET, 0, "--socket and --db are the same path %s", cfg.db);
 		goto fail;
@@ -509,6 +515,7 @@ out:
 		close(lock_fd);   /* after the database is closed: the next daemon may have it */
 	priv_stop();   /* after everything that may still ask it something */
 	knobs_free(app.knobs);
+	topo_held_free(app.node_masks);
 	tls_files_free(&tls);
 	config_free(&cfg);
 #ifdef MPD_TEST_HOOKS

@@ -288,7 +288,7 @@ struct conn *conn_opened(struct conn_table *t, int fd, bool tcp_tls)
 	if (!c->unix_listener)
 		peer_address(fd, c->addr);
 	/* Outside the lock: the user and group lookups may be slow (NSS). */
-	peer_identify(fd, t->have_admin_gid, t->admin_gid, &c->who);
+	peer_identify(fd, c->unix_listener, t->have_admin_gid, t->admin_gid, &c->who);
 	pthread_mutex_lock(&t->mu);
 	no = over_limit(t, c, why, sizeof why);
 	if (no) {

@@ -28,15 +28,13 @@ static bool in_group(uid_t uid, gid_t gid, gid_t want, char *name, size_t name_l
 	return false;
 }
 
-void peer_identify(int fd, bool have_admin_gid, gid_t admin_gid, struct caller *c)
+void peer_identify(int fd, bool on_unix, bool have_admin_gid, gid_t admin_gid, struct caller *c)
 {
 	struct ucred uc;
 	socklen_t l = sizeof uc;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
 
 	memset(c, 0, sizeof *c);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX)
+	if (!on_unix)
 		return;   /* TCP: unknown caller, read-only */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
 		return;
@@ -45,7 +43,8 @@ void peer_identify(int fd, bool have_admin_gid, gid_t admin_gid, struct caller *
 	c->gid = uc.gid;
 	c->pid = uc.pid;
 	c->admin = uc.uid == 0;
-	if (have_admin_gid && in_group(uc.uid, uc.gid, admin_gid, c->name, sizeof c->name))
+	/* Root is admin whatever its groups: the group database is read only for whom it decides. */
+	if (have_admin_gid && !c->admin && in_group(uc.uid, uc.gid, admin_gid, c->name, sizeof c->name))
 		c->admin = true;
 	if (!c->name[0]) {
 		struct passwd pw, *res = NULL;

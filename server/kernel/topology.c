@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/kernel/sysfs.h"
 
@@ -13,23 +15,77 @@
 /* nodeN/meminfo is ~1.5 KiB on 6.x; leave room for fields later kernels add. */
 #define MEMINFO_MAX 16384
 
-static int read_idset(const char *root, const char *rel, idset *out)
-{
-	char buf[4096];
-	int rc = kfs_read(root, rel, buf, sizeof buf);
+/* The node masks topo_read_nodes_held may hold (struct topo_held's fd[]). */
+enum held_mask { HELD_ONLINE, HELD_HAS_MEMORY, HELD__COUNT };
+static const char *const held_rel[HELD__COUNT] = { NODE_DIR "/online", NODE_DIR "/has_memory" };
 
+#define HELD_UNTRIED -1   /* not opened yet */
+#define HELD_NO      -2   /* read by path: not sysfs, absent, or not a kernel file */
+
+struct topo_held {
+	const char *root;            /* borrowed */
+	bool hold;                   /* root is sysfs itself */
+	_Atomic int fd[HELD__COUNT]; /* per held_mask: the file (kfs_open_held), owned; or HELD_* */
+};
+
+/* h's file for m, opened now if no read has tried yet: an fd, or HELD_NO. An open that fails for
+ * another reason than the file's absence (EMFILE) is tried again by the next read. */
+static int held_fd(struct topo_held *h, enum held_mask m)
+{
+	char path[PATH_MAX];
+	int fd = atomic_load_explicit(&h->fd[m], memory_order_acquire), want = HELD_UNTRIED;
+
+	if (fd != HELD_UNTRIED)
+		return fd;
+	if (snprintf(path, sizeof path, "%s/%s", h->root, held_rel[m]) >= (int)sizeof path)
+		fd = HELD_NO;
+	else if ((fd = kfs_open_held(path)) == -ENOENT || fd == -EMEDIUMTYPE)
+		fd = HELD_NO;
+	else if (fd < 0)
+		return HELD_NO;
+	if (atomic_compare_exchange_strong_explicit(&h->fd[m], &want, fd, memory_order_acq_rel, memory_order_acquire))
+		return fd;
+	if (fd >= 0)
+		close(fd);   /* another thread's open won */
+	return want;
+}
+
+/* m's text into buf (by a pread of the held file, or by path), as kfs_read returns it. */
+static int read_mask_text(const char *root, struct topo_held *h, enum held_mask m, char *buf, size_t len)
+{
+	int fd = h && h->hold ? held_fd(h, m) : HELD_NO, rc;
+
+	/* A held read that fails falls back to the path, which says what is there now. */
+	if (fd >= 0 && (rc = kfs_pread_text(fd, buf, len)) >= 0)
+		return rc;
+	return kfs_read(root, held_rel[m], buf, len);
+}
+
+static int parse_mask(int rc, const char *buf, idset *out)
+{
 	if (rc < 0)
 		return rc;
 	return idset_parse(buf, out) < 0 ? -EINVAL : 0;
 }
 
-/* Optional node masks (has_cpu appeared in 4.x, has_memory in 2.6.x): -ENOENT means "derive it". */
-static int read_optional_idset(const char *root, const char *rel, idset *out, bool *present)
+static int read_idset(const char *root, const char *rel, idset *out)
 {
-	int rc = read_idset(root, rel, out);
+	char buf[4096];
 
+	return parse_mask(kfs_read(root, rel, buf, sizeof buf), buf, out);
+}
+
+/* An optional mask's read (has_cpu appeared in 4.x, has_memory in 2.6.x): -ENOENT means "derive
+ * it", so *present is false and 0 is returned. */
+static int optional(int rc, bool *present)
+{
 	*present = rc == 0;
 	return rc == -ENOENT ? 0 : rc;
+}
+
+static int read_optional_idset(const char *root, const char *rel, idset *out, bool *present)
+{
+	return optional(read_idset(root, rel, out), present);
 }
 
 int topo_meminfo_value(const char *text, unsigned node, const char *key, uint64_t *kb)
@@ -172,12 +228,13 @@ out:
 	return rc;
 }
 
-/* node/online into t->online and the ids of t->nodes. */
-static int read_online(const char *root, struct topology *t)
+/* node/online into t->online and the ids of t->nodes (through h when it is not NULL). */
+static int read_online(const char *root, struct topo_held *h, struct topology *t)
 {
+	char buf[4096];
 	int rc;
 
-	if ((rc = read_idset(root, NODE_DIR "/online", &t->online)) < 0)
+	if ((rc = parse_mask(read_mask_text(root, h, HELD_ONLINE, buf, sizeof buf), buf, &t->online)) < 0)
 		return rc;
 	if (idset_count(&t->online) > TOPO_MAX_NODES)
 		return -E2BIG;
@@ -193,7 +250,7 @@ int topo_read(const char *root, struct topology *t)
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	if ((rc = read_idset(root, NODE_DIR "/possible", &t->possible)) < 0 || (rc = read_online(root, t)) < 0 ||
+	if ((rc = read_idset(root, NODE_DIR "/possible", &t->possible)) < 0 || (rc = read_online(root, NULL, t)) < 0 ||
 	    (rc = read_optional_idset(root, NODE_DIR "/has_cpu", &has_cpu, &have_has_cpu)) < 0 ||
 	    (rc = read_optional_idset(root, NODE_DIR "/has_memory", &has_mem, &have_has_mem)) < 0)
 		return rc;
@@ -204,16 +261,18 @@ int topo_read(const char *root, struct topology *t)
 	return 0;
 }
 
-int topo_read_nodes(const char *root, struct topology *t, bool with_cpus)
+static int read_nodes(const char *root, struct topo_held *h, struct topology *t, bool with_cpus)
 {
 	idset has_mem;
 	bool have_has_mem;
 	char *buf = NULL;   /* owned: meminfo's text, only on a kernel without node/has_memory */
+	char text[4096];
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	if ((rc = read_online(root, t)) < 0 ||
-	    (rc = read_optional_idset(root, NODE_DIR "/has_memory", &has_mem, &have_has_mem)) < 0)
+	if ((rc = read_online(root, h, t)) < 0 ||
+	    (rc = optional(parse_mask(read_mask_text(root, h, HELD_HAS_MEMORY, text, sizeof text), text, &has_mem),
+			   &have_has_mem)) < 0)
 		return rc;
 	for (int i = 0; i < t->n_nodes && rc == 0; i++) {
 		struct topo_node *n = &t->nodes[i];
@@ -232,6 +291,39 @@ int topo_read_nodes(const char *root, struct topology *t, bool with_cpus)
 	}
 	free(buf);
 	return rc;
+}
+
+int topo_read_nodes(const char *root, struct topology *t, bool with_cpus)
+{
+	return read_nodes(root, NULL, t, with_cpus);
+}
+
+struct topo_held *topo_held_new(const char *sysfs_root)
+{
+	struct topo_held *h = calloc(1, sizeof *h);
+
+	if (!h)
+		return NULL;
+	h->root = sysfs_root;
+	h->hold = kfs_on_kernel_fs(sysfs_root) == 1;
+	for (int m = 0; m < HELD__COUNT; m++)
+		atomic_init(&h->fd[m], h->hold ? HELD_UNTRIED : HELD_NO);
+	return h;
+}
+
+void topo_held_free(struct topo_held *h)
+{
+	if (!h)
+		return;
+	for (int m = 0; m < HELD__COUNT; m++)
+		if (atomic_load(&h->fd[m]) >= 0)
+			close(atomic_load(&h->fd[m]));
+	free(h);
+}
+
+int topo_read_nodes_held(struct topo_held *h, struct topology *t, bool with_cpus)
+{
+	return read_nodes(h->root, h, t, with_cpus);
 }
 
 int topo_read_online(const char *root, idset *online)

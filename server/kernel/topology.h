@@ -46,6 +46,19 @@ int topo_read(const char *sysfs_root, struct topology *t);
  * a node with_cpus, where topo_read opens two more and four a node. Same return values. */
 int topo_read_nodes(const char *sysfs_root, struct topology *t, bool with_cpus);
 
+/* node/online and node/has_memory held open for topo_read_nodes_held, the launches' read: each a
+ * pread(2) at offset 0 (sysfs regenerates the text there, so a hot-plugged node is seen at once)
+ * instead of an open, two reads and a close, which were a tenth of a launch's time in the daemon
+ * (bench/README.md section 8). Held only when the root is sysfs itself (kfs_on_kernel_fs): a
+ * generated tree's files are read by path, since a test may replace them. Each file is opened by
+ * the first read that needs it, from any thread; one that is absent (has_memory before 2.6.x) or
+ * cannot be held is read by path, as topo_read_nodes does. */
+struct topo_held;
+struct topo_held *topo_held_new(const char *sysfs_root);   /* NULL: out of memory; root borrowed */
+void topo_held_free(struct topo_held *h);                   /* NULL is fine */
+/* topo_read_nodes through h: the same results and return values. */
+int topo_read_nodes_held(struct topo_held *h, struct topology *t, bool with_cpus);
+
 /* Only the online nodes (node/online): for a caller that needs their ids and nothing of the rest
  * topo_read reads, about nine more files a node. 0 or -errno (-EINVAL: text that does not parse). */
 int topo_read_online(const char *sysfs_root, idset *online);

@@ -348,8 +348,9 @@ int launch_parse(const struct app *app, const json_t *body, const struct launch_
 		goto out;
 	}
 	/* Only what the checks below use: the whole topology was a third of a launch's time in the
-	 * daemon (bench/README.md section 8). */
-	if ((kr = topo_read_nodes(app->sysfs_root, t, cpus || cpunodes)) < 0) {
+	 * daemon (bench/README.md section 8); node/online and has_memory from held files. */
+	if ((kr = app->node_masks ? topo_read_nodes_held(app->node_masks, t, cpus || cpunodes)
+				  : topo_read_nodes(app->sysfs_root, t, cpus || cpunodes)) < 0) {
 		mp_fail(e, MPE_TOPOLOGY_UNREADABLE, -kr, "reading the topology: %s", strerror(-kr));
 		goto out;
 	}

@@ -84,6 +84,15 @@ class EmbeddedBuild(unittest.TestCase):
         self.assertIn("libjansson.so.4", ldd)
         self.assertEqual([l.strip() for l in ldd.splitlines() if NETWORK_LIBS.search(l)], [], ldd)
 
+    def test_links_no_libm(self):
+        """The client links common/ as an archive, so the daemon's statistics (common/stats*.c) and
+        with them libm stay out: loading libm was about 0.09 ms of `mempolicyctl run`'s 1.7 ms
+        (bench/README.md section 8)."""
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                            subprocess.run(["readelf", "-d", CTL], capture_output=True, text=True, check=True).stdout)
+        self.assertIn("libc.so.6", needed)
+        self.assertNotIn("libm.so.6", needed)
+
     def test_exports_no_curl_symbol(self):
         """The dlopen'ed libcurl-gnutls would bind its own internal curl_* calls to any the executable
         exported, that is to the embedded HTTP-only copy."""

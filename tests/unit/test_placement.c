@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -431,6 +433,36 @@ START_TEST(stat_start_time)
 }
 END_TEST
 
+/* The real kernel's start time of a process, as field 22 of its stat line read by stdio, with a
+ * comm that holds ") (" and spaces; a reaped process has none (-ESRCH). One pread into a buffer on
+ * the stack does what the whole-file read did. */
+START_TEST(start_time_on_the_real_kernel)
+{
+	char line[4096], path[64], *close_paren;
+	unsigned long long want = 0;
+	uint64_t st = 0;
+	FILE *f;
+	pid_t child;
+
+	ck_assert_int_eq(prctl(PR_SET_NAME, "a) b (c d", 0, 0, 0), 0);
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)getpid());
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+	fclose(f);
+	ck_assert_ptr_nonnull(close_paren = strrchr(line, ')'));
+	/* after ") ": field 3 (state) onwards; start time is field 22 */
+	ck_assert_int_eq(sscanf(close_paren + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %*s %llu", &want), 1);
+	ck_assert_int_eq(proc_start_time("/proc", getpid(), &st), 0);
+	ck_assert_uint_eq(st, want);
+	ck_assert_int_ne((child = fork()), -1);
+	if (child == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(child, NULL, 0), child);
+	ck_assert_int_eq(proc_start_time("/proc", child, &st), -ESRCH);
+}
+END_TEST
+
 /* A procfs tree with one process, 4242, made of the fixtures. */
 static char root[64];
 
@@ -681,6 +713,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, status_fields);
 	tcase_add_test(tc, rollup_thp);
 	tcase_add_test(tc, stat_start_time);
+	tcase_add_test(tc, start_time_on_the_real_kernel);
 	tcase_add_test(tc, read_generated_tree);
 	tcase_add_test(tc, ends_from_maps_without_thp);
 	tcase_add_test(tc, rollup_skipped_when_meminfo_shows_no_thp);

@@ -1,8 +1,10 @@
 /* The topology reader against sysfs trees generated here, in a temp dir: the shapes the test
  * machine (one node) cannot show, and the malformed files a kernel must never make us guess at. */
 #include <errno.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +303,153 @@ START_TEST(launch_read_without_has_memory_uses_meminfo)
 }
 END_TEST
 
+/* The open files of this process, and how many of them are target. */
+static int open_fds(const char *target, int *to_target)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	*to_target = 0;
+	while ((de = readdir(d))) {
+		char link[PATH_MAX], path[PATH_MAX + 32];
+		ssize_t l;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/fd/%s", de->d_name);
+		if ((l = readlink(path, link, sizeof link - 1)) < 0)
+			continue;
+		link[l] = '\0';
+		n++;
+		*to_target += !strcmp(link, target);
+	}
+	closedir(d);
+	return n;
+}
+
+/* On the real /sys the launch's read holds node/online and node/has_memory: after the first read
+ * no later one opens a file, and each answers what the path says now (the same as a read by path). */
+START_TEST(held_read_of_sysfs_opens_nothing_again)
+{
+	struct topology *t = malloc(sizeof *t), *by_path = malloc(sizeof *by_path);
+	struct topo_held *h = topo_held_new("/sys");
+	int before, after, online, has_memory;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(topo_read_nodes("/sys", by_path, false), 0);
+	ck_assert_int_eq(topo_read_nodes_held(h, t, false), 0);
+	before = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(online, 1);
+	open_fds("/sys/devices/system/node/has_memory", &has_memory);
+	ck_assert_int_eq(has_memory, 1);
+	for (int i = 0; i < 3; i++) {
+		memset(t, 0xff, sizeof *t);
+		ck_assert_int_eq(topo_read_nodes_held(h, t, i == 1), 0);
+		ck_assert_int_eq(t->n_nodes, by_path->n_nodes);
+		ck_assert_mem_eq(&t->online, &by_path->online, sizeof t->online);
+		for (int n = 0; n < t->n_nodes; n++) {
+			ck_assert_uint_eq(t->nodes[n].id, by_path->nodes[n].id);
+			ck_assert(t->nodes[n].has_memory == by_path->nodes[n].has_memory);
+		}
+	}
+	after = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(after, before);
+	ck_assert_int_eq(online, 1);
+	topo_held_free(h);
+	free(t);
+	free(by_path);
+}
+END_TEST
+
+struct first_reader {
+	struct topo_held *h;
+	pthread_barrier_t *go;
+	int rc;
+};
+
+static void *first_read(void *arg)
+{
+	struct first_reader *r = arg;
+	struct topology *t = malloc(sizeof *t);
+
+	pthread_barrier_wait(r->go);
+	r->rc = t ? topo_read_nodes_held(r->h, t, false) : -ENOMEM;
+	free(t);
+	return NULL;
+}
+
+/* Eight threads make the first read at once: each is answered, and one file of each stays held
+ * (the opens that lost the race are closed, none leaks). */
+START_TEST(held_files_opened_once_by_racing_first_reads)
+{
+	enum { N = 8 };
+	struct topo_held *h = topo_held_new("/sys");
+	struct first_reader r[N];
+	pthread_t th[N];
+	pthread_barrier_t go;
+	int online, has_memory, before, after;
+
+	ck_assert_ptr_nonnull(h);
+	before = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(online, 0);
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, N), 0);
+	for (int i = 0; i < N; i++) {
+		r[i] = (struct first_reader){ .h = h, .go = &go, .rc = 1 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, first_read, &r[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(r[i].rc, 0);
+	}
+	pthread_barrier_destroy(&go);
+	after = open_fds("/sys/devices/system/node/online", &online);
+	open_fds("/sys/devices/system/node/has_memory", &has_memory);
+	ck_assert_int_eq(online, 1);
+	ck_assert_int_eq(has_memory, 1);
+	ck_assert_int_eq(after, before + 2);
+	topo_held_free(h);
+	after = open_fds("/sys/devices/system/node/online", &online);
+	ck_assert_int_eq(online, 0);
+	ck_assert_int_eq(after, before);
+}
+END_TEST
+
+/* A generated tree's files are read by path, never held: a file replaced by another (a new inode,
+ * as a test's rename makes) is what the next read sees, and no file stays open. */
+START_TEST(held_read_of_generated_tree_reads_by_path)
+{
+	struct topology *t = malloc(sizeof *t);
+	struct topo_held *h;
+	char tmp[PATH_MAX], path[PATH_MAX];
+	int before, after, online;
+
+	put("devices/system/node/online", "0-1\n");
+	put("devices/system/node/has_memory", "0\n");
+	ck_assert_ptr_nonnull(h = topo_held_new(root));
+	snprintf(path, sizeof path, "%s/devices/system/node/online", root);
+	before = open_fds(path, &online);
+	ck_assert_int_eq(topo_read_nodes_held(h, t, false), 0);
+	ck_assert_int_eq(t->n_nodes, 2);
+	ck_assert(t->nodes[0].has_memory && !t->nodes[1].has_memory);
+	after = open_fds(path, &online);
+	ck_assert_int_eq(after, before);
+	ck_assert_int_eq(online, 0);
+	put("devices/system/node/online.new", "0-2\n");
+	snprintf(tmp, sizeof tmp, "%s/devices/system/node/online.new", root);
+	ck_assert_int_eq(rename(tmp, path), 0);
+	put("devices/system/node/has_memory", "2\n");
+	ck_assert_int_eq(topo_read_nodes_held(h, t, false), 0);
+	ck_assert_int_eq(t->n_nodes, 3);
+	ck_assert(!t->nodes[0].has_memory && t->nodes[2].has_memory);
+	/* the launch's checks on what it reads hold here too */
+	put("devices/system/node/online", "0-64\n");
+	ck_assert_int_eq(topo_read_nodes_held(h, t, false), -E2BIG);
+	topo_held_free(h);
+	free(t);
+}
+END_TEST
+
 START_TEST(missing_node_directory_root)
 {
 	ck_assert_int_eq(read_rc(), -ENOENT);
@@ -340,6 +489,9 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, malformed_files_are_errors);
 	tcase_add_test(tc, launch_read_takes_only_what_a_launch_checks);
 	tcase_add_test(tc, launch_read_without_has_memory_uses_meminfo);
+	tcase_add_test(tc, held_read_of_sysfs_opens_nothing_again);
+	tcase_add_test(tc, held_files_opened_once_by_racing_first_reads);
+	tcase_add_test(tc, held_read_of_generated_tree_reads_by_path);
 	tcase_add_test(tc, missing_node_directory_root);
 	tcase_add_test(tc, meminfo_lines);
 	suite_add_tcase(s, tc);
