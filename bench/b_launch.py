@@ -34,12 +34,12 @@ def run(ctx):
                 return [bl.unavailable("launch.run", title, "`%s` exits %d: %s" % (
                     " ".join(cmd[-5:]), p.returncode, p.stderr.decode("utf-8", "replace").strip()[:160]))]
         ds, ns = [], []
-        for _ in range(ctx.cli_runs):
+        for _ in range(ctx.launch_runs):
             ds.append(_wall(ctl, env)[0])
             ns.append(_wall(ref, env)[0])
         method = ("fork+exec+wait of each command timed with perf_counter around subprocess.run, "
                   "alternating, median of %d runs each; `run` execs `true` itself after one request, as "
-                  "numactl does; the daemon records a process.launch per run in a database on the same disk" % ctx.cli_runs)
+                  "numactl does; the daemon records a process.launch per run in a database on the same disk" % ctx.launch_runs)
         return [bl.row("launch.run", title, "ms", ds, ns, "numactl --membind 0 true", goal="<= 1.3x numactl",
                        goal_check=lambda _d, r: r is not None and r <= 1.3, method=method)]
     except bl.BenchError as e:
