@@ -32,6 +32,7 @@ struct conn {
 	 * reaper takes a deadline with a compare-and-swap, so a request that arrives whole at that
 	 * moment either stops its clock first or is the one cut. */
 	_Atomic int64_t due_ns;
+	void *spare;                /* owned: conn_spare's block, or NULL */
 	struct conn *prev, *next;   /* in conn_table.head */
 };
 
@@ -343,6 +344,7 @@ void conn_closed(struct conn_table *t, struct conn *c)
 	else if (!c->refused && c->unix_listener)
 		t->unix_counted--;
 	pthread_mutex_unlock(&t->mu);
+	free(c->spare);
 	free(c);
 }
 
@@ -362,6 +364,11 @@ void conn_request_in(struct conn_table *t, struct conn *c)
 	if (!c || c->refused)
 		return;
 	atomic_store(&c->due_ns, 0);
+}
+
+void **conn_spare(struct conn *c)
+{
+	return c ? &c->spare : NULL;
 }
 
 void conn_request_done(struct conn_table *t, struct conn *c)

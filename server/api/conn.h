@@ -84,5 +84,10 @@ const struct caller *conn_caller(const struct conn *c);
 void conn_request_in(struct conn_table *t, struct conn *c);
 /* The answer is done: the clock restarts for the next request on this connection. */
 void conn_request_done(struct conn_table *t, struct conn *c);
+/* A slot the request layer keeps a block in between a connection's requests (api/http.c's
+ * per-request state, reused rather than allocated for each request: bench/README.md §1b). *slot is
+ * NULL or a block from malloc that the connection owns, freed by conn_closed; only the
+ * connection's worker thread touches it. NULL when c is NULL. */
+void **conn_spare(struct conn *c);
 
 #endif

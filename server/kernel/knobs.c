@@ -383,6 +383,16 @@ static int read_file(const struct knob_catalogue *c, const struct knob *k, struc
 	return rc < 0 ? rc : 0;
 }
 
+/* src into dst (len bytes), cut short as snprintf's "%s" would: a knob GET made that snprintf
+ * for every choice knob's value. */
+static void copy_cut(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* Fills st from the file (memset first), and st->writable too when with_writable (a file that
  * cannot be read is not writable either; one that reads unparseable may be): < 0 when the file
  * could not be read. */
@@ -406,7 +416,7 @@ static int read_value(const struct knob_catalogue *c, const struct knob *k, stru
 			return 0;
 		}
 		st->nopts = rc;
-		snprintf(st->value, sizeof st->value, "%s", st->opts[sel]);
+		copy_cut(st->value, sizeof st->value, st->opts[sel]);
 	} else {
 		if (parse_u64(st->optbuf, &st->num) < 0 || st->num > INT64_MAX) {
 			st->read_err = -EINVAL;

@@ -44,6 +44,44 @@ START_TEST(strings_are_escaped_as_jansson_does)
 }
 END_TEST
 
+/* jw_str skips plain text eight bytes at a time: a byte to escape (or past ASCII) at any offset
+ * of a word, in the first, a middle or the last word and in the bytes after the last whole one,
+ * must still be escaped, and a string that is not UTF-8 still found, as jansson does. */
+START_TEST(a_byte_to_escape_is_found_at_every_offset_of_a_word)
+{
+	static const char *const odd[] = { "\"", "\\", "\n", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x86\x92", " ", "~" };
+	char text[64];
+
+	for (size_t len = 1; len < 40; len++)
+		for (size_t at = 0; at < len; at++)
+			for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+				size_t n = strlen(odd[i]);
+				json_t *v;
+				char *want, *got;
+
+				memset(text, 'a', sizeof text);
+				if (at + n > len)
+					continue;
+				memcpy(text + at, odd[i], n);
+				text[len] = '\0';
+				v = json_string(text);
+				ck_assert_ptr_nonnull(v);
+				want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+				got = written(str_of, text);
+				ck_assert_msg(!strcmp(got, want), "len %zu at %zu case %zu: %s, want %s", len, at, i, got, want);
+				free(want);
+				free(got);
+				json_decref(v);
+			}
+	/* A lone continuation byte after a whole word of plain text: the marker, not the byte. */
+	{
+		char *got = written(str_of, "abcdefgh\x80ijklmnop");
+		ck_assert_str_eq(got, "\"(not UTF-8)\"");
+		free(got);
+	}
+}
+END_TEST
+
 START_TEST(text_that_is_not_utf8_becomes_a_marker)
 {
 	/* a lone continuation byte, an overlong '/', a surrogate, a truncated sequence, one found
@@ -110,6 +148,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("jsonw");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, strings_are_escaped_as_jansson_does);
+	tcase_add_test(tc, a_byte_to_escape_is_found_at_every_offset_of_a_word);
 	tcase_add_test(tc, a_marker_replaces_only_its_own_string);
 	tcase_add_test(tc, text_that_is_not_utf8_becomes_a_marker);
 	tcase_add_test(tc, values_and_stored_json);
