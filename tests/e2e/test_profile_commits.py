@@ -14,7 +14,6 @@ import http.client
 import os
 import shutil
 import signal
-import sqlite3
 import tempfile
 import unittest
 
@@ -117,12 +116,7 @@ class KnobOnlyApplyCommits(unittest.TestCase):
         put back, and the job ends failed, recorded without them; the knobs.set operation stays
         running, the evidence of the attempt (the next start marks it interrupted)."""
         self.start()
-        con = sqlite3.connect(self.d.db, timeout=10, isolation_level=None)
-        try:
-            con.execute("CREATE TRIGGER mpd_test_refuse BEFORE INSERT ON knob_changes "
-                        "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
-        finally:
-            con.close()
+        self.d.refuse_knob_changes()
         r = self.d.request("POST", "/v1/profile", body={"name": "k"})
         self.assertEqual(r.status, 202, r.raw)
         self.assertEqual(r.json["status"], "failed", r.json)
