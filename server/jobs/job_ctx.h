@@ -16,6 +16,8 @@
 
 struct app;
 struct jobs;
+struct knob_record;
+struct op_record;
 struct job_ctx;                  /* opaque: the runner's, valid while run() runs */
 
 /* What run() reports when it returns. The runner owns result afterwards. */
@@ -25,6 +27,11 @@ struct job_outcome {
 	int err_no;                  /* 0 when none */
 	char error[512];             /* "" when none */
 	json_t *result;              /* owned: the outcome as JSON, or NULL */
+	/* Borrowed, valid until the job is freed; NULL: none. A knob change of the job's own (its
+	 * operation the submission's with_op) recorded in the job's end transaction: one commit for
+	 * both. When that commit fails, the kind's unrecorded() is called, and the end it leaves is
+	 * recorded without these rows. */
+	const struct knob_record *knobs;
 };
 
 /* A kind of job, registered once at start (jobs_register) and named by every submission. arg is
@@ -47,6 +54,10 @@ struct job_kind {
 	 * start; this returns its result (a new JSON object, e.g. the resource as re-read now), or
 	 * NULL. request is the one stored at submission. NULL: no result. */
 	json_t *(*interrupted)(const struct app *app, int64_t job_id, const json_t *request);
+	/* The end's transaction with out->knobs failed (why): the change must not stay made without
+	 * its record, so this undoes it and rewrites out (status, error, result) to say so. NULL for
+	 * a kind that never sets out->knobs. */
+	void (*unrecorded)(struct job_ctx *ctx, void *arg, struct job_outcome *out, const mp_err *why);
 };
 
 /* Registers a kind (a static table entry, borrowed for the runner's life) before jobs_start();
@@ -92,6 +103,11 @@ struct job_spec {
 	bool measures_itself;        /* run() measures its own conditions (the one change it makes is
 	                              * measured already, a knob transaction): the runner's
 	                              * jobs_measure is not taken around it */
+	/* jobs_run_now only (borrowed; NULL: none): the operation of the change run() is about to
+	 * make, inserted "running" in the transaction that stores the job started, so that the
+	 * attempt is on record before the first write in one commit (job_with_op_id: its id). It
+	 * is stored started when the job is (its started_ns is the job's). */
+	const struct op_record *with_op;
 };
 
 /* Queues a job. Returns it as GET /v1/jobs/{id} shows it (owned by the caller; only its id, kind
@@ -116,6 +132,7 @@ bool job_past_deadline(struct job_ctx *ctx);
 void job_progress(struct job_ctx *ctx, json_t *progress);
 int64_t job_id(const struct job_ctx *ctx);
 int64_t job_op_id(const struct job_ctx *ctx);  /* the history operation of this job */
+int64_t job_with_op_id(const struct job_ctx *ctx);  /* the submission's with_op once inserted; 0: none */
 /* A job that acts on a second resource for a while (profile.apply resizing a pool) holds that
  * resource's key: until job_release_key (or the job's end), a submission with that conflict key
  * is 409 job.conflict naming this job (or queues behind it, wait_behind), and one queued already

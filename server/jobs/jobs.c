@@ -23,6 +23,7 @@ struct job_ctx {
 	struct jobs *runner;         /* borrowed */
 	struct job_ctx *next;        /* the active list */
 	int64_t id, op_id;
+	int64_t with_op_id;          /* the submission's with_op, inserted with the job; 0: none */
 	const struct job_kind *kind; /* borrowed: registered */
 	char conflict_key[128];      /* "" for none */
 	char held_key[128];          /* a second key the running job holds for a while (job_hold_key), "" for none */
@@ -196,12 +197,16 @@ static void ended(struct jobs *j, int64_t id)
 		j->on_end(j->on_end_cls, id);
 }
 
-static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
+/* Records c's end. row: the job as submit() stored it (jobs_run_now), or NULL; then *answer is
+ * the job as GET shows it now, built from row and the end (NULL when the end was not recorded). */
+static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out, const struct job_row *row,
+		   json_t **answer)
 {
 	struct store *st = j->app->store;
 	int64_t now = clk_wall_ns();
 	json_t *progress;
 	mp_err e = { 0 };
+	int rc;
 
 	pthread_mutex_lock(&j->lock);
 	progress = json_incref(c->progress);
@@ -209,22 +214,46 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out)
 	struct job_end end = { .job_id = c->id, .op_id = c->op_id, .status = out->status, .finished_ns = now,
 			       .reason = job_reason_name(out->reason), .err_no = out->err_no, .error = out->error,
 			       .op_error = out->error[0] ? out->error : job_reason_name(out->reason), .progress = progress,
-			       .result = out->result };
-	if (store_job_finish(st, &end, &e) < 0)
+			       .result = out->result, .knobs = out->knobs };
+	rc = store_job_finish(st, &end, &e);
+	if (rc < 0 && out->knobs && c->kind->unrecorded) {
+		/* Its change could not be recorded: the kind undoes it and says so, and that end,
+		 * without the change's rows, is recorded instead (the change's operation stays
+		 * "running": the evidence of the attempt). */
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
+		c->kind->unrecorded(c, c->arg, out, &e);
+		if (!out->status)
+			out->status = "failed";
+		pthread_mutex_lock(&j->lock);
+		snprintf(c->ended, sizeof c->ended, "%s", out->status);
+		pthread_mutex_unlock(&j->lock);
+		end.status = out->status;
+		end.reason = job_reason_name(out->reason);
+		end.err_no = out->err_no;
+		end.op_error = out->error[0] ? out->error : job_reason_name(out->reason);
+		end.result = out->result;
+		end.knobs = NULL;
+		mp_err_clear(&e);
+		rc = store_job_finish(st, &end, &e);
+	}
+	if (rc < 0)
+		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
+	if (answer)
+		*answer = rc == 0 ? jobs_db_view(row, c->id, c->op_id, &end) : NULL;
 	json_decref(progress);
 	log_info("job %lld (%s) finished: %s%s%s", (long long)c->id, c->kind->name, out->status,
 		 out->reason ? ", " : "", out->reason ? job_reason_name(out->reason) : "");
 }
 
 /* Runs c (marked running, on the active list) in this thread, records its end, takes it off the
- * list and frees it. started: its row says "running" already (jobs_run_now's one transaction). */
-static void run_job(struct jobs *j, struct job_ctx *c, bool started)
+ * list and frees it. row: its row as stored "running" already (jobs_run_now's one transaction),
+ * whose end *answer receives as finish() builds it; NULL for a worker's job. */
+static void run_job(struct jobs *j, struct job_ctx *c, const struct job_row *row, json_t **answer)
 {
 	struct job_outcome out;
 	mp_err e = { 0 };
 
-	if (!started && store_job_start(j->app->store, c->id, clk_wall_ns(), &e) < 0)
+	if (!row && store_job_start(j->app->store, c->id, clk_wall_ns(), &e) < 0)
 		log_error("job %lld: %s", (long long)c->id, e.detail);
 	memset(&out, 0, sizeof out);
 	if (c->deadline_ms > 0)
@@ -249,7 +278,7 @@ static void run_job(struct jobs *j, struct job_ctx *c, bool started)
 #endif
 	pthread_cond_broadcast(&j->wake);   /* a job queued behind this one may start */
 	pthread_mutex_unlock(&j->lock);
-	finish(j, c, &out);
+	finish(j, c, &out, row, answer);
 	json_decref(out.result);
 #ifdef MPD_TEST_HOOKS
 	if (recorded)
@@ -277,7 +306,7 @@ static void *worker(void *arg)
 			break;
 		c->running = true;
 		pthread_mutex_unlock(&j->lock);
-		run_job(j, c, false);
+		run_job(j, c, NULL, NULL);
 		pthread_mutex_lock(&j->lock);
 	}
 	pthread_mutex_unlock(&j->lock);
@@ -348,8 +377,10 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	struct job_ctx *c = calloc(1, sizeof *c);
 	struct op_record op = { 0 };
 	struct job_row row = { 0 };
+	struct op_record with = { 0 };   /* spec->with_op as stored (kind NULL: none) */
 	int64_t now = clk_wall_ns(), id, behind = 0, first = 0;
 	int same = 0;
+	json_t *ended_job = NULL;    /* owned: run here, the job as it ended */
 
 	if (!c || kind_named(j, k->name) != k) {
 		if (k->free_arg && spec->arg)
@@ -390,7 +421,14 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	row.actor_name = op.actor_name;
 	row.created_ns = now;
 	row.request = spec->request;
-	row.progress = c->progress;
+	row.progress = json_incref(c->progress);   /* a reference: run() may replace c's (job_progress) */
+	/* Started with the job, not before it (it was built before the job was stored): retention
+	 * judges age by the first operation in started order, so one that started earlier with a
+	 * higher id would take the job's own operation with the old ones. */
+	if (now_here && spec->with_op) {
+		with = *spec->with_op;
+		with.started_ns = now;
+	}
 
 	pthread_mutex_lock(&j->lock);
 	if (j->stopping || !j->started) {
@@ -411,7 +449,7 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 			}
 			behind = o->id;
 		}
-	if (store_job_submit(st, &op, &row, &c->op_id, &c->id, e) < 0)
+	if (store_job_submit_with(st, &op, &row, with.kind ? &with : NULL, &c->op_id, &c->id, &c->with_op_id, e) < 0)
 		goto fail;
 	/* Append: workers take the oldest queued job first (and never one marked running). */
 	c->running = now_here;
@@ -427,7 +465,7 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	if (now_here) {
 		log_info("job %lld (%s) started by %s, answered when it ends", (long long)id, k->name, op.source);
 		pthread_mutex_unlock(&j->lock);
-		run_job(j, c, true);
+		run_job(j, c, &row, &ended_job);
 		pthread_mutex_lock(&j->lock);
 		if (!--j->inline_running)
 			pthread_cond_broadcast(&j->wake);   /* jobs_close may wait for it */
@@ -439,8 +477,12 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	if (!now_here)
 		pthread_cond_signal(&j->wake);
 	pthread_mutex_unlock(&j->lock);
-	/* Read back as GET shows it, so that callers answer with the job without asking again. The job
-	 * is queued whatever the read says: a failed read must not look like a refused submission. */
+	/* Run here, the job is what was stored of it (no read); queued, it is read back as GET shows
+	 * it, so that callers answer with the job without asking again. The job is queued whatever the
+	 * read says: a failed read must not look like a refused submission. */
+	json_decref(row.progress);
+	if (ended_job)
+		return ended_job;
 	{
 		mp_err ignore = { 0 };
 		json_t *job = jobs_get(j, id, &ignore);
@@ -454,6 +496,7 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 	}
 fail:
 	pthread_mutex_unlock(&j->lock);
+	json_decref(row.progress);
 	ctx_free(c);
 	return NULL;
 }
@@ -604,15 +647,21 @@ int jobs_count_active(struct jobs *j, struct jobs_count *out, int max)
 	return n;
 }
 
-bool jobs_key_busy(struct jobs *j, const char *key)
+int64_t jobs_key_holder(struct jobs *j, const char *key)
 {
-	bool v = false;
+	int64_t id = 0;
 
 	pthread_mutex_lock(&j->lock);
-	for (const struct job_ctx *c = j->active; c && !v; c = c->next)
-		v = holds(c, key);
+	for (const struct job_ctx *c = j->active; c && !id; c = c->next)
+		if (holds(c, key))
+			id = c->id;
 	pthread_mutex_unlock(&j->lock);
-	return v;
+	return id;
+}
+
+bool jobs_key_busy(struct jobs *j, const char *key)
+{
+	return jobs_key_holder(j, key) != 0;
 }
 
 int job_hold_key(struct job_ctx *ctx, const char *key, int64_t *holder)
@@ -676,4 +725,9 @@ int64_t job_id(const struct job_ctx *ctx)
 int64_t job_op_id(const struct job_ctx *ctx)
 {
 	return ctx->op_id;
+}
+
+int64_t job_with_op_id(const struct job_ctx *ctx)
+{
+	return ctx->with_op_id;
 }

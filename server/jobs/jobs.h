@@ -59,6 +59,8 @@ bool jobs_active(struct jobs *j, int64_t id);
 /* True while a queued or running job has this conflict key ("hugepages:2048kB"), or holds it
  * (job_hold_key). */
 bool jobs_key_busy(struct jobs *j, const char *key);
+/* The first such job's id, 0 when none. */
+int64_t jobs_key_holder(struct jobs *j, const char *key);
 
 #ifdef MPD_TEST_HOOKS
 /* Test builds only: fn(cls, id) runs on the worker right after a job's outcome is recorded and

@@ -249,26 +249,6 @@ static int undo(const struct app *app, struct item *items, size_t n)
 	return bad;
 }
 
-/* The changes and the outcome of operation *id; with op, that operation is inserted in the same
- * transaction first (recorded_after) and *id filled. */
-static int record(const struct app *app, const struct op_record *op, int64_t *id, const struct item *items, size_t n,
-		  const char *status, int err_no, const char *error, json_t *result, mp_err *e)
-{
-	struct knob_change_rec *kc = calloc(n, sizeof *kc);
-	struct op_outcome out = { status, clk_wall_ns(), err_no, error, result };
-	int rc;
-
-	if (!kc)
-		return mp_nomem(e);
-	for (size_t i = 0; i < n; i++)
-		kc[i] = (struct knob_change_rec){ (int)i, items[i].k->name, items[i].old, items[i].new_value,
-						  items[i].status, items[i].err };
-	rc = op ? history_insert_knobs(app->store, op, kc, n, &out, id, e)
-		: history_record_knobs(app->store, *id, kc, n, &out, e);
-	free(kc);
-	return rc;
-}
-
 /* Marks the knobs that already have their value "unchanged" (unless force); true when that is
  * every knob, so there is nothing to write or record. */
 static bool mark_unchanged(struct item *items, size_t n, bool force)
@@ -283,62 +263,86 @@ static bool mark_unchanged(struct item *items, size_t n, bool force)
 	return same == n;
 }
 
-int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
-	      json_t **out, mp_err *e)
+/* A change from validation to its record (see knobs.h); holds knob_lock from knob_tx_begin to
+ * knob_tx_done. */
+struct knob_tx {
+	const struct app *app;       /* borrowed */
+	struct item *items;          /* owned, n of them */
+	size_t n;
+	struct op_record op;         /* the operation, "running"; its strings are borrowed from the actor */
+	json_t *request;             /* owned: op.request */
+	int64_t id;                  /* the operation's, once inserted (0: not yet) */
+	const char *status;          /* static: the outcome, once written */
+	json_t *result;              /* owned: {"changes", "conditions"} once written */
+	json_t *conditions;          /* owned: what was measured around the writes */
+	struct knob_change_rec *kc;  /* owned, n: the rows to record */
+	mp_err e;                    /* the change's error ("" when it succeeded) */
+};
+
+int knob_tx_begin(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool force,
+		  struct knob_tx **txp, json_t **out, mp_err *e)
 {
 	size_t n = json_object_size(knobs);
-	struct item *items = NULL;
-	struct op_record op = { 0 };
-	bool mismatch, restore_failed;
-	const char *status;
-	json_t *request = NULL, *result = NULL;
-	int64_t id;
-	int fail, rc = -1;
+	struct knob_tx *tx;
 
+	*txp = NULL;
 	*out = NULL;
 	if (n == 0 || n > MAX_KNOBS_PER_CHANGE)
 		return mp_fail(e, MPE_REQUEST_INVALID, 0, "a change names 1 to %d knobs", MAX_KNOBS_PER_CHANGE);
-	if (!(items = calloc(n, sizeof *items)))
+	if (!(tx = calloc(1, sizeof *tx)) || !(tx->items = calloc(n, sizeof *tx->items)) ||
+	    !(tx->kc = calloc(n, sizeof *tx->kc))) {
+		if (tx)
+			free(tx->items);
+		free(tx);
 		return mp_nomem(e);
+	}
+	tx->app = app;
+	tx->n = n;
 	pthread_mutex_lock(&knob_lock);
-	if (validate(app, knobs, items, e) < 0)
-		goto out;
-	if (dry_run) {
-		*out = json_pack("{s:n, s:s, s:b, s:o}", "operation_id", "status", "planned", "dry_run", 1,
-				 "changes", changes_json(items, n, true));
-		rc = 0;
-		goto out;
-	}
-	if (mark_unchanged(items, n, force)) {
+	if (validate(app, knobs, tx->items, e) < 0)
+		goto refused;
+	if (mark_unchanged(tx->items, n, force)) {
 		*out = json_pack("{s:n, s:s, s:b, s:b, s:o}", "operation_id", "status", "unchanged", "dry_run", 0,
-				 "changed", 0, "changes", changes_json(items, n, false));
-		rc = 0;
-		goto out;
+				 "changed", 0, "changes", changes_json(tx->items, n, false));
+		knob_tx_done(tx);
+		return 0;
 	}
+	tx->request = json_pack("{s:O}", "knobs", knobs);
+	tx->op.kind = "knobs.set";
+	tx->op.source = who->source ? who->source : "api";
+	tx->op.has_actor = who->known;
+	tx->op.actor_uid = who->uid;
+	tx->op.actor_name = who->name;
+	tx->op.started_ns = clk_wall_ns();
+	tx->op.status = "running";
+	tx->op.request = tx->request;
+	tx->op.kernel_release = app->caps.kernel_release;
+	*txp = tx;
+	return 0;
+refused:
+	knob_tx_done(tx);
+	return -1;
+}
 
-	/* Recorded before anything is written: a change the daemon cannot record is not made, and a
-	 * crash mid-change leaves a "running" operation behind as evidence — unless the caller's
-	 * operation is that evidence (recorded_after): then recorded once, after, or undone. */
-	request = json_pack("{s:O}", "knobs", knobs);
-	op.kind = "knobs.set";
-	op.source = who->source ? who->source : "api";
-	op.has_actor = who->known;
-	op.actor_uid = who->uid;
-	op.actor_name = who->name;
-	op.started_ns = clk_wall_ns();
-	op.status = "running";
-	op.request = request;
-	op.kernel_release = app->caps.kernel_release;
-	id = who->recorded_after ? 0 : history_insert(app->store, &op, e);
-	if (id < 0)
-		goto out;
+const struct op_record *knob_tx_op(const struct knob_tx *tx)
+{
+	return &tx->op;
+}
 
+int knob_tx_write(struct knob_tx *tx, int64_t id, struct knob_record *rec)
+{
+	const struct app *app = tx->app;
+	struct item *items = tx->items;
+	size_t n = tx->n;
+	bool mismatch, restore_failed;
+	mp_err *e = &tx->e;
+
+	tx->id = id;
 	struct cond_snap *cond = cond_begin(app);
-	fail = apply(app, items, n, &mismatch, &restore_failed);
-	json_t *conditions = cond_end(app, cond);
+	int fail = apply(app, items, n, &mismatch, &restore_failed);
+	tx->conditions = cond_end(app, cond);
 	if (fail < 0) {
-		status = "ok";
-		mp_err_clear(e);
+		tx->status = "ok";
 	} else {
 		const struct item *f = &items[fail];
 		int err = f->err;
@@ -349,7 +353,7 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 		size_t restored = 0;
 		for (int j = 0; j < fail; j++)
 			restored += !strcmp(items[j].status, "restored");
-		status = restore_failed || fail == 0 ? "failed" : "rolled_back";
+		tx->status = restore_failed || fail == 0 ? "failed" : "rolled_back";
 		char tail[96] = "";
 		if (fail > 0)
 			snprintf(tail, sizeof tail, "; %zu of %d knob(s) already written were restored", restored, fail);
@@ -363,42 +367,118 @@ int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knob
 			mp_fail(e, code, err, "the kernel refused %s = %s: %s%s", f->k->name, f->new_value,
 				strerror(err), tail);
 	}
-	result = json_pack("{s:o}", "changes", changes_json(items, n, false));
-	if (conditions && who->conditions)
-		*who->conditions = json_incref(conditions);
-	if (conditions)
-		json_object_set_new(result, "conditions", conditions);
-	{
-		mp_err se = { 0 };
-		if (record(app, who->recorded_after ? &op : NULL, &id, items, n, status, e->sys_errno,
-			   fail < 0 ? NULL : e->detail, result, &se) < 0) {
-			if (who->recorded_after)
-				id = 0;   /* nothing of it was committed */
-			if (fail < 0) {
-				/* A change the daemon cannot record is not made: put the knobs back. The
-				 * operation stays "running" in the table, the evidence of an attempt (the
-				 * next start marks it "interrupted"); recorded_after, the caller's does. */
-				int bad = undo(app, items, n);
-				log_error("knobs: operation %lld could not be recorded (%s); %s", (long long)id, se.detail,
-					  bad ? "undoing it failed" : "undone");
-				*e = se;
-				snprintf(e->detail, sizeof e->detail, "%.400s; the change could not be recorded, so %s",
-					 se.detail, bad ? "it was undone, except where restoring failed" : "it was undone");
-				status = bad ? "failed" : "undone";
-				json_decref(result);
-				result = json_pack("{s:o}", "changes", changes_json(items, n, false));
-			} else {
-				log_error("knobs: operation %lld (%s) not recorded: %s", (long long)id, status, se.detail);
-			}
-		}
+	tx->result = json_pack("{s:o}", "changes", changes_json(items, n, false));
+	if (tx->conditions)
+		json_object_set(tx->result, "conditions", tx->conditions);
+	for (size_t i = 0; i < n; i++)
+		tx->kc[i] = (struct knob_change_rec){ (int)i, items[i].k->name, items[i].old, items[i].new_value,
+						      items[i].status, items[i].err };
+	*rec = (struct knob_record){ .id = id, .kc = tx->kc, .n = n,
+				     .out = { tx->status, clk_wall_ns(), e->sys_errno, fail < 0 ? NULL : e->detail,
+					      tx->result } };
+	return fail < 0 ? 0 : -1;
+}
+
+const mp_err *knob_tx_error(const struct knob_tx *tx)
+{
+	return &tx->e;
+}
+
+json_t *knob_tx_conditions(const struct knob_tx *tx)
+{
+	return tx->conditions;
+}
+
+void knob_tx_unrecorded(struct knob_tx *tx, const mp_err *se)
+{
+	const struct app *app = tx->app;
+
+	if (strcmp(tx->status, "ok")) {
+		log_error("knobs: operation %lld (%s) not recorded: %s", (long long)tx->id, tx->status, se->detail);
+		return;
 	}
-	*out = json_pack("{s:o, s:s, s:b, s:b, s:O}", "operation_id", id > 0 ? json_integer(id) : json_null(), "status",
-			 status, "dry_run", 0, "changed", fail < 0 && !e->code, "changes", json_object_get(result, "changes"));
-	rc = fail < 0 && !e->code ? 0 : -1;
-out:
+	/* A change the daemon cannot record is not made: put the knobs back. The operation stays
+	 * "running" in the table when it was inserted before, the evidence of an attempt (the next
+	 * start marks it "interrupted"). */
+	int bad = undo(app, tx->items, tx->n);
+	log_error("knobs: operation %lld could not be recorded (%s); %s", (long long)tx->id, se->detail,
+		  bad ? "undoing it failed" : "undone");
+	tx->e = *se;
+	snprintf(tx->e.detail, sizeof tx->e.detail, "%.400s; the change could not be recorded, so %s", se->detail,
+		 bad ? "it was undone, except where restoring failed" : "it was undone");
+	tx->status = bad ? "failed" : "undone";
+	json_object_set_new(tx->result, "changes", changes_json(tx->items, tx->n, false));
+	json_object_del(tx->result, "conditions");
+}
+
+json_t *knob_tx_answer(const struct knob_tx *tx)
+{
+	bool ok = !tx->e.code;
+
+	return json_pack("{s:o, s:s, s:b, s:b, s:O}", "operation_id", tx->id > 0 ? json_integer(tx->id) : json_null(),
+			 "status", tx->status, "dry_run", 0, "changed", ok, "changes", json_object_get(tx->result, "changes"));
+}
+
+void knob_tx_done(struct knob_tx *tx)
+{
+	if (!tx)
+		return;
 	pthread_mutex_unlock(&knob_lock);
-	json_decref(request);
-	json_decref(result);
-	free(items);
+	json_decref(tx->request);
+	json_decref(tx->result);
+	json_decref(tx->conditions);
+	free(tx->kc);
+	free(tx->items);
+	free(tx);
+}
+
+int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
+	      json_t **out, mp_err *e)
+{
+	struct knob_tx *tx = NULL;
+	struct knob_record rec;
+	mp_err se = { 0 };
+	int rc;
+
+	*out = NULL;
+	if (dry_run) {
+		size_t n = json_object_size(knobs);
+		struct item *items;
+		if (n == 0 || n > MAX_KNOBS_PER_CHANGE)
+			return mp_fail(e, MPE_REQUEST_INVALID, 0, "a change names 1 to %d knobs", MAX_KNOBS_PER_CHANGE);
+		if (!(items = calloc(n, sizeof *items)))
+			return mp_nomem(e);
+		pthread_mutex_lock(&knob_lock);
+		rc = validate(app, knobs, items, e);
+		pthread_mutex_unlock(&knob_lock);
+		if (rc == 0)
+			*out = json_pack("{s:n, s:s, s:b, s:o}", "operation_id", "status", "planned", "dry_run", 1,
+					 "changes", changes_json(items, n, true));
+		free(items);
+		return rc;
+	}
+	if (knob_tx_begin(app, who, knobs, force, &tx, out, e) < 0 || !tx)
+		return *out || !e->code ? 0 : -1;
+	/* Recorded before anything is written: a change the daemon cannot record is not made, and a
+	 * crash mid-change leaves a "running" operation behind as evidence — unless the caller's
+	 * operation is that evidence (recorded_after): then recorded once, after, or undone. */
+	if (!who->recorded_after && (tx->id = history_insert(app->store, &tx->op, e)) < 0) {
+		knob_tx_done(tx);
+		return -1;
+	}
+	rc = knob_tx_write(tx, tx->id, &rec);
+	if (who->conditions)
+		*who->conditions = json_incref(tx->conditions);
+	if ((who->recorded_after ? history_insert_knobs(app->store, &tx->op, rec.kc, rec.n, &rec.out, &tx->id, &se)
+				 : history_record_knobs(app->store, tx->id, rec.kc, rec.n, &rec.out, &se)) < 0) {
+		if (who->recorded_after)
+			tx->id = 0;   /* nothing of it was committed */
+		knob_tx_unrecorded(tx, &se);
+		rc = -1;
+	}
+	*out = knob_tx_answer(tx);
+	if (tx->e.code)
+		*e = tx->e;
+	knob_tx_done(tx);
 	return rc;
 }

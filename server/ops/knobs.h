@@ -38,6 +38,38 @@ struct knobs_actor {
 int knobs_set(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool dry_run, bool force,
 	      json_t **out, mp_err *e);
 
+/* The same change in steps, for a caller that records it in its own transactions (a profile.apply
+ * run within its request: the job's start and this change's "running" operation in one commit
+ * before the first write, this change's outcome and the job's end in one after the last). The
+ * rules are knobs_set's: validated whole before anything is written, one change at a time from
+ * validation to its record (the knob lock is held from knob_tx_begin to knob_tx_done), and a
+ * change that cannot be recorded is put back (knob_tx_unrecorded). */
+struct knob_tx;
+struct knob_record;
+/* Validates knobs as knobs_set does (not a dry run). -1 with e: refused, nothing held. 0 with *tx
+ * NULL and *out knobs_set's "unchanged" answer: every knob has its value (force: none does),
+ * nothing to write or record. 0 with *tx (owned: knob_tx_done): the writes to make, the lock held. */
+int knob_tx_begin(const struct app *app, const struct knobs_actor *who, json_t *knobs, bool force,
+		  struct knob_tx **tx, json_t **out, mp_err *e);
+/* The knobs.set operation, "running", for the caller to insert before knob_tx_write (borrowed from
+ * tx; its actor strings are who's, which must live as long). */
+const struct op_record *knob_tx_op(const struct knob_tx *tx);
+/* The writes, in order, each read back, rolled back at the first failure, measured (conditions);
+ * id is the operation inserted. 0, or -1 when the kernel refused (knob_tx_error says how). *rec
+ * (its pointers borrowed from tx) is what to record: the changes and the outcome of id. */
+int knob_tx_write(struct knob_tx *tx, int64_t id, struct knob_record *rec);
+/* The change's error after knob_tx_write or knob_tx_unrecorded (code 0: none), borrowed. */
+const mp_err *knob_tx_error(const struct knob_tx *tx);
+/* What was measured around the writes (borrowed; NULL when nothing could be). */
+json_t *knob_tx_conditions(const struct knob_tx *tx);
+/* Recording *rec failed with se: a change that was made is undone (the written knobs put back,
+ * the error says so); a refused one is logged. */
+void knob_tx_unrecorded(struct knob_tx *tx, const mp_err *se);
+/* knobs_set's answer for the change as it stands (a new object). */
+json_t *knob_tx_answer(const struct knob_tx *tx);
+/* Releases the lock and tx; NULL is nothing. */
+void knob_tx_done(struct knob_tx *tx);
+
 /* The catalogue as GET /v1/knobs lists it: knob i (below knobs_read_count) or the one named, with
  * its live state read into *st and its file's path into path (len bytes). The knob is the
  * catalogue's (borrowed); NULL with 404 knob.unknown for a name it does not hold. */

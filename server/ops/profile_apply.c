@@ -18,8 +18,10 @@
 #include "server/ops/profile_state.h"
 #include "server/ops/profile_view.h"
 #include "server/ops/profiles.h"
+#include "server/store/history.h"
 
 #define KIND "profile.apply"
+#define CONFLICT_KEY "profile"   /* one activation at a time */
 
 struct apply_args {
 	const struct app *app;       /* borrowed */
@@ -30,6 +32,15 @@ struct apply_args {
 	char source[16];
 	bool fresh;                  /* run at once (jobs_run_now): ck was merged and evaluated just now */
 	json_t *conditions;          /* owned: the knob transaction's conditions (apply_knobs), or NULL */
+	/* fresh: the knob change begun at activation (see begin_knobs), one of: */
+	struct knob_tx *ktx;         /* owned: validated, the knob lock held, its operation stored with the job */
+	json_t *kunchanged;          /* owned: knobs_set's answer, every knob had its value already */
+	mp_err krefused;             /* the validation's refusal (code 0: none) */
+	json_t *kwant;               /* owned: the knobs it wanted to write; NULL when none */
+	struct knob_record krec;     /* what the job's end records of ktx (job_outcome.knobs) */
+	struct ps_key *kept;         /* owned: with ktx, a copy of the keys installed (apply_unrecorded) */
+	unsigned reasons;            /* what the apply concluded (apply_unrecorded starts from it) */
+	bool stale;
 };
 
 static void args_free(void *p)
@@ -40,6 +51,10 @@ static void args_free(void *p)
 		return;
 	profiles_checked_free(&a->ck);
 	json_decref(a->conditions);
+	knob_tx_done(a->ktx);   /* after the job's end is recorded: the knob lock is released */
+	json_decref(a->kunchanged);
+	json_decref(a->kwant);
+	free(a->kept);
 	free(a);
 }
 
@@ -166,49 +181,110 @@ static const char *knob_outcome(const char *status)
 	return "failed";
 }
 
-/* The knobs out of sync, as one knobs.set transaction. Returns its operation id (0: none was
- * needed), or -1 when it failed (the written ones rolled back); *err says why. */
-static int64_t apply_knobs(struct apply_args *a, struct ps_key *keys, char *err, size_t errlen)
+/* The knobs out of sync, {name: value}: a new object, empty when none is. */
+static json_t *knobs_wanted(const struct app *app, const struct profile_checked *ck)
 {
-	const struct app *app = a->app;
-	/* The job's operation, committed running before run(), is the crash evidence (a crash
-	 * mid-apply: interrupted at the next start, and applied again there): the knobs.set
-	 * operation is recorded once, after its writes. */
-	struct knobs_actor who = { .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
-				   .source = "profile", .recorded_after = true, .conditions = &a->conditions };
-	json_t *want = json_object(), *out = NULL, *c;
-	mp_err e = { 0 };
-	int64_t id = 0;
-	size_t i;
-	int rc;
+	json_t *want = json_object();
 
-	for (i = 0; i < a->ck.doc.n; i++) {
-		const struct prof_key *k = &a->ck.doc.keys[i];
+	for (size_t i = 0; want && i < ck->doc.n; i++) {
+		const struct prof_key *k = &ck->doc.keys[i];
 		const struct knob *kn;
-		if (k->kind != PROF_KNOB || a->ck.ev[i].verdict != PROF_DIFFERS || !(kn = knobs_find(app->knobs, k->key)))
+		if (k->kind != PROF_KNOB || ck->ev[i].verdict != PROF_DIFFERS || !(kn = knobs_find(app->knobs, k->key)))
 			continue;
-		json_object_set_new(want, k->key, knob_value_json(kn, a->ck.ev[i].target));
+		json_object_set_new(want, k->key, knob_value_json(kn, ck->ev[i].target));
 	}
-	if (!json_object_size(want)) {
-		json_decref(want);
-		return 0;
+	return want;
+}
+
+static struct knobs_actor actor_of(const struct apply_args *a, bool recorded_after, json_t **conditions)
+{
+	return (struct knobs_actor){ .known = a->has_actor, .uid = a->actor.uid, .name = a->actor.name,
+				     .source = "profile", .recorded_after = recorded_after, .conditions = conditions };
+}
+
+/* A job run at once (fresh): its knob change is validated now, before the job is stored, so
+ * that its knobs.set operation goes into the job's own first commit ("running": the evidence of
+ * the attempt before the first write) and its outcome into the job's end. A refusal is the job's
+ * to report, as when it validated in run(). */
+static void begin_knobs(struct apply_args *a)
+{
+	struct knobs_actor who = actor_of(a, false, NULL);
+
+	a->kwant = knobs_wanted(a->app, &a->ck);
+	if (!a->kwant || !json_object_size(a->kwant)) {
+		json_decref(a->kwant);
+		a->kwant = NULL;
+		return;
 	}
-	rc = knobs_set(app, &who, want, false, false, &out, &e);
-	if (out && json_is_integer(json_object_get(out, "operation_id")))
-		id = json_integer_value(json_object_get(out, "operation_id"));
+	if (knob_tx_begin(a->app, &who, a->kwant, false, &a->ktx, &a->kunchanged, &a->krefused) < 0 && !a->krefused.code)
+		mp_nomem(&a->krefused);
+}
+
+/* Each knob key's outcome from the change's answer (knobs_set's shape, NULL: none); rc < 0: the
+ * change failed with e. */
+static void knob_outcomes(const struct apply_args *a, struct ps_key *keys, json_t *want, json_t *out, int rc,
+			  const mp_err *e)
+{
+	json_t *c;
+	size_t i;
+
 	json_array_foreach(json_object_get(out, "changes"), i, c) {
 		const char *name = json_string_value(json_object_get(c, "knob"));
 		const char *st = json_string_value(json_object_get(c, "status"));
 		for (size_t j = 0; name && st && j < a->ck.doc.n; j++)
 			if (keys[j].k.kind == PROF_KNOB && !strcmp(keys[j].k.key, name))
-				outcome(&keys[j], knob_outcome(st), rc < 0 && strcmp(st, "written") ? "%s" : NULL, e.detail);
+				outcome(&keys[j], knob_outcome(st), rc < 0 && strcmp(st, "written") ? "%s" : NULL, e->detail);
 	}
+	/* Refused before anything was written (validation): every knob key says why. */
+	for (size_t j = 0; rc < 0 && !out && j < a->ck.doc.n; j++)
+		if (keys[j].k.kind == PROF_KNOB && json_object_get(want, keys[j].k.key))
+			outcome(&keys[j], "failed", "%s", e->detail);
+}
+
+/* The knobs out of sync, as one knobs.set transaction. Returns its operation id (0: none was
+ * needed), or -1 when it failed (the written ones rolled back); *err says why. */
+static int64_t apply_knobs(struct apply_args *a, struct job_ctx *ctx, struct job_outcome *jo, struct ps_key *keys,
+			   char *err, size_t errlen)
+{
+	json_t *want, *out = NULL;
+	mp_err e = { 0 };
+	int64_t id = 0;
+	int rc;
+
+	if (a->fresh) {
+		/* Begun at activation (begin_knobs); recorded with the job's end (jo->knobs). */
+		if (!(want = json_incref(a->kwant)))
+			return 0;
+		if (a->krefused.code) {
+			rc = -1;
+			e = a->krefused;
+		} else if (a->ktx) {
+			rc = knob_tx_write(a->ktx, job_with_op_id(ctx), &a->krec);
+			jo->knobs = &a->krec;
+			e = *knob_tx_error(a->ktx);
+			out = knob_tx_answer(a->ktx);
+			a->conditions = json_incref(knob_tx_conditions(a->ktx));
+		} else {
+			rc = 0;
+			out = json_incref(a->kunchanged);
+		}
+	} else {
+		/* The job's operation, committed running before run(), is the crash evidence (a crash
+		 * mid-apply: interrupted at the next start, and applied again there): the knobs.set
+		 * operation is recorded once, after its writes. */
+		struct knobs_actor who = actor_of(a, true, &a->conditions);
+		want = knobs_wanted(a->app, &a->ck);
+		if (!json_object_size(want)) {
+			json_decref(want);
+			return 0;
+		}
+		rc = knobs_set(a->app, &who, want, false, false, &out, &e);
+	}
+	if (out && json_is_integer(json_object_get(out, "operation_id")))
+		id = json_integer_value(json_object_get(out, "operation_id"));
+	knob_outcomes(a, keys, want, out, rc, &e);
 	if (rc < 0) {
 		snprintf(err, errlen, "the knobs: %.400s", e.detail);
-		/* Refused before anything was written (validation): every knob key says why. */
-		for (size_t j = 0; !out && j < a->ck.doc.n; j++)
-			if (keys[j].k.kind == PROF_KNOB && json_object_get(want, keys[j].k.key))
-				outcome(&keys[j], "failed", "%s", e.detail);
 		id = -1;
 	}
 	json_decref(want);
@@ -283,6 +359,9 @@ static bool changed_before(struct apply_args *a, struct job_outcome *out)
 	return true;
 }
 
+static void conclude(struct apply_args *a, struct job_ctx *ctx, struct ps_key *keys, unsigned reasons, int64_t knob_op,
+		     json_t *cg_ops, json_t *pools, struct cond_snap *snap, const char *err, struct job_outcome *out);
+
 static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 {
 	struct apply_args *a = arg;
@@ -295,7 +374,6 @@ static void apply_run(struct job_ctx *ctx, void *arg, struct job_outcome *out)
 	uint64_t digest_after = 0;
 	struct prof_err pe = { 0 };
 	struct cond_snap *snap = NULL;   /* owned: a fresh job's own measurement, when it writes no knob */
-	bool stale;
 
 	profile_state_applying(app->profile_state, job_id(ctx));
 	/* Run at once, the document is the files and the kernel as validated a moment ago, in this
@@ -330,7 +408,7 @@ evaluated:
 	 * whose conditions are its own; with no knob to write, around the job here. */
 	if (a->fresh && !knobs_to_write(&a->ck))
 		snap = cond_begin(app);
-	if ((knob_op = apply_knobs(a, keys, err, sizeof err)) < 0) {
+	if ((knob_op = apply_knobs(a, ctx, out, keys, err, sizeof err)) < 0) {
 		/* One transaction: the knobs were put back, so nothing else is changed either. */
 		reasons |= PSR_APPLY_FAILED;
 		for (size_t i = 0; i < a->ck.doc.n; i++)
@@ -345,10 +423,52 @@ evaluated:
 	if (a->ck.unsupported_required)
 		reasons |= PSR_UNSUPPORTED_REQUIRED;
 	/* A file that changed during the apply: the version validated is what was applied, whole. */
-	stale = profiles_digest(app, &a->ck.doc, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
-	if (stale)
+	a->stale = profiles_digest(app, &a->ck.doc, &digest_after, &pe) < 0 || digest_after != a->ck.digest;
+	if (a->stale)
 		log_warn("profile %s changed while job %lld applied it: the version validated at activation is in force; "
 			 "apply it again to take the new one", a->ck.doc.name, (long long)job_id(ctx));
+	conclude(a, ctx, keys, reasons, knob_op, cg_ops, pools, snap, err, out);
+	keys = NULL;   /* the state's now */
+done:
+	free(keys);
+	json_decref(cg_ops);
+	json_decref(pools);
+}
+
+/* The job's end unrecordable with its knob change (a fresh job, jobs.c's finish): the knobs are
+ * put back, and the apply ends failed as one whose knob transaction failed, read back again and
+ * installed so. */
+static void apply_unrecorded(struct job_ctx *ctx, void *arg, struct job_outcome *out, const mp_err *why)
+{
+	struct apply_args *a = arg;
+	struct ps_key *keys = a->kept;
+	json_t *answer, *none = json_array(), *none2 = json_array();
+	char err[512];
+
+	if (!a->ktx || !keys)
+		return;
+	a->kept = NULL;
+	knob_tx_unrecorded(a->ktx, why);
+	answer = knob_tx_answer(a->ktx);
+	knob_outcomes(a, keys, a->kwant, answer, -1, knob_tx_error(a->ktx));
+	json_decref(answer);
+	read_back(a->app, &a->ck, keys);
+	snprintf(err, sizeof err, "the knobs: %.400s", knob_tx_error(a->ktx)->detail);
+	out->error[0] = '\0';
+	json_decref(out->result);
+	out->result = NULL;
+	out->knobs = NULL;
+	conclude(a, ctx, keys, a->reasons | PSR_APPLY_FAILED, job_with_op_id(ctx), none, none2, NULL, err, out);
+	json_decref(none);
+	json_decref(none2);
+}
+
+static void conclude(struct apply_args *a, struct job_ctx *ctx, struct ps_key *keys, unsigned reasons, int64_t knob_op,
+		     json_t *cg_ops, json_t *pools, struct cond_snap *snap, const char *err, struct job_outcome *out)
+{
+	const struct app *app = a->app;
+
+	a->reasons = reasons;
 	out->status = reasons & PSR_APPLY_FAILED ? "failed" : reasons & PSR_PARTIAL_ALLOCATION ? "partial" : "ok";
 	/* Cancelled between two resize runs: what was done is installed (and said short), as a
 	 * cancelled resize keeps its pages. */
@@ -360,30 +480,28 @@ evaluated:
 				reasons ? "degraded" : "applied", "reasons", profile_view_reasons(reasons), "keys",
 				keys_json(keys, a->ck.doc.n), "knobs_operation_id",
 				knob_op > 0 ? json_integer(knob_op) : json_null(), "cgroup_operation_ids", json_incref(cg_ops),
-				"pools", json_incref(pools), "profile_changed", stale);
+				"pools", json_incref(pools), "profile_changed", a->stale);
 	if (a->fresh) {
 		json_t *c = snap ? cond_end(app, snap) : a->conditions ? json_incref(a->conditions)
 					: cond_end(app, cond_begin(app));   /* refused before a write: now */
-		snap = NULL;
 		if (c && out->result)
 			json_object_set_new(out->result, "conditions", c);
 		else
 			json_decref(c);
 	}
+	/* A knob change recorded with the job's end: should that fail, apply_unrecorded installs
+	 * again from these. */
+	if (a->ktx && (a->kept = malloc(a->ck.doc.n * sizeof *keys)))
+		memcpy(a->kept, keys, a->ck.doc.n * sizeof *keys);
 	profile_state_install(app->profile_state, a->ck.doc.name, keys, a->ck.doc.n, reasons, job_op_id(ctx),
-			      job_id(ctx), stale);
-	keys = NULL;   /* the state's now */
-done:
-	free(keys);
-	json_decref(cg_ops);
-	json_decref(pools);
+			      job_id(ctx), a->stale);
 }
 
 /* One activation at a time: a second one while one is queued or running is 409 job.conflict. */
 static void apply_key(const void *arg, char *key, size_t len)
 {
 	(void)arg;
-	snprintf(key, len, "profile");
+	snprintf(key, len, "%s", CONFLICT_KEY);
 }
 
 static json_t *apply_interrupted(const struct app *app, int64_t id, const json_t *request)
@@ -401,6 +519,7 @@ const struct job_kind profile_apply_job = {
 	.free_arg = args_free,
 	.conflict_key = apply_key,
 	.interrupted = apply_interrupted,
+	.unrecorded = apply_unrecorded,
 };
 
 /* ---- activation ------------------------------------------------------------------------------ */
@@ -456,7 +575,18 @@ int profile_activate(const struct app *app, const char *name, const struct job_o
 	 * wait for, no hand-off to a worker and back). */
 	a->fresh = knobs_only(&a->ck.doc);
 	spec.measures_itself = a->fresh;
-	*out = (a->fresh ? jobs_run_now : jobs_submit)(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
+	if (a->fresh && (busy = jobs_key_holder(app->jobs, CONFLICT_KEY)) > 0) {
+		/* Before begin_knobs takes the knob lock, which a job run at once holds until it is
+		 * recorded: a second activation meanwhile is 409, as the runner would say, not a wait. */
+		args_free(a);
+		mp_fail(&pe->e, MPE_JOB_CONFLICT, 0, "job %lld is running", (long long)busy);
+	} else {
+		if (a->fresh) {
+			begin_knobs(a);
+			spec.with_op = a->ktx ? knob_tx_op(a->ktx) : NULL;
+		}
+		*out = (a->fresh ? jobs_run_now : jobs_submit)(app->jobs, &spec, &busy, &pe->e);   /* owns a from here */
+	}
 	if (conflict_id)
 		*conflict_id = busy;
 	json_decref(request);

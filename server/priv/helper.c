@@ -39,13 +39,18 @@
 /* One knob and its value, as both knob requests have them. */
 static int check_knob(const struct helper *h, uint32_t index, const char value[PRIV_KNOB_VALUE])
 {
+	static const struct knob_state none;   /* a number's check reads no state */
 	const struct knob *k = knobs_at(h->knobs, index);
 	struct knob_state st;
 
 	if (!k || !memchr(value, '\0', PRIV_KNOB_VALUE))
 		return -EINVAL;
-	/* The value again against the kernel's list or the knob's range, read now. */
-	knob_read(h->knobs, k, &st);
+	/* The value again against the knob's range, which is the catalogue's (nothing to read), or
+	 * against the kernel's list, read now: its value only, since whether the file takes a write
+	 * is the write's to say (it fails, and the daemon rolls back what came before it). */
+	if (k->type != KNOB_CHOICE)
+		return knob_check_value(k, &none, value) == KNOB_OK ? 0 : -EINVAL;
+	knob_read_value(h->knobs, k, &st);
 	if (st.read_err)
 		return st.read_err;
 	return knob_check_value(k, &st, value) == KNOB_OK ? 0 : -EINVAL;

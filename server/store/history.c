@@ -110,6 +110,14 @@ static int knob_change_row(struct store *st, int64_t op_id, const struct knob_ch
 	return run_write(st, s, e, "insert knob change");
 }
 
+int knob_record_rows(struct store *st, const struct knob_record *r, mp_err *e)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (knob_change_row(st, r->id, &r->kc[i], e) < 0)
+			return -1;
+	return op_finish_row(st, r->id, &r->out, e);
+}
+
 /* Transaction "knob_record": op inserted first when given (*id filled), then the changes and the
  * outcome of *id. */
 static int record_knobs(struct store *st, const struct op_record *op, int64_t *id, const struct knob_change_rec *kc,
@@ -122,10 +130,7 @@ static int record_knobs(struct store *st, const struct op_record *op, int64_t *i
 		goto out;
 	if (op && (*id = op_insert_row(st, op, e)) < 0)
 		goto rollback;
-	for (size_t i = 0; i < n; i++)
-		if (knob_change_row(st, *id, &kc[i], e) < 0)
-			goto rollback;
-	if (op_finish_row(st, *id, out, e) < 0)
+	if (knob_record_rows(st, &(struct knob_record){ *id, kc, n, *out }, e) < 0)
 		goto rollback;
 	rc = tx_commit(st, e);
 	goto out;

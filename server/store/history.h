@@ -59,6 +59,15 @@ struct op_outcome {
 	json_t *result;              /* borrowed; NULL keeps the row's result */
 };
 
+/* What a knob change records when it ends (ops/knobs.c's knob_tx_write): operation id's n knob
+ * changes and its outcome; the pointers are borrowed. */
+struct knob_record {
+	int64_t id;
+	const struct knob_change_rec *kc;
+	size_t n;
+	struct op_outcome out;
+};
+
 /* Sets the outcome of a running operation (one autocommit). An unknown id is store.error. */
 int history_finish(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e);
 

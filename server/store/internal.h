@@ -148,5 +148,8 @@ struct op_record;
 struct op_outcome;
 int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e);
 int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e);
+/* A knob change's rows and its operation's outcome (store/history.h's knob_record). */
+struct knob_record;
+int knob_record_rows(struct store *st, const struct knob_record *r, mp_err *e);
 
 #endif

@@ -7,6 +7,7 @@
 #include "server/store/db.h"
 #include "server/store/history.h"
 #include "server/store/internal.h"
+#include "server/store/conditions.h"
 #include "server/store/summary.h"
 
 static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t op_id, mp_err *e)
@@ -47,13 +48,20 @@ static int job_start_row(struct store *st, int64_t id, int64_t started_ns, mp_er
 int store_job_submit(struct store *st, const struct op_record *op, const struct job_row *r, int64_t *op_id,
 		     int64_t *job_id, mp_err *e)
 {
+	return store_job_submit_with(st, op, r, NULL, op_id, job_id, NULL, e);
+}
+
+int store_job_submit_with(struct store *st, const struct op_record *op, const struct job_row *r,
+			  const struct op_record *with, int64_t *op_id, int64_t *job_id, int64_t *with_id, mp_err *e)
+{
 	int rc = -1;
 
 	store_conn_lock(st, W);
 	if (tx_begin(st, "job_submit", e) < 0)
 		goto out;
 	if ((*op_id = op_insert_row(st, op, e)) < 0 || (*job_id = job_insert_row(st, r, *op_id, e)) < 0 ||
-	    (r->started_ns && job_start_row(st, *job_id, r->started_ns, e) < 0)) {
+	    (r->started_ns && job_start_row(st, *job_id, r->started_ns, e) < 0) ||
+	    (with && (*with_id = op_insert_row(st, with, e)) < 0)) {
 		tx_rollback(st);
 		goto out;
 	}
@@ -63,6 +71,8 @@ out:
 	if (rc == 0) {
 		STORE_EVENT(st, op_inserted, *op_id, op);
 		STORE_EVENT(st, job_submitted, *job_id, r->kind, r->schedule_id);
+		if (with)
+			STORE_EVENT(st, op_inserted, *with_id, with);
 	}
 	return rc;
 }
@@ -104,7 +114,9 @@ int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 	store_conn_lock(st, W);
 	if (tx_begin(st, x->tx ? x->tx : "job_finish", e) < 0)
 		goto out;
-	if (job_finish_row(st, x, e) < 0 || (x->op_id > 0 && op_finish_row(st, x->op_id, &out, e) < 0)) {
+	/* The knob change first: its operation ends before the job's, as it did in its own commit. */
+	if ((x->knobs && knob_record_rows(st, x->knobs, e) < 0) || job_finish_row(st, x, e) < 0 ||
+	    (x->op_id > 0 && op_finish_row(st, x->op_id, &out, e) < 0)) {
 		tx_rollback(st);
 		goto out;
 	}
@@ -112,11 +124,34 @@ int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 out:
 	store_conn_unlock(st, W);
 	if (rc == 0) {
+		if (x->knobs)
+			STORE_EVENT(st, op_finished, x->knobs->id, &x->knobs->out);
 		STORE_EVENT(st, job_finished, x->job_id, x->status, x->finished_ns);
 		if (x->op_id > 0)
 			STORE_EVENT(st, op_finished, x->op_id, &out);
 	}
 	return rc;
+}
+
+/* A job's fields as GET /v1/jobs/{id} answers them; the json_t * are stolen (NULL: the key is
+ * left out, for result and summary). */
+struct job_cols {
+	int64_t id;
+	const char *kind, *status, *source;
+	json_t *schedule_id, *actor, *operation_id;
+	int64_t created_ns;
+	json_t *started_ns, *finished_ns, *request, *progress, *result, *summary, *reason, *err_no, *error;
+};
+
+static json_t *job_json(const struct job_cols *c)
+{
+	/* o*: a NULL value leaves its key out. */
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o*, s:o, s:o*, s:o*, s:o, s:o, s:o}",
+			 "id", (json_int_t)c->id, "kind", c->kind, "status", c->status, "source", c->source,
+			 "schedule_id", c->schedule_id, "actor", c->actor, "operation_id", c->operation_id,
+			 "created_ns", (json_int_t)c->created_ns, "started_ns", c->started_ns, "finished_ns",
+			 c->finished_ns, "request", c->request, "progress", c->progress, "result", c->result,
+			 "summary", c->summary, "reason", c->reason, "errno", c->err_no, "error", c->error);
 }
 
 /* A job row; full: the whole job (JOB_COLS), else a list item (JOB_LIST_COLS, the same columns up
@@ -125,7 +160,7 @@ out:
  * (store/summary.c); the whole job is at /v1/jobs/{id}. */
 static json_t *row_build(sqlite3_stmt *s, bool full)
 {
-	json_t *actor = json_null(), *job, *request = col_json(s, 11), *text = NULL, *targets;
+	json_t *actor = json_null(), *request = col_json(s, 11), *text = NULL, *targets;
 
 	if (sqlite3_column_type(s, 5) != SQLITE_NULL || sqlite3_column_type(s, 6) != SQLITE_NULL)
 		actor = json_pack("{s:o, s:o}", "uid", col_int(s, 5), "name", col_text(s, 6));
@@ -141,26 +176,46 @@ static json_t *row_build(sqlite3_stmt *s, bool full)
 			return NULL;
 		}
 	}
-	/* o*: a NULL value leaves its key out. */
-	job = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o*, s:o, s:o*, s:o*, s:o, s:o, s:o}",
-			"id", (json_int_t)sqlite3_column_int64(s, 0),
-			"kind", (const char *)sqlite3_column_text(s, 1),
-			"status", (const char *)sqlite3_column_text(s, 2),
-			"source", (const char *)sqlite3_column_text(s, 3),
-			"schedule_id", col_int(s, 4),
-			"actor", actor,
-			"operation_id", col_int(s, 7),
-			"created_ns", (json_int_t)sqlite3_column_int64(s, 8),
-			"started_ns", col_int(s, 9),
-			"finished_ns", col_int(s, 10),
-			"request", request,
-			"progress", col_json(s, 12),
-			"result", full ? col_result(s, 13) : NULL,
-			"summary", text,
-			"reason", col_text(s, 14),
-			"errno", col_int(s, 15),
-			"error", col_text(s, 16));
-	return job;
+	struct job_cols c = { sqlite3_column_int64(s, 0), (const char *)sqlite3_column_text(s, 1),
+			      (const char *)sqlite3_column_text(s, 2), (const char *)sqlite3_column_text(s, 3),
+			      col_int(s, 4), actor, col_int(s, 7), sqlite3_column_int64(s, 8), col_int(s, 9),
+			      col_int(s, 10), request, col_json(s, 12), full ? col_result(s, 13) : NULL, text,
+			      col_text(s, 14), col_int(s, 15), col_text(s, 16) };
+	return job_json(&c);
+}
+
+/* An optional integer column's JSON: 0 is NULL. */
+static json_t *int_or_null(int64_t v)
+{
+	return v ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *text_or_null(const char *t)
+{
+	return t && *t ? json_string(t) : json_null();
+}
+
+json_t *jobs_db_view(const struct job_row *r, int64_t id, int64_t op_id, const struct job_end *x)
+{
+	json_t *actor = json_null(), *progress = x->progress ? x->progress : r->progress, *result = NULL;
+	const char *name = r->actor_name && *r->actor_name ? r->actor_name : NULL;
+
+	/* What the row holds, as the columns bound it (job_insert_row, job_finish_row): a NULL or
+	 * empty text, an unset id, no errno are NULL; result in its stored form, read back as
+	 * col_result reads it. */
+	if (r->has_actor || name)
+		actor = json_pack("{s:o, s:o}", "uid", r->has_actor ? json_integer(r->actor_uid) : json_null(), "name",
+				  text_or_null(name));
+	/* A shallow copy where it was shortened (cond_stored_form), whose shortened part alone the
+	 * answer's form rebuilds; x->result itself is not changed. */
+	if (x->result && (result = cond_stored_form(x->result)))
+		cond_answer_form(result);
+	struct job_cols c = { id, r->kind, x->status, r->source, int_or_null(r->schedule_id > 0 ? r->schedule_id : 0),
+			      actor, int_or_null(op_id > 0 ? op_id : 0), r->created_ns, int_or_null(r->started_ns),
+			      int_or_null(x->finished_ns), r->request ? json_deep_copy(r->request) : json_null(),
+			      progress ? json_deep_copy(progress) : json_null(), result ? result : json_null(), NULL,
+			      text_or_null(x->reason), int_or_null(x->err_no), text_or_null(x->error) };
+	return job_json(&c);
 }
 
 static json_t *row_json(sqlite3_stmt *s)

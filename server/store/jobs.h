@@ -13,6 +13,7 @@
 
 struct store;
 struct op_record;
+struct knob_record;
 
 struct job_row {
 	const char *kind;
@@ -34,6 +35,11 @@ struct job_row {
  * Fills *op_id and *job_id. */
 int store_job_submit(struct store *st, const struct op_record *op, const struct job_row *r, int64_t *op_id,
 		     int64_t *job_id, mp_err *e);
+/* The same, and with (not NULL) a second operation inserted after the job's (its id in *with_id):
+ * a job run at once whose own change must be on record, "running", before it makes it (a
+ * profile.apply's knobs.set), in the same commit. */
+int store_job_submit_with(struct store *st, const struct op_record *op, const struct job_row *r,
+			  const struct op_record *with, int64_t *op_id, int64_t *job_id, int64_t *with_id, mp_err *e);
 /* The job row says "running" since started_ns. */
 int store_job_start(struct store *st, int64_t id, int64_t started_ns, mp_err *e);
 
@@ -50,12 +56,17 @@ struct job_end {
 	const char *op_error;        /* the operation's error text, NULL when none */
 	json_t *progress;            /* borrowed; NULL keeps the row's */
 	json_t *result;              /* borrowed */
+	const struct knob_record *knobs; /* borrowed; not NULL: a knob change of the job's (inserted by
+					  * store_job_submit_with) recorded in the same transaction */
 };
-/* Transaction end->tx: the job row and its operation, both or neither. */
+/* Transaction end->tx: the job row and its operation (and end->knobs), all or none. */
 int store_job_finish(struct store *st, const struct job_end *end, mp_err *e);
 
 /* The job as JSON (owned by the caller), NULL + MPE_JOB_NOT_FOUND when unknown. Reader. */
 json_t *jobs_db_get(struct store *st, int64_t id, mp_err *e);
+/* The job as jobs_db_get would read it right after the commits of r (inserted with op_id, as id)
+ * and end: built from those values, not read back (owned by the caller; NULL: out of memory). */
+json_t *jobs_db_view(const struct job_row *r, int64_t id, int64_t op_id, const struct job_end *end);
 /* Newest first; NULL/0 filters do not filter. Reader. */
 json_t *jobs_db_list(struct store *st, const char *kind, const char *status, int64_t schedule_id,
 		     int64_t before_id, int limit, mp_err *e);

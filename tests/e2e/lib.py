@@ -327,6 +327,16 @@ class Daemon:
         finally:
             con.close()
 
+    def refuse_knob_changes(self):
+        """From now on the store refuses every knob_changes row (a trigger): a knob change can be
+        made but not recorded."""
+        con = sqlite3.connect(self.db, timeout=10, isolation_level=None)
+        try:
+            con.execute("CREATE TRIGGER mpd_test_refuse BEFORE INSERT ON knob_changes "
+                        "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+        finally:
+            con.close()
+
     def db_snapshot(self):
         """Every user table's rows, to assert that a refused request wrote nothing."""
         con = sqlite3.connect(self.db, timeout=10)
