@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/log.h"
@@ -24,12 +25,18 @@
  * yields the core to a commit, yet it is never starved (a nice value, not SCHED_IDLE): the WAL
  * it trails behind must not grow without end on a busy machine. */
 #define CKPT_NICE 10
+#define CKPT_CATCH_UP_S 1
 
 struct ckpt {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool asked;                   /* under lock: a commit left the WAL past the threshold */
+	/* Under lock. After a pass that could not copy everything (commits came meanwhile), the next
+	 * one waits for CKPT_FRAMES more: each pass costs two syncs, and one chasing every commit of
+	 * a busy writer would sync after each. A WAL shorter than at the last pass was restarted. */
+	int next_at;                  /* the WAL's frames at which an ask wakes the thread */
+	int last_log;                 /* the WAL's frames at the last pass */
 	bool stopping;                /* under lock */
 	sqlite3 *db;                  /* owned; this thread's connection, read-write, used by it alone */
 	struct store *st;             /* borrowed: the scans count */
@@ -71,8 +78,19 @@ static void *run(void *p)
 	for (;;) {
 		if (ck->stopping)
 			break;
-		if (!ck->asked) {
+		if (!ck->asked && ck->next_at == CKPT_FRAMES) {
 			pthread_cond_wait(&ck->cond, &ck->lock);
+			continue;
+		}
+		if (!ck->asked) {
+			/* The last pass was left behind by commits: once the writer pauses (no ask for
+			 * CKPT_CATCH_UP_S), one more pass copies the rest, so that the next commit can
+			 * restart the WAL instead of growing it. */
+			struct timespec until;
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += CKPT_CATCH_UP_S;
+			if (pthread_cond_timedwait(&ck->cond, &ck->lock, &until) == ETIMEDOUT)
+				ck->asked = true;
 			continue;
 		}
 		ck->asked = false;
@@ -80,9 +98,12 @@ static void *run(void *p)
 		test_hold();
 		/* A statistics scan began since the ask: it holds its snapshot for seconds, which the
 		 * checkpoint cannot get past; the first commit after it asks again. */
+		int log = -1, done = -1;
 		if (!__atomic_load_n(&ck->st->scans, __ATOMIC_RELAXED))
-			sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+			sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
 		pthread_mutex_lock(&ck->lock);
+		ck->last_log = log;
+		ck->next_at = log > 0 && done < log ? log + CKPT_FRAMES : CKPT_FRAMES;
 	}
 	pthread_mutex_unlock(&ck->lock);
 	return NULL;
@@ -95,8 +116,15 @@ int ckpt_start(struct store *st, const char *path, mp_err *e)
 	if (!ck)
 		return mp_nomem(e);
 	ck->st = st;
+	ck->next_at = CKPT_FRAMES;
 	pthread_mutex_init(&ck->lock, NULL);
-	pthread_cond_init(&ck->cond, NULL);
+	{
+		pthread_condattr_t ca;   /* the catch-up wait is not moved by a change of the wall clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ck->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	/* NOMUTEX: only this thread uses the connection. It writes no row: READWRITE because a
 	 * checkpoint writes the database file. */
 	/* The read opens the connection's WAL: until a connection has read, SQLite does not know the
@@ -121,14 +149,15 @@ fail:
 	return -1;
 }
 
-void ckpt_ask(struct store *st)
+void ckpt_ask(struct store *st, int frames)
 {
 	struct ckpt *ck = st->ckpt;
 
 	if (!ck)
 		return;
 	pthread_mutex_lock(&ck->lock);
-	if (!ck->asked) {   /* one wake-up for any number of commits while it is busy */
+	/* One wake-up for any number of commits while it is busy. */
+	if (!ck->asked && (frames >= ck->next_at || frames < ck->last_log)) {
 		ck->asked = true;
 		pthread_cond_signal(&ck->cond);
 	}

@@ -217,18 +217,20 @@ static int open_conn(struct store *st, enum conn_id c, const char *path, mp_err 
 
 /* After each commit on the writer, with the WAL's size in frames: what SQLite's autocheckpoint does
  * (a passive checkpoint past 1000 frames), run by the checkpointer's thread instead of this one
- * (ckpt.c), and not while a statistics scan holds a read snapshot. A checkpoint cannot get past
- * that snapshot, so it would be retried after every commit, copying and syncing for nothing; the
- * first commit after the scan asks instead. */
+ * (ckpt.c) unless the WAL is past its bound, and not while a statistics scan holds a read
+ * snapshot. A checkpoint cannot get past that snapshot, so it would be retried after every commit,
+ * copying and syncing for nothing; the first commit after the scan asks instead. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store *st = arg;
 
-	(void)db;
-	(void)name;
 	__atomic_add_fetch(&st->commits, 1, __ATOMIC_RELAXED);   /* the scans' pacing (stats.c) */
-	if (frames >= 1000 && !__atomic_load_n(&st->scans, __ATOMIC_RELAXED))
-		ckpt_ask(st);
+	if (frames < CKPT_FRAMES || __atomic_load_n(&st->scans, __ATOMIC_RELAXED))
+		return SQLITE_OK;
+	if (frames >= CKPT_INLINE_FRAMES)
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	else
+		ckpt_ask(st, frames);
 	return SQLITE_OK;
 }
 

@@ -14,6 +14,7 @@
 
 #include "server/store/db.h"
 #include "server/store/history.h"
+#include "server/store/internal.h"
 #include "tests/unit/check_main.h"
 
 static char dir[64], path[96], shm[112], fifo[112];
@@ -91,6 +92,33 @@ START_TEST(commits_past_the_threshold_leave_the_checkpoint_to_its_thread)
 }
 END_TEST
 
+/* A writer that never pauses: a passive checkpoint beside it could not finish, so past the bound
+ * the commit checkpoints itself (as every commit past 1000 frames did before the checkpointer),
+ * and the WAL stays bounded with the checkpointer still held. */
+START_TEST(past_the_bound_the_commit_checkpoints_itself)
+{
+	struct op_record op = { .kind = "knobs.set", .source = "api", .started_ns = 1, .status = "running" };
+	struct store *st;
+	mp_err e = { 0 };
+	uint32_t most = 0;
+	int i;
+
+	setenv("MEMPOLICYD_TEST_HOLD_CKPT", fifo, 1);
+	st = store_open(path, &e);
+	ck_assert_msg(st != NULL, "%s", e.detail);
+	for (i = 0; i < 40000 && shm_u32(N_BACKFILL) == 0; i++) {
+		ck_assert_int_gt(history_insert(st, &op, &e), 0);
+		if (shm_u32(MX_FRAME) > most)
+			most = shm_u32(MX_FRAME);
+	}
+	ck_assert_msg(shm_u32(N_BACKFILL) > 0, "nothing was checkpointed in %d commits", i);
+	ck_assert_uint_ge(most, CKPT_INLINE_FRAMES);
+	ck_assert_uint_lt(most, CKPT_INLINE_FRAMES + 100);   /* the commit that crossed it */
+	release();
+	store_close(st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("store_ckpt");
@@ -98,6 +126,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, commits_past_the_threshold_leave_the_checkpoint_to_its_thread);
+	tcase_add_test(t, past_the_bound_the_commit_checkpoints_itself);
 	suite_add_tcase(s, t);
 	return s;
 }
