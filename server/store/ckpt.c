@@ -9,7 +9,6 @@
  * reads go on while it copies and syncs. The durability is the same: synchronous=NORMAL syncs the
  * WAL at checkpoints only, whichever connection runs them. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/testhold.h"
 #include "server/log.h"
 #include "server/store/internal.h"
 
@@ -42,29 +42,13 @@ struct ckpt {
 	struct store *st;             /* borrowed: the scans count */
 };
 
-#ifdef MPD_TEST_HOOKS
-/* Test builds only: with MEMPOLICYD_TEST_HOLD_CKPT naming a FIFO, each checkpoint waits before it
- * runs until a test has opened the FIFO for writing and closed it, so a test can see what the
- * commits did without the checkpoint, with no timing involved (tests/unit/test_store_ckpt.c). */
+/* Test builds only (common/testhold.h): with MEMPOLICYD_TEST_HOLD_CKPT naming a FIFO, each pass
+ * waits before it runs until a test has opened and closed the FIFO, so a test sees what the commits
+ * did without the checkpoint (tests/unit/test_store_ckpt.c). */
 static void test_hold(void)
 {
-	const char *fifo = getenv("MEMPOLICYD_TEST_HOLD_CKPT");
-	char c;
-
-	if (fifo && *fifo) {
-		int fd = open(fifo, O_RDONLY | O_CLOEXEC);   /* blocks until the test opens it */
-		if (fd >= 0) {
-			while (read(fd, &c, 1) > 0)
-				;                             /* until the test closes it */
-			close(fd);
-		}
-	}
+	test_hold_fifo("MEMPOLICYD_TEST_HOLD_CKPT");
 }
-#else
-static void test_hold(void)
-{
-}
-#endif
 
 static void *run(void *p)
 {
