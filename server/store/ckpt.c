@@ -32,11 +32,15 @@ struct ckpt {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool asked;                   /* under lock: a commit left the WAL past the threshold */
-	/* Under lock. After a pass that could not copy everything (commits came meanwhile), the next
-	 * one waits for CKPT_FRAMES more: each pass costs two syncs, and one chasing every commit of
-	 * a busy writer would sync after each. A WAL shorter than at the last pass was restarted. */
+	/* Under lock. A pass copies the frames the WAL held when it began; commits go on meanwhile,
+	 * and only a WAL copied to its end lets the next commit restart it. Each pass costs two
+	 * syncs, so the next one waits for CKPT_FRAMES more frames rather than chase every commit of
+	 * a busy writer; one left behind is finished once the writer pauses (behind). A WAL shorter
+	 * than at the last pass was restarted, and the next ask past the threshold is taken. */
 	int next_at;                  /* the WAL's frames at which an ask wakes the thread */
-	int last_log;                 /* the WAL's frames at the last pass */
+	int last_log;                 /* the WAL's frames when the last pass began */
+	int latest;                   /* the WAL's frames at the last ask */
+	bool behind;                  /* the last pass did not reach the WAL's end */
 	bool stopping;                /* under lock */
 	sqlite3 *db;                  /* owned; this thread's connection, read-write, used by it alone */
 	struct store *st;             /* borrowed: the scans count */
@@ -62,14 +66,14 @@ static void *run(void *p)
 	for (;;) {
 		if (ck->stopping)
 			break;
-		if (!ck->asked && ck->next_at == CKPT_FRAMES) {
+		if (!ck->asked && !ck->behind) {
 			pthread_cond_wait(&ck->cond, &ck->lock);
 			continue;
 		}
 		if (!ck->asked) {
-			/* The last pass was left behind by commits: once the writer pauses (no ask for
-			 * CKPT_CATCH_UP_S), one more pass copies the rest, so that the next commit can
-			 * restart the WAL instead of growing it. */
+			/* Left behind by commits: once the writer pauses (no ask for CKPT_CATCH_UP_S),
+			 * one more pass copies the rest, so that the next commit can restart the WAL
+			 * instead of growing it. */
 			struct timespec until;
 			clock_gettime(CLOCK_MONOTONIC, &until);
 			until.tv_sec += CKPT_CATCH_UP_S;
@@ -87,7 +91,9 @@ static void *run(void *p)
 			sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
 		pthread_mutex_lock(&ck->lock);
 		ck->last_log = log;
-		ck->next_at = log > 0 && done < log ? log + CKPT_FRAMES : CKPT_FRAMES;
+		/* Not run (a scan, an error): the next commit past the threshold asks again. */
+		ck->next_at = log > 0 ? log + CKPT_FRAMES : CKPT_FRAMES;
+		ck->behind = log > 0 && (done < log || ck->latest > log);
 	}
 	pthread_mutex_unlock(&ck->lock);
 	return NULL;
@@ -140,6 +146,7 @@ void ckpt_ask(struct store *st, int frames)
 	if (!ck)
 		return;
 	pthread_mutex_lock(&ck->lock);
+	ck->latest = frames;
 	/* One wake-up for any number of commits while it is busy. */
 	if (!ck->asked && (frames >= ck->next_at || frames < ck->last_log)) {
 		ck->asked = true;
