@@ -6,7 +6,7 @@ usage: limits_trace.py BIN_DIR OUTDIR [n [phases]]     (as root; phases default
        idle,readers,idle,spinners,idle,readers_raw; n PUTs a phase, default 200)
 environment: FAKE=1 runs the daemon on a generated tree (no real knob is touched; without it the
 real khugepaged/pages_to_scan is changed and restored, so hold the test lock); SYSC=1 also records
-fdatasync entries; CALLG=1 records call chains (off-CPU stacks); SLICE=ns [SLICENICE=n] sets that
+fdatasync entries; NOPERF=1 records nothing (the loop alone); CALLG=1 records call chains (off-CPU stacks); SLICE=ns [SLICENICE=n] sets that
 EEVDF slice request on the daemon's and helper's threads of that nice value (an evaluation of the
 lever from outside, by tid).
 
@@ -59,7 +59,7 @@ try:
                                    "raw" if ph == "readers_raw" else "parsed") for _ in range(4)]
         time.sleep(0.2)
         pf = os.path.join(out, "%d-%s.data" % (i, ph))
-        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-o", pf,
+        perf = None if os.environ.get("NOPERF") else subprocess.Popen(["perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-o", pf,
                                  "-e", "sched:sched_switch", "-e", "sched:sched_waking", "-e", "sched:sched_wakeup",
                                  "-e", "sched:sched_wakeup_new", "-e", "sched:sched_migrate_task"] + (["-g"] if os.environ.get("CALLG") else []) + (["-e", "syscalls:sys_enter_fdatasync", "-e", "syscalls:sys_exit_fdatasync", "-e", "syscalls:sys_enter_fsync"] if os.environ.get("SYSC") else []),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -76,7 +76,9 @@ try:
             puts.append((t0, t1))
             assert st == 200, st
         time.sleep(0.05)
-        perf.send_signal(signal.SIGINT); perf.wait()
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait()
         pids = [p.pid for p in helpers]
         L.stop_all(helpers)
         ms = sorted((b - a) / 1e6 for a, b in puts)
