@@ -1,7 +1,6 @@
 #include "server/api/slow.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/testhold.h"
 #include "server/log.h"
 
 struct item {
@@ -32,30 +32,12 @@ struct slow {
 	bool stopping;
 };
 
-#ifdef MPD_TEST_HOOKS
-/* Test builds only: with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each handler run here (a scan
- * or a read) waits, before it runs, until a test has opened the FIFO for writing and then closed
- * it, so a test can hold a scan or a page "running" for as long as it needs to show what else is
- * served meanwhile, with no timing involved. */
+/* Test builds only (common/testhold.h): with MEMPOLICYD_TEST_HOLD_SLOW naming a FIFO, each handler
+ * run here (a scan or a read) waits before it runs until a test has opened and closed the FIFO. */
 static void test_hold(void)
 {
-	const char *fifo = getenv("MEMPOLICYD_TEST_HOLD_SLOW");
-	char c;
-
-	if (fifo && *fifo) {
-		int fd = open(fifo, O_RDONLY | O_CLOEXEC);   /* blocks until the test opens it */
-		if (fd >= 0) {
-			while (read(fd, &c, 1) > 0)
-				;                             /* until the test closes it */
-			close(fd);
-		}
-	}
+	test_hold_fifo("MEMPOLICYD_TEST_HOLD_SLOW");
 }
-#else
-static void test_hold(void)
-{
-}
-#endif
 
 /* The calling thread's priority, lowered once for good: an unprivileged thread may lower its own
  * but not raise it again (RLIMIT_NICE is 0 by default), so these threads do nothing else. */

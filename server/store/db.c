@@ -216,16 +216,21 @@ static int open_conn(struct store *st, enum conn_id c, const char *path, mp_err 
 }
 
 /* After each commit on the writer, with the WAL's size in frames: what SQLite's autocheckpoint does
- * (a passive checkpoint past 1000 frames), except while a statistics scan holds a read snapshot.
- * A checkpoint cannot get past that snapshot, so every commit would retry it, copying and syncing
- * at a writer's expense; the first commit after the scan checkpoints instead. */
+ * (a passive checkpoint past 1000 frames), run by the checkpointer's thread instead of this one
+ * (ckpt.c) unless the WAL is past its bound, and not while a statistics scan holds a read
+ * snapshot. A checkpoint cannot get past that snapshot, so it would be retried after every commit,
+ * copying and syncing for nothing; the first commit after the scan asks instead. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store *st = arg;
 
 	__atomic_add_fetch(&st->commits, 1, __ATOMIC_RELAXED);   /* the scans' pacing (stats.c) */
-	if (frames >= 1000 && !__atomic_load_n(&st->scans, __ATOMIC_RELAXED))
+	if (frames < CKPT_FRAMES || __atomic_load_n(&st->scans, __ATOMIC_RELAXED))
+		return SQLITE_OK;
+	if (frames >= CKPT_INLINE_FRAMES)
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	else
+		ckpt_ask(st, frames);
 	return SQLITE_OK;
 }
 
@@ -296,6 +301,8 @@ struct store *store_open(const char *path, mp_err *e)
 		if (store_prepare(st->c[stmt_conn[i]].db, stmt_name[i], stmt_sql[i], stmt_ncols[i], &st->stmts[i],
 				  e) < 0)
 			goto fail;
+	if (ckpt_start(st, path, e) < 0)
+		goto fail;
 	sqlite3_wal_hook(st->c[W].db, wal_hook, st);   /* replaces the autocheckpoint */
 	read_kill_at(st);
 	return st;
@@ -313,6 +320,7 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	ckpt_stop(st);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(st->stmts[i]);
 	sqlite3_close_v2(st->c[P].db);

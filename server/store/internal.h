@@ -39,6 +39,7 @@ struct store {
 	char kill_tx[32];                     /* MEMPOLICYD_TEST_KILL_AT=<tx>:<n>; "" when unset */
 	int kill_at;
 	int scans;                            /* statistics scans in progress (atomic): no checkpoint meanwhile */
+	struct ckpt *ckpt;                    /* owned: the checkpointer (ckpt.c); NULL before it starts */
 	unsigned commits;                     /* atomic: commits on the writer, counted by its WAL hook (the scans' pacing) */
 	int64_t instance;                     /* this daemon start's random id, written with every operation and job */
 	bool trusted;                         /* the file passed store_check_schema: closing may write */
@@ -59,6 +60,23 @@ struct store {
  * what is missing (store.schema). Neither writes anything. */
 int store_check_header(const char *path, int *version, mp_err *e);
 int store_check_schema(sqlite3 *db, int version, mp_err *e);
+
+/* The checkpointer (ckpt.c): a thread with a read-write connection of its own that runs the passive
+ * checkpoints the writer's WAL hook asks for, so that no commit copies the WAL or waits for a
+ * sync. ckpt_start opens it on path (after the WAL switch and the migrations); ckpt_ask, with the
+ * WAL's frames after a commit, wakes it when it has something to do (cheap, callable with the
+ * writer's lock held; nothing before ckpt_start); ckpt_stop joins it and closes its connection
+ * (before the other connections close). */
+/* The WAL's size in frames at which a checkpoint is asked for (SQLite's autocheckpoint default), and
+ * the size at which the committing thread runs it itself: a passive checkpoint beside a writer
+ * that never pauses cannot finish (new frames keep coming), and only one that finishes lets the
+ * next commit restart the WAL, so past this the commit checkpoints, holding the writer's lock, and
+ * the WAL stays bounded (about 40 MB) as before. */
+#define CKPT_FRAMES 1000
+#define CKPT_INLINE_FRAMES 10000
+int ckpt_start(struct store *st, const char *path, mp_err *e);
+void ckpt_ask(struct store *st, int frames);
+void ckpt_stop(struct store *st);
 
 /* Locking. lock() records, per thread, which connections it holds; hold() checks it. */
 void store_conn_lock(struct store *st, enum conn_id c);
