@@ -474,8 +474,14 @@ static json_t *submit(struct jobs *j, const struct job_spec *spec, bool now_here
 			 (long long)behind);
 	else
 		log_info("job %lld (%s) queued by %s", (long long)id, k->name, op.source);
-	if (!now_here)
+	if (!now_here) {
+		/* Stored: the reference is dropped under the lock, before a worker can take the job and
+		 * replace c's progress (job_progress), so the two decrements are ordered by the lock
+		 * (after the unlock, jansson's inline refcount read raced the worker's; TSan saw it). */
+		json_decref(row.progress);
+		row.progress = NULL;
 		pthread_cond_signal(&j->wake);
+	}
 	pthread_mutex_unlock(&j->lock);
 	/* Run here, the job is what was stored of it (no read); queued, it is read back as GET shows
 	 * it, so that callers answer with the job without asking again. The job is queued whatever the
