@@ -42,8 +42,8 @@ struct knob_catalogue {
 				      * generated tree, so its files may be held */
 };
 
-#define HELD_UNTRIED -1
-#define HELD_NO      -2
+#define HELD_UNTRIED KFS_HELD_UNTRIED
+#define HELD_NO      KFS_HELD_NO
 
 static const struct knob static_knobs[] = {
 	{ "thp.enabled", THP "enabled", KNOB_SYSFS, KNOB_CHOICE, 0, 0,
@@ -317,6 +317,7 @@ static int held_fd(const struct knob_catalogue *c, const struct knob *k, const c
 	struct held_files *h = c->held;
 	size_t i = (size_t)(k - c->k);
 	int fd, want = HELD_UNTRIED;
+	bool took;
 
 	if (k < c->k || i >= c->n || !c->hold_root[k->root])
 		return HELD_NO;   /* not the catalogue's own entry, or a generated tree's */
@@ -328,19 +329,10 @@ static int held_fd(const struct knob_catalogue *c, const struct knob *k, const c
 		atomic_compare_exchange_strong(&h->fd[i], &want, HELD_NO);
 		return HELD_NO;
 	}
-	if ((fd = kfs_open_held(path)) < 0)
-		atomic_fetch_sub(&h->n, 1);
-	if (fd == -EMEDIUMTYPE)
-		fd = HELD_NO;
-	else if (fd < 0)
-		return HELD_UNTRIED;
-	if (atomic_compare_exchange_strong_explicit(&h->fd[i], &want, fd, memory_order_acq_rel, memory_order_acquire))
-		return fd;
-	if (fd >= 0) {
-		close(fd);   /* another thread's open won */
-		atomic_fetch_sub(&h->n, 1);
-	}
-	return want;
+	fd = kfs_held_fd(&h->fd[i], path, &took);
+	if (!took)
+		atomic_fetch_sub(&h->n, 1);   /* the budget counts the fds kept */
+	return fd;
 }
 
 /* A write bit is set on the open file and this process may write it, or the writer is another,

@@ -158,6 +158,26 @@ int kfs_open_held(const char *path)
 	return -EMEDIUMTYPE;
 }
 
+int kfs_held_fd(_Atomic int *slot, const char *path, bool *took)
+{
+	int fd = atomic_load_explicit(slot, memory_order_acquire), want = KFS_HELD_UNTRIED;
+
+	*took = false;
+	if (fd != KFS_HELD_UNTRIED)
+		return fd;
+	if ((fd = kfs_open_held(path)) == -EMEDIUMTYPE)
+		fd = KFS_HELD_NO;
+	else if (fd < 0)
+		return KFS_HELD_UNTRIED;
+	if (atomic_compare_exchange_strong_explicit(slot, &want, fd, memory_order_acq_rel, memory_order_acquire)) {
+		*took = fd >= 0;
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);   /* another thread's open won */
+	return want;
+}
+
 int kfs_pread_text(int fd, char *buf, size_t len)
 {
 	ssize_t r;

@@ -4,6 +4,7 @@
 #ifndef MPD_KERNEL_SYSFS_H
 #define MPD_KERNEL_SYSFS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,15 @@ int kfs_on_kernel_fs(const char *path);
  * a symlink into /proc in its place, then a regular file again), and a held fd would go on
  * reading what it opened. */
 int kfs_open_held(const char *path);
+/* A held file's slot, shared by the threads that read it: KFS_HELD_UNTRIED until a read opened it,
+ * KFS_HELD_NO when the file is read by path (not a kernel file), else the fd, owned by whoever
+ * owns the slot. kfs_held_fd opens path with kfs_open_held on the slot's first use, from any
+ * thread (the open that loses a race is closed): the fd, KFS_HELD_NO, or KFS_HELD_UNTRIED when
+ * the open failed for a reason that may pass (tried again next time; the caller reads by path).
+ * *took is true when this call's open is the one the slot keeps. */
+#define KFS_HELD_UNTRIED -1
+#define KFS_HELD_NO      -2
+int kfs_held_fd(_Atomic int *slot, const char *path, bool *took);
 /* The whole text of a sysfs or procfs file, read by one pread(2) at offset 0 (both regenerate it
  * there: the kernel's value now, not a cached one), NUL-terminated, one trailing '\n' removed.
  * Several threads may read one fd at once (the kernel serialises the reads of an open file).

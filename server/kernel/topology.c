@@ -19,41 +19,32 @@
 enum held_mask { HELD_ONLINE, HELD_HAS_MEMORY, HELD__COUNT };
 static const char *const held_rel[HELD__COUNT] = { NODE_DIR "/online", NODE_DIR "/has_memory" };
 
-#define HELD_UNTRIED -1   /* not opened yet */
-#define HELD_NO      -2   /* read by path: not sysfs, absent, or not a kernel file */
 
 struct topo_held {
 	const char *root;            /* borrowed */
 	bool hold;                   /* root is sysfs itself */
-	_Atomic int fd[HELD__COUNT]; /* per held_mask: the file (kfs_open_held), owned; or HELD_* */
+	_Atomic int fd[HELD__COUNT]; /* per held_mask: the file (kfs_open_held), owned; or KFS_HELD_* */
 };
 
-/* h's file for m, opened now if no read has tried yet: an fd, or HELD_NO. An open that fails for
- * another reason than the file's absence (EMFILE) is tried again by the next read. */
+/* h's file for m, opened by the first read that needs it (kfs_held_fd): an fd, or < 0 to read by
+ * path. */
 static int held_fd(struct topo_held *h, enum held_mask m)
 {
 	char path[PATH_MAX];
-	int fd = atomic_load_explicit(&h->fd[m], memory_order_acquire), want = HELD_UNTRIED;
+	int fd = atomic_load_explicit(&h->fd[m], memory_order_acquire);
+	bool took;
 
-	if (fd != HELD_UNTRIED)
+	if (fd != KFS_HELD_UNTRIED)
 		return fd;
 	if (snprintf(path, sizeof path, "%s/%s", h->root, held_rel[m]) >= (int)sizeof path)
-		fd = HELD_NO;
-	else if ((fd = kfs_open_held(path)) == -ENOENT || fd == -EMEDIUMTYPE)
-		fd = HELD_NO;
-	else if (fd < 0)
-		return HELD_NO;
-	if (atomic_compare_exchange_strong_explicit(&h->fd[m], &want, fd, memory_order_acq_rel, memory_order_acquire))
-		return fd;
-	if (fd >= 0)
-		close(fd);   /* another thread's open won */
-	return want;
+		return KFS_HELD_NO;
+	return kfs_held_fd(&h->fd[m], path, &took);
 }
 
 /* m's text into buf (by a pread of the held file, or by path), as kfs_read returns it. */
 static int read_mask_text(const char *root, struct topo_held *h, enum held_mask m, char *buf, size_t len)
 {
-	int fd = h && h->hold ? held_fd(h, m) : HELD_NO, rc;
+	int fd = h && h->hold ? held_fd(h, m) : KFS_HELD_NO, rc;
 
 	/* A held read that fails falls back to the path, which says what is there now. */
 	if (fd >= 0 && (rc = kfs_pread_text(fd, buf, len)) >= 0)
@@ -307,7 +298,7 @@ struct topo_held *topo_held_new(const char *sysfs_root)
 	h->root = sysfs_root;
 	h->hold = kfs_on_kernel_fs(sysfs_root) == 1;
 	for (int m = 0; m < HELD__COUNT; m++)
-		atomic_init(&h->fd[m], h->hold ? HELD_UNTRIED : HELD_NO);
+		atomic_init(&h->fd[m], h->hold ? KFS_HELD_UNTRIED : KFS_HELD_NO);
 	return h;
 }
 
