@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/jtext.h"
 #include "server/api/api.h"
 #include "server/api/auth.h"
 #include "server/api/peer.h"
@@ -259,7 +260,7 @@ static void refuse(int fd, const char *why)
 
 	mp_fail(&e, MPE_HTTP_TOO_MANY_CONNECTIONS, 0, "%s", why);
 	p = problem_json(&e, NULL);
-	body = p ? json_dumps(p, JSON_COMPACT) : NULL;
+	body = p ? jtext_dump(p, JSON_COMPACT, NULL) : NULL;
 	json_decref(p);
 	if (!body)
 		return;

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "common/jtext.h"
 #include "server/api/auth.h"
 #include "server/api/edge.h"
 #include "server/api/http.h"
@@ -47,11 +48,10 @@ static void run_slow(void *arg)
 	 * instants' texts, the dump) is left for the HTTP worker that serves writes. Anything else
 	 * (an error, a hold, a header to add, no memory) goes out as it would from the worker. */
 	if (s->slow_rc == 0 && rq->out && !rq->text && (!rq->status || rq->status == 200) && !rq->location[0] &&
-	    !rq->hold_job && api_add_instants(rq->out) == 0 && (text = json_dumps(rq->out, JSON_COMPACT))) {
+	    !rq->hold_job && api_add_instants(rq->out) == 0 && (text = jtext_dump(rq->out, JSON_COMPACT, &rq->text_len))) {
 		json_decref(rq->out);
 		rq->out = NULL;
 		rq->text = text;
-		rq->text_len = strlen(text);
 		rq->ctype = "application/json";
 	}
 	s->slow = SLOW_DONE;
@@ -109,13 +109,14 @@ struct problem_headers {
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body, const char *ctype,
 				 const char *location, const struct problem_headers *ph)
 {
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	size_t len = 2;
+	char *text = body ? jtext_dump(body, JSON_COMPACT, &len) : NULL;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
 	if (!text && !(text = strdup("{}")))
 		return MHD_NO;   /* no memory for a reply: libmicrohttpd closes the connection */
-	r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(text);
 		return MHD_NO;

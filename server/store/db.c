@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/jtext.h"
 #include "common/parse.h"
 #include "server/log.h"
 #include "server/store/internal.h"
@@ -532,7 +533,8 @@ int bind_json(sqlite3_stmt *s, int i, const json_t *v)
 
 	if (!v)
 		return sqlite3_bind_null(s, i);
-	if (!(t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+	/* jtext: json_dumps's text at less than half its cost (a profile.apply stores ~10 kB). */
+	if (!(t = jtext_dump(v, JSON_COMPACT | JSON_ENCODE_ANY, NULL)))
 		return SQLITE_NOMEM;
 	/* The dumped string is handed to SQLite, which frees it. */
 	return sqlite3_bind_text(s, i, t, -1, free);
