@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/testhold.h"
 #include "server/clock.h"
 #include "server/kernel/fanwatch.h"
 #include "server/log.h"
@@ -180,6 +181,24 @@ static void carry_over(struct dw_key *dk, struct dw_key *old, size_t nold)
 		}
 }
 
+/* What the apply that replaced old left its key at: the new set's baseline (its read-back), or the
+ * last value old saw when the key is not managed any more. */
+static const char *replaced_actual(const struct dw_key *old, const struct dw_key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(keys[i].pk.k.id, old->pk.k.id) && keys[i].have_last)
+			return keys[i].last;
+	return old->last;
+}
+
+/* Whether the state has changed since poll() looked (an apply installed meanwhile). */
+static bool changes_pending(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* The managed set changed (an apply, a yield): a new group with marks on the new set, made before
  * the old one is closed so that no write between the two goes unseen. Each key's baseline is the
  * value the state last knew (the apply's read-back), and every key is checked once the marks are
@@ -233,6 +252,12 @@ static void rebuild(struct drift_watcher *w)
 			carry_over(dk, w->keys, w->n);
 		n++;
 	}
+	/* A new apply ends every drift of the set it replaces: it wrote each key back (its own
+	 * writes' events, handled with this set, may not be read yet, and are then not this set's). */
+	if (snap.operation_id != w->apply_op)
+		for (size_t i = 0; i < w->n; i++)
+			if (w->keys[i].open)
+				dw_end_replaced(app, &w->keys[i], replaced_actual(&w->keys[i], keys, n));
 	w->apply_op = snap.operation_id;
 	ps_snapshot_free(&snap);
 	/* The same files as the group has marks on (the same profile applied again): the group stays,
@@ -296,7 +321,14 @@ static void *run(void *arg)
 		}
 		if (p[0].revents)
 			break;
-		if (p[1].revents & POLLIN) {
+		/* Test builds only (common/testhold.h): while the FIFO MEMPOLICYD_TEST_HOLD_DRIFT names
+		 * exists, each wake-up waits here until a test has opened and closed it, so that the
+		 * writes a test makes meanwhile are all queued when the watcher handles them. */
+		test_hold_fifo("MEMPOLICYD_TEST_HOLD_DRIFT");
+		/* A new managed set first, also one installed after poll() returned: the events read
+		 * next may follow the apply's writes, and are judged against the set they follow (a
+		 * write after an apply is a drift of that apply's, with its own writer). */
+		if ((p[1].revents & POLLIN) || changes_pending(changes)) {
 			(void)!read(changes, &v, sizeof v);
 			rebuild(w);
 		}

@@ -46,8 +46,12 @@ int dw_read(const struct app *app, const struct dw_key *dk, char *buf, size_t le
  * is the same. */
 void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
 	      bool write);
-/* The daemon's own write to dk's file: the new value is the baseline (and ends a drift it mends). */
+/* The daemon's own write to dk's file: the new value is the baseline (and ends a drift it mends),
+ * when it still reads in sync. */
 void dw_note_own(const struct app *app, struct dw_key *dk);
+/* dk, of a managed set a new apply replaced, was still drifting: the apply wrote it back, and the
+ * drift's row says it ended, actual the value the apply left. The state is the new apply's. */
+void dw_end_replaced(const struct app *app, struct dw_key *dk, const char *actual);
 void dw_keys_free(struct dw_key *keys, size_t n);
 
 #endif

@@ -8,6 +8,7 @@ No sleep proves an absence: the watcher handles a key's event in one step — re
 once the row is there, what the policy did is done. The shell is held alive until its row is
 recorded (its pidfd then still names it: comm and exe can be read). Every knob is restored, also on
 failure; thp.enabled ends at madvise. On main there is no watcher and no /v1/profile/drift."""
+import errno
 import os
 import shutil
 import subprocess
@@ -71,6 +72,9 @@ class ProfileDriftRealTest(DaemonTest):
         self.addCleanup(real_write, ENABLED, "madvise")
         self.addCleanup(real_write, DEFRAG, old_defrag)
         self.d = Daemon(None, ("--profiles-dir", self.pdir))
+        # The watcher's hold point (test builds): a wake-up waits only while this FIFO exists.
+        self.hold = os.path.join(self.d.dir, "drift-hold")
+        self.d.env = {"MEMPOLICYD_TEST_HOLD_DRIFT": self.hold}
         self.d.start()
         self.addCleanup(self.d.cleanup)
         self.shells = []
@@ -158,6 +162,59 @@ class ProfileDriftRealTest(DaemonTest):
         shell, _ = self.foreign_write("never")
         wait_for(lambda: bracketed(real_file(DEFRAG)) == "defer+madvise", 10, "defrag put back")
         self.assert_writer(self.recorded("restored"), shell)
+
+    def held_writer(self, timeout=30):
+        """The hold FIFO's write end, once the watcher waits on it (before, a non-blocking open
+        has no reader and fails with ENXIO)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return os.open(self.hold, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:
+                    raise
+            if time.monotonic() > deadline:
+                raise AssertionError("the drift watcher never reached its hold point")
+            time.sleep(0.01)
+
+    def test_a_write_right_after_the_apply_is_recorded(self):
+        """A shell writes a key after the apply wrote it and before the watcher handled the
+        apply's event: both events are queued together (the test holds the watcher). The apply's
+        event, read when it is handled, already shows the shell's value; taken as the key's
+        baseline, the shell's own event would find nothing changed and the drift would never be
+        recorded (main: no row; the profile bench's reset right after an apply, on a busy machine,
+        waited for it in vain)."""
+        self.apply("drift-report")
+        first, _ = self.foreign_write("never")           # out of sync, so the next apply writes
+        self.assertEqual(self.recorded("reported")["result"]["writer"]["pid"], first.pid)
+        os.mkfifo(self.hold)
+        w = None
+        try:
+            r = self.d.request("POST", "/v1/profile", {"name": "drift-report"})
+            self.assertEqual(r.status, 202, r.raw)
+            job = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
+                self.d.get("/v1/jobs/%d?wait=30" % r.json["id"])), 60, "the second apply")
+            self.assertEqual(job.json["status"], "ok", job.raw)
+            w = self.held_writer()                        # the apply's event waits behind the hold
+            self.assertEqual(bracketed(real_file(DEFRAG)), "defer+madvise")
+            second, _ = self.foreign_write("never")
+        finally:
+            # A writer of our own first (O_RDWR never blocks): a watcher still waiting to open the
+            # FIFO gets it, and reads to its end once both are closed; later wake-ups are not held.
+            rw = os.open(self.hold, os.O_RDWR | os.O_NONBLOCK)
+            os.unlink(self.hold)
+            os.close(rw)
+            if w is not None:
+                os.close(w)
+        row = wait_for(lambda: [d for d in self.drifts() if (d["result"].get("writer") or {}).get("pid") == second.pid],
+                       30, "a drift row naming the shell that wrote after the apply")[0]
+        self.assert_writer(row, second)
+        self.assertEqual(row["result"]["action"], "reported")
+        # and the first shell's drift, which the second apply wrote back, has its end recorded
+        old = [d for d in self.drifts() if (d["result"].get("writer") or {}).get("pid") == first.pid]
+        self.assertEqual(len(old), 1, self.drifts())
+        self.assertIn("ended_ns", old[0]["result"], old[0])
+        self.assertNotEqual(old[0]["id"], row["id"])
 
     def test_report_leaves_it_and_says_degraded(self):
         self.apply("drift-report")
