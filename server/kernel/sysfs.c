@@ -215,8 +215,8 @@ int kfs_held_read(_Atomic int *slot, const char *root, const char *rel, char *bu
 	if (fd == KFS_HELD_UNTRIED && build_path(path, sizeof path, root, rel) == 0)
 		fd = kfs_held_fd(slot, path, &took);
 	/* A held read that fails falls back to the path, which says what is there now (a node
-	 * taken offline takes its files with it). */
-	if (fd >= 0 && (rc = kfs_pread_text(fd, buf, len)) >= 0)
+	 * taken offline takes its files with it); a text too long for buf is as long by path. */
+	if (fd >= 0 && ((rc = kfs_pread_text(fd, buf, len)) >= 0 || rc == -EFBIG))
 		return rc;
 	return kfs_read(root, rel, buf, len);
 }

@@ -58,7 +58,8 @@ int kfs_held_fd(_Atomic int *slot, const char *path, bool *took);
 int kfs_pread_text(int fd, char *buf, size_t len);
 /* root/rel's text as kfs_read gives it, through the held file in *slot (KFS_HELD_UNTRIED: opened
  * here by kfs_held_fd; a slot set to KFS_HELD_NO reads by path): a pread instead of an open, a
- * read and a close. A held read that fails reads by path. The slot's fd is its owner's. */
+ * read and a close. A held read that fails reads by path (but -EFBIG, which the path would
+ * give too). The slot's fd is its owner's. */
 int kfs_held_read(_Atomic int *slot, const char *root, const char *rel, char *buf, size_t len);
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val);
 int kfs_file_read_u64(struct kfs_file *f, uint64_t *out);
