@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -137,6 +138,23 @@ START_TEST(this_kernel)
 }
 END_TEST
 
+/* How many of this process's fds are path. */
+static int fds_on(const char *path)
+{
+	char self[64], link[PATH_MAX];
+	int n = 0;
+
+	for (int fd = 3; fd < 1024; fd++) {
+		ssize_t l;
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		if ((l = readlink(self, link, sizeof link - 1)) > 0) {
+			link[l] = '\0';
+			n += !strcmp(link, path);
+		}
+	}
+	return n;
+}
+
 /* Allocates and touches 16 MiB and gives it back: the page allocator's numa_hit moves, in
  * /proc/vmstat and in the node's numastat. */
 static void allocate_pages(void)
@@ -181,17 +199,7 @@ START_TEST(held_files_give_the_kernel_now)
 	ck_assert_int_ge(h1->nodes[0].nstat, 6);
 	ck_assert_int_ge(h1->nodes[0].nzones, 1);
 
-	char self[64], link[PATH_MAX];
-	bool held = false;
-	for (int fd = 3; fd < 1024 && !held; fd++) {
-		ssize_t l;
-		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-		if ((l = readlink(self, link, sizeof link - 1)) > 0) {
-			link[l] = '\0';
-			held = !strcmp(link, "/proc/vmstat");
-		}
-	}
-	ck_assert_msg(held, "no fd onto /proc/vmstat after a snapshot");
+	ck_assert_msg(fds_on("/proc/vmstat") == 1, "no fd onto /proc/vmstat after a snapshot");
 
 	for (int round = 0; round < 3; round++) {
 		allocate_pages();
@@ -212,6 +220,44 @@ START_TEST(held_files_give_the_kernel_now)
 	free(h1);
 	free(path);
 	mmc_files_free(f);
+}
+END_TEST
+
+static void *snap_many(void *arg)
+{
+	struct mmc_files *f = arg;
+	intptr_t bad = 0;
+
+	for (int i = 0; i < 50; i++) {
+		int err;
+		struct mm_snapshot *s = mmc_snap(f, NULL, NULL, &err);
+		bad += !s || !counter(s->c, s->n, "numa_hit") || !s->nnodes || !s->nodes[0].nstat || !s->nodes[0].nzones;
+		free(s);
+	}
+	return (void *)bad;
+}
+
+/* Snapshots from several threads at once, from the first (the files opened by whichever thread
+ * reads one first; the opens that lose the race are closed): every snapshot whole, and one fd per
+ * file afterwards. */
+START_TEST(held_files_shared_by_threads)
+{
+	struct mmc_files *f = mmc_files_new("/proc", "/sys");
+	pthread_t t[4];
+	int before = fds_on("/proc/vmstat");
+
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, snap_many, f), 0);
+	for (int i = 0; i < 4; i++) {
+		void *bad;
+		ck_assert_int_eq(pthread_join(t[i], &bad), 0);
+		ck_assert_int_eq((intptr_t)bad, 0);
+	}
+	ck_assert_int_eq(fds_on("/proc/vmstat"), before + 1);
+	ck_assert_int_eq(fds_on("/proc/buddyinfo"), 1);
+	mmc_files_free(f);
+	ck_assert_int_eq(fds_on("/proc/vmstat"), before);
 }
 END_TEST
 
@@ -308,6 +354,7 @@ static Suite *mmcounters_suite(void)
 	tcase_add_test(tc, this_kernel);
 	tcase_add_test(tc, held_files_give_the_kernel_now);
 	tcase_add_test(tc, generated_tree_is_read_by_path);
+	tcase_add_test(tc, held_files_shared_by_threads);
 	tcase_add_test(tc, held_text_longer_than_a_page_is_whole);
 	suite_add_tcase(s, tc);
 	return s;
