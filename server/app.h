@@ -21,6 +21,7 @@ struct scheduler;
 struct children;
 struct profile_state;
 struct topo_held;
+struct mmc_files;
 
 struct app {
 	const char *sysfs_root;          /* borrowed from the config; "/sys" in production */
@@ -30,6 +31,8 @@ struct app {
 	struct store *store;             /* owned by main() */
 	struct knob_catalogue *knobs;    /* owned by main(); built at start from the live kernel */
 	struct topo_held *node_masks;    /* owned by main(): the node masks a launch reads, held open */
+	struct mmc_files *mm_files;      /* owned by main(): the conditions' counter files, held open; NULL:
+	                                  * read by path */
 	struct jobs *jobs;               /* owned by main() */
 	struct scheduler *scheduler;     /* owned by main() */
 	struct children *children;       /* owned by main(): launched processes, reaped and watched */

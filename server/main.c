@@ -24,6 +24,7 @@
 #include "server/jobs/maint.h"
 #include "server/jobs/scheduler.h"
 #include "server/kernel/knobs.h"
+#include "server/kernel/mmcounters.h"
 #include "server/priv/priv.h"
 #include "server/kernel/sandbox.h"
 #include "server/kernel/topology.h"
@@ -335,8 +336,10 @@ int main(int argc, char **argv)
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory building the knob catalogue");
 		goto fail;
 	}
-	/* Its files are opened by the first launch, in the serving process (after the fork below). */
-	if (!(app.node_masks = topo_held_new(app.sysfs_root))) {
+	/* Their files are opened by the first launch and the first recorded operation, in the serving
+	 * process (after the fork below). */
+	if (!(app.node_masks = topo_held_new(app.sysfs_root)) ||
+	    !(app.mm_files = mmc_files_new(app.procfs_root, app.sysfs_root))) {
 		mp_fail(&e, MPE_INTERNAL_NOMEM, 0, "out of memory");
 		goto fail;
 	}
@@ -516,6 +519,7 @@ out:
 	priv_stop();   /* after everything that may still ask it something */
 	knobs_free(app.knobs);
 	topo_held_free(app.node_masks);
+	mmc_files_free(app.mm_files);
 	tls_files_free(&tls);
 	config_free(&cfg);
 #ifdef MPD_TEST_HOOKS

@@ -178,19 +178,47 @@ int kfs_held_fd(_Atomic int *slot, const char *path, bool *took)
 	return want;
 }
 
+/* A read of a kernel file that returns less than this, and less than was asked, is the text's end:
+ * sysfs gives an attribute's whole text (at most a page) to one read, and a seq_file such as
+ * /proc/vmstat fills at least a page per read, stopping short of it only at the end or before a
+ * record that does not fit — and no file read here has a record near this long (a vmstat line, a
+ * node's zones in buddyinfo). Without it each read would take one more pread(2) to see the end. */
+#define KFS_SHORT_READ 2048
+
 int kfs_pread_text(int fd, char *buf, size_t len)
 {
-	ssize_t r;
+	size_t off = 0;
 
-	do
-		r = pread(fd, buf, len - 1, 0);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	/* A kernel file's text comes whole from offset 0; one that fills the buffer may go on. */
-	if ((size_t)r == len - 1)
-		return -EFBIG;
-	return text_end(buf, (size_t)r);
+	for (;;) {
+		ssize_t r = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		off += (size_t)r;
+		/* A text that fills the buffer may go on. */
+		if (off == len - 1)
+			return -EFBIG;
+		if (r == 0 || r < KFS_SHORT_READ)
+			break;
+	}
+	return text_end(buf, off);
+}
+
+int kfs_held_read(_Atomic int *slot, const char *root, const char *rel, char *buf, size_t len)
+{
+	int fd = atomic_load_explicit(slot, memory_order_acquire), rc;
+	char path[PATH_MAX];
+	bool took;
+
+	if (fd == KFS_HELD_UNTRIED && build_path(path, sizeof path, root, rel) == 0)
+		fd = kfs_held_fd(slot, path, &took);
+	/* A held read that fails falls back to the path, which says what is there now (a node
+	 * taken offline takes its files with it); a text too long for buf is as long by path. */
+	if (fd >= 0 && ((rc = kfs_pread_text(fd, buf, len)) >= 0 || rc == -EFBIG))
+		return rc;
+	return kfs_read(root, rel, buf, len);
 }
 
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val)

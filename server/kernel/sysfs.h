@@ -50,11 +50,17 @@ int kfs_open_held(const char *path);
 #define KFS_HELD_UNTRIED -1
 #define KFS_HELD_NO      -2
 int kfs_held_fd(_Atomic int *slot, const char *path, bool *took);
-/* The whole text of a sysfs or procfs file, read by one pread(2) at offset 0 (both regenerate it
- * there: the kernel's value now, not a cached one), NUL-terminated, one trailing '\n' removed.
- * Several threads may read one fd at once (the kernel serialises the reads of an open file).
- * The length or -errno; -EFBIG if it does not fit. */
+/* The whole text of a sysfs or procfs file, read by pread(2) from offset 0 (both regenerate it
+ * there: the kernel's value now, not a cached one; a seq_file gives a page or more a read, so a
+ * /proc/vmstat longer than that takes a second pread at the offset reached), NUL-terminated, one
+ * trailing '\n' removed. Several threads may read one fd at once (the kernel serialises the
+ * reads of an open file). The length or -errno; -EFBIG if it does not fit. */
 int kfs_pread_text(int fd, char *buf, size_t len);
+/* root/rel's text as kfs_read gives it, through the held file in *slot (KFS_HELD_UNTRIED: opened
+ * here by kfs_held_fd; a slot set to KFS_HELD_NO reads by path): a pread instead of an open, a
+ * read and a close. A held read that fails reads by path (but -EFBIG, which the path would
+ * give too). The slot's fd is its owner's. */
+int kfs_held_read(_Atomic int *slot, const char *root, const char *rel, char *buf, size_t len);
 int kfs_file_write_u64(struct kfs_file *f, uint64_t val);
 int kfs_file_read_u64(struct kfs_file *f, uint64_t *out);
 void kfs_close(struct kfs_file *f);                                    /* fd -1 is fine */

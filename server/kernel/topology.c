@@ -26,29 +26,11 @@ struct topo_held {
 	_Atomic int fd[HELD__COUNT]; /* per held_mask: the file (kfs_open_held), owned; or KFS_HELD_* */
 };
 
-/* h's file for m, opened by the first read that needs it (kfs_held_fd): an fd, or < 0 to read by
- * path. */
-static int held_fd(struct topo_held *h, enum held_mask m)
-{
-	char path[PATH_MAX];
-	int fd = atomic_load_explicit(&h->fd[m], memory_order_acquire);
-	bool took;
-
-	if (fd != KFS_HELD_UNTRIED)
-		return fd;
-	if (snprintf(path, sizeof path, "%s/%s", h->root, held_rel[m]) >= (int)sizeof path)
-		return KFS_HELD_NO;
-	return kfs_held_fd(&h->fd[m], path, &took);
-}
-
 /* m's text into buf (by a pread of the held file, or by path), as kfs_read returns it. */
 static int read_mask_text(const char *root, struct topo_held *h, enum held_mask m, char *buf, size_t len)
 {
-	int fd = h && h->hold ? held_fd(h, m) : KFS_HELD_NO, rc;
-
-	/* A held read that fails falls back to the path, which says what is there now. */
-	if (fd >= 0 && (rc = kfs_pread_text(fd, buf, len)) >= 0)
-		return rc;
+	if (h && h->hold)
+		return kfs_held_read(&h->fd[m], root, held_rel[m], buf, len);
 	return kfs_read(root, held_rel[m], buf, len);
 }
 

@@ -15,14 +15,22 @@ static const char *const settings[] = {
 };
 
 struct cond_snap {
-	struct mm_snapshot m;
+	struct mm_snapshot *m;       /* owned: sized to the host's nodes (mmc_snap) */
 };
+
+/* The counters now, through the held files: NULL when they cannot be read. */
+static struct mm_snapshot *snap_now(const struct app *app)
+{
+	int err;
+
+	return mmc_snap(app->mm_files, app->procfs_root, app->sysfs_root, &err);
+}
 
 struct cond_snap *cond_begin(const struct app *app)
 {
 	struct cond_snap *s = malloc(sizeof *s);
 
-	if (s && mmc_read(app->procfs_root, app->sysfs_root, &s->m) < 0) {
+	if (s && !(s->m = snap_now(app))) {
 		free(s);
 		return NULL;
 	}
@@ -92,10 +100,10 @@ json_t *cond_buddy_json(const struct mm_snapshot *m)
 
 json_t *cond_end(const struct app *app, struct cond_snap *s)
 {
-	struct mm_snapshot *a = malloc(sizeof *a);
+	struct mm_snapshot *a = s ? snap_now(app) : NULL;   /* owned */
 	json_t *out = NULL, *set, *numa;
 
-	if (!s || !a || mmc_read(app->procfs_root, app->sysfs_root, a) < 0)
+	if (!a)
 		goto done;
 	set = json_object();
 	for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
@@ -111,7 +119,7 @@ json_t *cond_end(const struct app *app, struct cond_snap *s)
 	}
 	numa = json_object();
 	for (int i = 0; i < a->nnodes; i++) {
-		const struct mm_node *nb = node_in(&s->m, a->nodes[i].id);
+		const struct mm_node *nb = node_in(s->m, a->nodes[i].id);
 		char key[16];
 		if (!nb || !a->nodes[i].nstat)
 			continue;
@@ -119,10 +127,12 @@ json_t *cond_end(const struct app *app, struct cond_snap *s)
 		json_object_set_new(numa, key, delta(nb->stat, nb->nstat, a->nodes[i].stat, a->nodes[i].nstat));
 	}
 	out = json_pack("{s:s, s:o, s:o, s:o, s:{s:o, s:o}}", "kernel_release", app->caps.kernel_release, "settings",
-			set, "vmstat_delta", delta(s->m.c, s->m.n, a->c, a->n), "numastat_delta", numa, "buddyinfo",
-			"before", cond_buddy_json(&s->m), "after", cond_buddy_json(a));
+			set, "vmstat_delta", delta(s->m->c, s->m->n, a->c, a->n), "numastat_delta", numa, "buddyinfo",
+			"before", cond_buddy_json(s->m), "after", cond_buddy_json(a));
 done:
 	free(a);
+	if (s)
+		free(s->m);
 	free(s);
 	return out;
 }

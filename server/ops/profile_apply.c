@@ -147,12 +147,26 @@ static struct ps_key *keys_new(const struct app *app, const struct profile_check
 	return keys;
 }
 
-/* After the writes: what the kernel shows for each key. */
+/* After the writes: what the kernel shows for each key. A knob the transaction wrote was read
+ * back by it, each write checked against the kernel's value at once ("written" means the kernel
+ * showed the value written: knobs.c's write_checked, the helper's batch): that is its value, not
+ * read a second time for the same answer. Every other key is read again. */
 static void read_back(const struct app *app, struct profile_checked *ck, struct ps_key *keys)
 {
 	struct prof_err pe = { 0 };
+	bool *again = calloc(ck->doc.n ? ck->doc.n : 1, sizeof *again);   /* owned; NULL: read every key */
 
-	if (profiles_evaluate(app, ck, &pe) < 0)
+	for (size_t i = 0; again && i < ck->doc.n; i++) {
+		struct profile_eval *ev = &ck->ev[i];
+		again[i] = !(keys[i].k.kind == PROF_KNOB && ev->verdict == PROF_DIFFERS &&
+			     !strcmp(keys[i].outcome, "written"));
+		if (!again[i]) {
+			snprintf(ev->now, sizeof ev->now, "%s", ev->target);
+			ev->have_now = true;
+			ev->verdict = PROF_IN_SYNC;
+		}
+	}
+	if (profiles_evaluate_keys(app, ck, again, &pe) < 0)
 		log_warn("profile %s: reading the keys back: %s", ck->doc.name, pe.e.detail);
 	for (size_t i = 0; i < ck->doc.n; i++) {
 		const struct profile_eval *ev = &ck->ev[i];
@@ -164,6 +178,7 @@ static void read_back(const struct app *app, struct profile_checked *ck, struct 
 		if (!pk->supported && !pk->outcome[0])
 			outcome(pk, "unsupported", "%s", ev->reason);
 	}
+	free(again);
 }
 
 /* ---- knobs and cgroups ----------------------------------------------------------------------- */

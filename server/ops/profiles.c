@@ -231,15 +231,25 @@ int profiles_digest(const struct app *app, const struct prof_doc *doc, uint64_t 
 
 int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe)
 {
+	return profiles_evaluate_keys(app, ck, NULL, pe);
+}
+
+int profiles_evaluate_keys(const struct app *app, struct profile_checked *ck, const bool *again, struct prof_err *pe)
+{
 	bool cgroups = false;
 
-	free(ck->topo);
-	ck->topo = NULL;
-	ck->have_cg = false;
 	ck->unsupported_required = false;
-	memset(ck->ev, 0, (ck->doc.n ? ck->doc.n : 1) * sizeof *ck->ev);
-	for (size_t i = 0; i < ck->doc.n; i++)
+	for (size_t i = 0; i < ck->doc.n; i++) {
+		if (again && !again[i])
+			continue;
+		memset(&ck->ev[i], 0, sizeof ck->ev[i]);
 		cgroups |= ck->doc.keys[i].kind == PROF_CGROUP;
+	}
+	if (!again || cgroups) {
+		free(ck->topo);
+		ck->topo = NULL;
+		ck->have_cg = false;
+	}
 	/* The nodes and the cgroup mount are for the cgroup keys alone: a profile without one reads
 	 * neither (an apply evaluates the document three times). */
 	if (cgroups) {
@@ -255,7 +265,9 @@ int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct 
 		const struct prof_key *k = &ck->doc.keys[i];
 		struct profile_eval *ev = &ck->ev[i];
 		int rc = 0;
-		if (k->kind == PROF_KNOB)
+		if (again && !again[i]) {
+			/* kept as it was */
+		} else if (k->kind == PROF_KNOB)
 			rc = eval_knob(app, k, ev, pe);
 		else if (k->kind == PROF_POOL)
 			eval_pool(app, k, ev);

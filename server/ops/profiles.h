@@ -51,6 +51,9 @@ void profiles_checked_free(struct profile_checked *ck);
 /* Evaluates ck's document (already merged) against the kernel now, again: ck->ev, the topology and
  * unsupported_required are refreshed. 0, or -1 with pe (a value this kernel no longer allows). */
 int profiles_evaluate(const struct app *app, struct profile_checked *ck, struct prof_err *pe);
+/* The same for the keys whose again[i] is true (NULL: every key); the others keep their ck->ev[i]
+ * (and count for unsupported_required as it says). */
+int profiles_evaluate_keys(const struct app *app, struct profile_checked *ck, const bool *again, struct prof_err *pe);
 /* The digest of doc's files (its include chain) as they are now, computed as profiles_check
  * computed doc's: a changed file, an include added or removed gives another. 0, or -1 with pe
  * when a file of the chain can no longer be read. */

@@ -15,24 +15,15 @@
 #define PROF_DIR_NAMES_MAX 1000
 #define CM_DATA "..data"
 
-int prof_dir_snapshot(const char *path, char *snap, size_t n)
+/* prof_dir_snapshot of the directory open as dfd (the caller's). */
+static int snapshot_at(int dfd, char *snap, size_t n)
 {
 	char buf[PROF_SNAP_MAX + 1];
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ssize_t l;
+	ssize_t l = readlinkat(dfd, CM_DATA, buf, sizeof buf);
 
-	if (dfd < 0)
-		return -errno;
-	l = readlinkat(dfd, CM_DATA, buf, sizeof buf);
-	if (l < 0) {
-		int err = errno;
-		close(dfd);
-		if (err == ENOENT)
-			return 0;
+	if (l < 0)
 		/* EINVAL: "..data" is there and is no symlink (not the kubelet's: refused). */
-		return err == EINVAL ? -EXDEV : -err;
-	}
-	close(dfd);
+		return errno == ENOENT ? 0 : errno == EINVAL ? -EXDEV : -errno;
 	buf[l] = '\0';
 	/* The kubelet's target is one entry of the directory named "..TIMESTAMP": nothing else is
 	 * read (not "..", not a path, not a name that could be a profile). */
@@ -43,9 +34,21 @@ int prof_dir_snapshot(const char *path, char *snap, size_t n)
 	return 1;
 }
 
-/* Where NAME.conf is read from, relative to the directory: the pinned snapshot, "..data" in a
- * ConfigMap volume, or the directory itself. 0 or -errno (prof_dir_snapshot's). */
-static int rel_prefix(const struct prof_dir *dir, char *buf, size_t n)
+int prof_dir_snapshot(const char *path, char *snap, size_t n)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (dfd < 0)
+		return -errno;
+	rc = snapshot_at(dfd, snap, n);
+	close(dfd);
+	return rc;
+}
+
+/* Where NAME.conf is read from, relative to the directory (open as dfd, or -1: opened here): the
+ * pinned snapshot, "..data" in a ConfigMap volume, or the directory itself. 0 or -errno
+ * (prof_dir_snapshot's). */
+static int rel_prefix(const struct prof_dir *dir, int dfd, char *buf, size_t n)
 {
 	char snap[PROF_SNAP_MAX];
 	int rc;
@@ -54,7 +57,7 @@ static int rel_prefix(const struct prof_dir *dir, char *buf, size_t n)
 		snprintf(buf, n, "%s/", dir->snap);
 		return 0;
 	}
-	if ((rc = prof_dir_snapshot(dir->path, snap, sizeof snap)) < 0)
+	if ((rc = dfd >= 0 ? snapshot_at(dfd, snap, sizeof snap) : prof_dir_snapshot(dir->path, snap, sizeof snap)) < 0)
 		return rc;
 	snprintf(buf, n, "%s", rc ? CM_DATA "/" : "");
 	return 0;
@@ -116,7 +119,7 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 	/* A missing directory holds no profile: the same answer as a missing file. */
 	if ((dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fd = -errno;
-	else if ((fd = rel_prefix(dir, prefix, sizeof prefix)) == 0) {
+	else if ((fd = rel_prefix(dir, dfd, prefix, sizeof prefix)) == 0) {
 		snprintf(rel, sizeof rel, "%s%s", prefix, file);
 		fd = open_beneath(dfd, dir->path, rel);
 	}
@@ -145,13 +148,34 @@ int prof_dir_load(void *dirp, const char *name, const struct prof_loc *from, cha
 		prof_fail(err, &here, MPE_PROFILE_LIMIT, "larger than %d bytes", PROF_FILE_MAX);
 		goto out;
 	}
-	/* One byte more than the limit, so a file that grew since fstat is still caught. */
-	if (!(buf = malloc(PROF_FILE_MAX + 1))) {
+	/* Room for the size fstat gave and one byte more: a read that fills it finds a file that grew
+	 * since, which is read on to the limit and one byte past it, so that one grown too large is
+	 * still caught. A read that returns less than asked of a regular file is its end: no read to
+	 * see EOF (the 64 KiB buffer and the second read were each apply's, twice). */
+	size_t room = (size_t)sb.st_size + 1;
+	if (!(buf = malloc(room + 1))) {
 		mp_nomem(err ? &err->e : NULL);
 		goto out;
 	}
-	while ((r = read(fd, buf + got, PROF_FILE_MAX + 1 - got)) > 0)
+	for (;;) {
+		r = read(fd, buf + got, room - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
 		got += (size_t)r;
+		if (got < room)
+			break;
+		if (room > PROF_FILE_MAX)
+			break;
+		char *more = realloc(buf, PROF_FILE_MAX + 2);
+		if (!more) {
+			mp_nomem(err ? &err->e : NULL);
+			goto out;
+		}
+		buf = more;
+		room = PROF_FILE_MAX + 1;
+	}
 	if (r < 0) {
 		prof_fail(err, &here, MPE_PROFILE_UNREADABLE, "%s", strerror(errno));
 		goto out;
@@ -196,7 +220,7 @@ int prof_dir_list_in(const struct prof_dir *dir, char ***names, size_t *n)
 
 	*names = NULL;
 	*n = 0;
-	if ((rc = rel_prefix(dir, prefix, sizeof prefix)) < 0)
+	if ((rc = rel_prefix(dir, -1, prefix, sizeof prefix)) < 0)
 		return rc;
 	snprintf(sub, sizeof sub, "%s/%s", dir->path, prefix);
 	if (!(d = opendir(sub)))

@@ -15,8 +15,8 @@ static struct prof_key *find(struct prof_doc *d, const char *id)
 	return NULL;
 }
 
-/* Lays file f over what d holds. */
-static int overlay(struct prof_doc *d, const struct prof_file *f, struct prof_err *err)
+/* Lays file f over what d holds; *cap is the room in d->keys. */
+static int overlay(struct prof_doc *d, size_t *cap, const struct prof_file *f, struct prof_err *err)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		const struct prof_key *k = &f->keys[i];
@@ -33,6 +33,8 @@ static int overlay(struct prof_doc *d, const struct prof_file *f, struct prof_er
 			if (d->n == PROF_KEYS_MAX)
 				return prof_fail(err, &k->loc, MPE_PROFILE_LIMIT, "more than %d keys in the merged profile",
 						 PROF_KEYS_MAX);
+			if (prof_keys_room(&d->keys, d->n, cap) < 0)
+				return mp_nomem(err ? &err->e : NULL);
 			d->keys[d->n++] = *k;
 		}
 	}
@@ -43,7 +45,7 @@ static int overlay(struct prof_doc *d, const struct prof_file *f, struct prof_er
 
 /* Merges `name` (reached from `from`, NULL at the top) at depth into d. */
 static int merge_one(const char *name, const struct prof_loc *from, int depth, prof_load_fn load, void *ctx,
-		     struct prof_doc *d, struct prof_err *err)
+		     struct prof_doc *d, size_t *cap, struct prof_err *err)
 {
 	struct prof_file f = { 0 };
 	char file[PROF_FILE_NAME_MAX];
@@ -64,9 +66,9 @@ static int merge_one(const char *name, const struct prof_loc *from, int depth, p
 		goto out;
 	if (prof_parse(file, text, len, &f, err) < 0)
 		goto out;
-	if (f.has_include && merge_one(f.include, &f.include_loc, depth + 1, load, ctx, d, err) < 0)
+	if (f.has_include && merge_one(f.include, &f.include_loc, depth + 1, load, ctx, d, cap, err) < 0)
 		goto out;
-	rc = overlay(d, &f, err);
+	rc = overlay(d, cap, &f, err);
 out:
 	prof_file_free(&f);
 	free(text);
@@ -76,15 +78,14 @@ out:
 int prof_merge(const char *name, prof_load_fn load, void *ctx, struct prof_doc *out, struct prof_err *err)
 {
 	struct prof_loc top = { .line = 0 };
+	size_t cap = 0;              /* room in out->keys */
 
 	memset(out, 0, sizeof *out);
 	snprintf(top.file, sizeof top.file, "%s.conf", name);
 	snprintf(out->name, sizeof out->name, "%s", name);
 	if (!prof_name_ok(name))
 		return prof_fail(err, &top, MPE_PROFILE_NOT_FOUND, "not a profile name");
-	if (!(out->keys = calloc(PROF_KEYS_MAX, sizeof *out->keys)))
-		return mp_nomem(err ? &err->e : NULL);
-	if (merge_one(name, NULL, 0, load, ctx, out, err) < 0)
+	if (merge_one(name, NULL, 0, load, ctx, out, &cap, err) < 0)
 		return -1;
 	/* The profile's default is the nearest file's; a key without its own takes it. */
 	if (out->on_drift == PROF_DRIFT_UNSET)

@@ -25,7 +25,25 @@ struct ctx {
 	uint64_t size_kb;            /* SEC_POOL */
 	char cgpath[PROF_CGPATH_MAX];/* SEC_CGROUP */
 	unsigned sec_line;
+	size_t cap;                  /* room in f->keys (prof_keys_room) */
 };
+
+int prof_keys_room(struct prof_key **keys, size_t n, size_t *cap)
+{
+	size_t want;
+	struct prof_key *k;
+
+	if (n < *cap)
+		return 0;
+	want = *cap ? *cap * 2 : 16;
+	if (want > PROF_KEYS_MAX)
+		want = PROF_KEYS_MAX;
+	if (want <= n || !(k = realloc(*keys, want * sizeof *k)))
+		return -1;
+	*keys = k;
+	*cap = want;
+	return 0;
+}
 
 int prof_fail(struct prof_err *err, const struct prof_loc *loc, enum mp_code code, const char *fmt, ...)
 {
@@ -385,6 +403,8 @@ static int entry(struct cur *c, struct ctx *x)
 	}
 	if (f->n == PROF_KEYS_MAX)
 		return prof_fail(c->err, at(c, ks), MPE_PROFILE_LIMIT, "more than %d keys in one file", PROF_KEYS_MAX);
+	if (prof_keys_room(&f->keys, f->n, &x->cap) < 0)
+		return mp_nomem(c->err ? &c->err->e : NULL);
 	k = &f->keys[f->n];
 	memset(k, 0, sizeof *k);
 	snprintf(k->key, sizeof k->key, "%s", key);
@@ -433,8 +453,6 @@ int prof_parse(const char *file, const char *text, size_t len, struct prof_file 
 	snprintf(c.loc.file, sizeof c.loc.file, "%s", file);
 	if (len > PROF_FILE_MAX)
 		return prof_fail(err, &c.loc, MPE_PROFILE_LIMIT, "larger than %d bytes", PROF_FILE_MAX);
-	if (!(out->keys = calloc(PROF_KEYS_MAX, sizeof *out->keys)))
-		return mp_nomem(err ? &err->e : NULL);
 	while (off < len) {
 		const char *nl = memchr(text + off, '\n', len - off);
 		c.line = text + off;

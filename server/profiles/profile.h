@@ -64,7 +64,7 @@ struct prof_file {
 	struct prof_loc include_loc; /* of the include's value */
 	enum prof_drift on_drift;    /* PROF_DRIFT_UNSET when the file does not say */
 	size_t n;
-	struct prof_key *keys;       /* owned, n of them */
+	struct prof_key *keys;       /* owned, n of them (NULL when none) */
 };
 
 /* A merged document: the chain's files (the named profile first, then what it includes) and the
@@ -75,8 +75,14 @@ struct prof_doc {
 	int nfiles;
 	char files[PROF_DEPTH_MAX][PROF_FILE_NAME_MAX];
 	size_t n;
-	struct prof_key *keys;       /* owned */
+	struct prof_key *keys;       /* owned, n of them (NULL when none) */
 };
+
+/* Room in *keys (malloc'd, *cap of them) for one more after n: grown by doubling, up to
+ * PROF_KEYS_MAX (a key is ~1.3 KiB: the limit's 256 up front were 338 KiB zeroed a file and
+ * another for the merge, for the few keys a profile has). 0, or -1 when out of memory or at the
+ * limit (the caller checks the limit first, to say so). */
+int prof_keys_room(struct prof_key **keys, size_t n, size_t *cap);
 
 /* An error with its place: e->detail reads "file:line:column: what was expected". loc.line is 0
  * for an error that belongs to no line (a file that cannot be read). */

@@ -410,6 +410,18 @@ def run_on_tty(cmd, stream, env=None, timeout=30):
     return rc, tty.decode(), piped.decode()
 
 
+def open_files(pid, path):
+    """How many of process pid's open files are path (its own fds, as /proc shows them)."""
+    fd_dir = "/proc/%d/fd" % pid
+    n = 0
+    for fd in os.listdir(fd_dir):
+        try:
+            n += os.readlink(os.path.join(fd_dir, fd)) == path
+        except OSError:
+            pass   # closed while listed
+    return n
+
+
 def real_file(path):
     with open(path) as f:
         return f.read().strip()

@@ -4,7 +4,7 @@ history records old -> new with the actor. Every knob touched is restored, also 
 Run under `flock /tmp/mpd-thp.lock` when other tests may touch THP at the same time."""
 import os
 
-from lib import DaemonTest, bracketed, real_file, real_write
+from lib import DaemonTest, bracketed, open_files, real_file, real_write
 
 T = "/sys/kernel/mm/transparent_hugepage/"
 ENABLED, DEFRAG = T + "enabled", T + "defrag"
@@ -116,15 +116,8 @@ class KnobsRealTest(DaemonTest):
         self.assertEqual(int(real_file(path)), new)
 
     def open_files(self, path):
-        """How many of the serving process's open files are path (its own fds, as /proc shows them)."""
-        fd_dir = "/proc/%d/fd" % self.d.proc.pid
-        n = 0
-        for fd in os.listdir(fd_dir):
-            try:
-                n += os.readlink(os.path.join(fd_dir, fd)) == path
-            except OSError:
-                pass   # closed while listed
-        return n
+        """How many of the serving process's open files are path."""
+        return open_files(self.d.proc.pid, path)
 
     def test_a_knob_is_read_through_one_held_file_and_a_foreign_write_shows_at_once(self):
         """GET /v1/knobs/{name} reads a sysfs or procfs knob by one pread of a file the serving

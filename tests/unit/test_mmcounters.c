@@ -4,11 +4,15 @@
  * guessed (a line that does not parse, a name too long to keep). The machine's real files are read
  * too, for their shape: the parser is the one the daemon runs on this kernel. */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "server/kernel/mmcounters.h"
+#include "server/kernel/sysfs.h"
 #include "tests/unit/check_main.h"
 
 static char root[64];
@@ -134,6 +138,212 @@ START_TEST(this_kernel)
 }
 END_TEST
 
+/* How many of this process's fds are path. */
+static int fds_on(const char *path)
+{
+	char self[64], link[PATH_MAX];
+	int n = 0;
+
+	for (int fd = 3; fd < 1024; fd++) {
+		ssize_t l;
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		if ((l = readlink(self, link, sizeof link - 1)) > 0) {
+			link[l] = '\0';
+			n += !strcmp(link, path);
+		}
+	}
+	return n;
+}
+
+/* Allocates and touches 16 MiB and gives it back: the page allocator's numa_hit moves, in
+ * /proc/vmstat and in the node's numastat. */
+static void allocate_pages(void)
+{
+	size_t len = 16 << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = 1;
+	munmap(p, len);
+}
+
+/* vmstat's numa_hit and node 0's, 0 when absent. */
+static uint64_t vm_hit(const struct mm_snapshot *s)
+{
+	const struct mm_counter *c = counter(s->c, s->n, "numa_hit");
+	return c ? c->v : 0;
+}
+
+static uint64_t node_hit(const struct mm_snapshot *s)
+{
+	const struct mm_counter *c = s->nnodes ? counter(s->nodes[0].stat, s->nodes[0].nstat, "numa_hit") : NULL;
+	return c ? c->v : 0;
+}
+
+/* The held files are read again, not their first text kept: after pages were allocated, a held
+ * snapshot has counters at least those a read by path saw after the allocation, and at most
+ * those one saw after the snapshot. On this kernel, the files are held (an fd onto /proc/vmstat
+ * stays open between snapshots). */
+START_TEST(held_files_give_the_kernel_now)
+{
+	struct mmc_files *f = mmc_files_new("/proc", "/sys");
+	struct mm_snapshot *path = malloc(sizeof *path), *h1, *h2;
+	int err = 1;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(h1 = mmc_snap(f, NULL, NULL, &err));
+	ck_assert_int_eq(err, 0);
+	ck_assert_ptr_nonnull(counter(h1->c, h1->n, "numa_hit"));
+	ck_assert_int_ge(h1->nnodes, 1);
+	ck_assert_int_ge(h1->nodes[0].nstat, 6);
+	ck_assert_int_ge(h1->nodes[0].nzones, 1);
+
+	ck_assert_msg(fds_on("/proc/vmstat") == 1, "no fd onto /proc/vmstat after a snapshot");
+
+	for (int round = 0; round < 3; round++) {
+		allocate_pages();
+		ck_assert_int_eq(mmc_read("/proc", "/sys", path), 0);
+		uint64_t vm_lo = vm_hit(path), node_lo = node_hit(path);
+		ck_assert_ptr_nonnull(h2 = mmc_snap(f, NULL, NULL, &err));
+		ck_assert_int_eq(mmc_read("/proc", "/sys", path), 0);
+		ck_assert_uint_gt(vm_lo, vm_hit(h1));
+		ck_assert_uint_ge(vm_hit(h2), vm_lo);
+		ck_assert_uint_le(vm_hit(h2), vm_hit(path));
+		ck_assert_uint_ge(node_hit(h2), node_lo);
+		ck_assert_uint_le(node_hit(h2), node_hit(path));
+		ck_assert_int_eq(h2->n, path->n);   /* the whole file, every family */
+		ck_assert_int_eq(h2->norders, path->norders);
+		free(h1);
+		h1 = h2;
+	}
+	free(h1);
+	free(path);
+	mmc_files_free(f);
+}
+END_TEST
+
+static void *snap_many(void *arg)
+{
+	struct mmc_files *f = arg;
+	intptr_t bad = 0;
+
+	for (int i = 0; i < 50; i++) {
+		int err;
+		struct mm_snapshot *s = mmc_snap(f, NULL, NULL, &err);
+		bad += !s || !counter(s->c, s->n, "numa_hit") || !s->nnodes || !s->nodes[0].nstat || !s->nodes[0].nzones;
+		free(s);
+	}
+	return (void *)bad;
+}
+
+/* Snapshots from several threads at once, from the first (the files opened by whichever thread
+ * reads one first; the opens that lose the race are closed): every snapshot whole, and one fd per
+ * file afterwards. */
+START_TEST(held_files_shared_by_threads)
+{
+	struct mmc_files *f = mmc_files_new("/proc", "/sys");
+	pthread_t t[4];
+	int before = fds_on("/proc/vmstat");
+
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, snap_many, f), 0);
+	for (int i = 0; i < 4; i++) {
+		void *bad;
+		ck_assert_int_eq(pthread_join(t[i], &bad), 0);
+		ck_assert_int_eq((intptr_t)bad, 0);
+	}
+	ck_assert_int_eq(fds_on("/proc/vmstat"), before + 1);
+	ck_assert_int_eq(fds_on("/proc/buddyinfo"), 1);
+	mmc_files_free(f);
+	ck_assert_int_eq(fds_on("/proc/vmstat"), before);
+}
+END_TEST
+
+/* A generated tree is not held (a test may replace its files): each snapshot reads what is there
+ * now, and gives what mmc_read gives, in a snapshot sized to the online nodes. */
+START_TEST(generated_tree_is_read_by_path)
+{
+	char procfs[PATH_MAX], sysfs[PATH_MAX];
+	struct mm_snapshot *whole = malloc(sizeof *whole), *s;
+	struct mmc_files *f;
+	int err;
+
+	snprintf(procfs, sizeof procfs, "%s/proc", root);
+	snprintf(sysfs, sizeof sysfs, "%s/sys", root);
+	put(root, "proc/vmstat", "thp_fault_alloc 7\nnuma_hit 3");
+	put(root, "sys/devices/system/node/online", "0,2");
+	put(root, "sys/devices/system/node/node0/numastat", "numa_hit 10");
+	put(root, "sys/devices/system/node/node2/numastat", "numa_hit 20");
+	put(root, "proc/buddyinfo", "Node 0, zone   Normal   1838   1118\nNode 2, zone   Normal     9      8");
+	ck_assert_ptr_nonnull(f = mmc_files_new(procfs, sysfs));
+	ck_assert_ptr_nonnull(s = mmc_snap(f, NULL, NULL, &err));
+	ck_assert_uint_eq(counter(s->c, s->n, "thp_fault_alloc")->v, 7);
+	free(s);
+
+	put(root, "proc/vmstat", "thp_fault_alloc 9\nnuma_hit 4");
+	put(root, "sys/devices/system/node/node2/numastat", "numa_hit 21");
+	ck_assert_ptr_nonnull(s = mmc_snap(f, NULL, NULL, &err));
+	ck_assert_int_eq(mmc_read(procfs, sysfs, whole), 0);
+	ck_assert_uint_eq(counter(s->c, s->n, "thp_fault_alloc")->v, 9);
+	ck_assert_int_eq(s->nnodes, 2);
+	ck_assert_uint_eq(s->nodes[1].id, 2);
+	ck_assert_uint_eq(s->nodes[1].stat[0].v, 21);
+	ck_assert_int_eq(s->n, whole->n);
+	ck_assert_int_eq(s->norders, whole->norders);
+	for (int i = 0; i < s->nnodes; i++) {
+		ck_assert_uint_eq(s->nodes[i].id, whole->nodes[i].id);
+		ck_assert_int_eq(s->nodes[i].nzones, whole->nodes[i].nzones);
+		ck_assert_uint_eq(s->nodes[i].zone[0].nr_free[1], whole->nodes[i].zone[0].nr_free[1]);
+	}
+	free(s);
+	/* Without the files (NULL): by path under the roots given. */
+	ck_assert_ptr_nonnull(s = mmc_snap(NULL, procfs, sysfs, &err));
+	ck_assert_uint_eq(counter(s->c, s->n, "numa_hit")->v, 4);
+	free(s);
+	/* No vmstat: no snapshot, and why. */
+	snprintf(procfs, sizeof procfs, "%s/none", root);
+	ck_assert_ptr_null(mmc_snap(NULL, procfs, sysfs, &err));
+	ck_assert_int_eq(err, -ENOENT);
+	mmc_files_free(f);
+	free(whole);
+}
+END_TEST
+
+/* A seq_file longer than a page comes in more than one read: a held file's text is the whole of
+ * it, as read(2) to the end gives it (/proc/vmstat is ~4-5 KiB on 6.x, a page on x86-64 is 4). The
+ * file: this process's maps, made ~16 KiB with 200 mappings that cannot merge. */
+START_TEST(held_text_longer_than_a_page_is_whole)
+{
+	static char a[65536], b[65536];
+	char *maps[200];
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), got = 0;
+	int fd, fd2, n;
+	ssize_t r;
+
+	for (int i = 0; i < 200; i++)   /* alternating protections: no two neighbours merge */
+		ck_assert_ptr_ne(maps[i] = mmap(NULL, pg, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), MAP_FAILED);
+	ck_assert_int_ge(fd = kfs_open_held("/proc/self/maps"), 0);
+	ck_assert_int_gt(n = kfs_pread_text(fd, a, sizeof a), (int)pg * 2);
+	ck_assert_int_ge(fd2 = open("/proc/self/maps", O_RDONLY), 0);
+	while ((r = read(fd2, b + got, sizeof b - 1 - got)) > 0)
+		got += (size_t)r;
+	close(fd2);
+	if (got && b[got - 1] == '\n')
+		got--;
+	b[got] = '\0';
+	ck_assert_str_eq(a, b);
+	/* And again from the same fd: the text from its start, not what follows the last read. */
+	ck_assert_int_eq(kfs_pread_text(fd, a, sizeof a), n);
+	ck_assert_str_eq(a, b);
+	close(fd);
+	for (int i = 0; i < 200; i++)
+		munmap(maps[i], pg);
+}
+END_TEST
+
 static Suite *mmcounters_suite(void)
 {
 	Suite *s = suite_create("mmcounters");
@@ -142,6 +352,10 @@ static Suite *mmcounters_suite(void)
 	tcase_add_test(tc, generated_tree_reads_as_written);
 	tcase_add_test(tc, missing_files);
 	tcase_add_test(tc, this_kernel);
+	tcase_add_test(tc, held_files_give_the_kernel_now);
+	tcase_add_test(tc, generated_tree_is_read_by_path);
+	tcase_add_test(tc, held_files_shared_by_threads);
+	tcase_add_test(tc, held_text_longer_than_a_page_is_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }

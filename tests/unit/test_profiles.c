@@ -225,6 +225,53 @@ START_TEST(include_errors)
 }
 END_TEST
 
+/* A file of keys "pN = N" for N in [from, to), after a [knobs] line (and an include, if any). */
+static char *many_keys(const char *include, int from, int to)
+{
+	size_t cap = 64 + (size_t)(to - from) * 24, off;
+	char *t = malloc(cap);
+
+	off = (size_t)snprintf(t, cap, "%s%s%s[knobs]\n", include ? "[profile]\ninclude = " : "", include ? include : "",
+			       include ? "\n" : "");
+	for (int i = from; i < to; i++)
+		off += (size_t)snprintf(t + off, cap - off, "p%d = %d\n", i, i);
+	return t;
+}
+
+/* Keys are kept whole across the growth of the arrays that hold them (a file's and the merged
+ * document's grow as keys come, up to PROF_KEYS_MAX): 150 keys of a base and 106 of its includer,
+ * 40 of them the base's again, make 216 in first-appearance order with the includer's values; one
+ * key more than the limit in the merged document is refused at that key. */
+START_TEST(many_keys_merge_in_order_to_the_limit)
+{
+	char *base = many_keys(NULL, 0, 150), *top = many_keys("base", 110, 216), *over = many_keys("full", 300, 301);
+	char *full = many_keys("base", 150, 256);
+	const char *const files[] = { "base", base, "top", top, "full", full, "over", over, NULL };
+	struct prof_doc d;
+
+	/* p110..p149 are top.conf's: its keys replace base's in place */
+	merge_ok(files, "top", &d);
+	ck_assert_uint_eq(d.n, 216);
+	for (size_t i = 0; i < d.n; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "p%zu", i);
+		ck_assert_str_eq(d.keys[i].id, id);
+		ck_assert_str_eq(d.keys[i].vals[0], id + 1);
+		ck_assert_str_eq(d.keys[i].loc.file, i < 110 ? "base.conf" : "top.conf");
+	}
+	prof_doc_free(&d);
+	merge_ok(files, "full", &d);   /* exactly PROF_KEYS_MAX */
+	ck_assert_uint_eq(d.n, PROF_KEYS_MAX);
+	ck_assert_str_eq(d.keys[PROF_KEYS_MAX - 1].id, "p255");
+	prof_doc_free(&d);
+	merge_fails(files, "over", MPE_PROFILE_LIMIT, "over.conf", 4, 1);
+	free(base);
+	free(top);
+	free(full);
+	free(over);
+}
+END_TEST
+
 /* One file's text that must fail with code at line:col (the file is "t.conf"). */
 static void parse_fails(const char *text, size_t len, enum mp_code code, unsigned line, unsigned col)
 {
@@ -391,6 +438,39 @@ static void drop_dirs(void)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
 	ck_assert_int_eq(system(cmd), 0);
 }
+
+/* A file is read whole whatever its size up to PROF_FILE_MAX (the buffer is sized by fstat, not
+ * the limit's 64 KiB each time), and one byte more is refused. */
+START_TEST(file_sizes_to_the_limit)
+{
+	struct prof_dir pd = { .path = plain };
+	struct prof_err e = { 0 };
+	static char text[PROF_FILE_MAX + 2];
+	char path[160], *got = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	for (size_t size = 1; size <= PROF_FILE_MAX + 1; size = size < 4096 ? size * 8 : size == PROF_FILE_MAX ? size + 1
+			     : PROF_FILE_MAX) {
+		memset(text, '#', size);
+		text[size - 1] = '\n';
+		snprintf(path, sizeof path, "%s/sized.conf", plain);
+		ck_assert_ptr_nonnull(f = fopen(path, "w"));
+		ck_assert_uint_eq(fwrite(text, 1, size, f), size);
+		fclose(f);
+		int rc = prof_dir_load(&pd, "sized", NULL, &got, &len, &e);
+		if (size > PROF_FILE_MAX) {
+			ck_assert_int_eq(rc, -1);
+			ck_assert_int_eq(e.e.code, MPE_PROFILE_LIMIT);
+			break;
+		}
+		ck_assert_msg(rc == 0, "%zu bytes: %s", size, e.e.detail);
+		ck_assert_uint_eq(len, size);
+		ck_assert(!memcmp(got, text, size));
+		free(got);
+	}
+}
+END_TEST
 
 START_TEST(configmap_layout)
 {
@@ -563,11 +643,13 @@ static Suite *suite(void)
 	tcase_add_test(p, example_verbatim);
 	tcase_add_test(p, merge_rules);
 	tcase_add_test(p, include_errors);
+	tcase_add_test(p, many_keys_merge_in_order_to_the_limit);
 	tcase_add_test(p, parse_errors);
 	tcase_add_test(p, parse_limits);
 	tcase_add_test(p, parse_accepts);
 	tcase_add_checked_fixture(d, make_dirs, drop_dirs);
 	tcase_add_test(d, configmap_layout);
+	tcase_add_test(d, file_sizes_to_the_limit);
 	tcase_add_test(d, symlinks_out_refused);
 	tcase_add_test(d, missing_directory);
 	tcase_add_checked_fixture(h, make_host, drop_dirs);
