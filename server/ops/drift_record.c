@@ -100,12 +100,77 @@ static json_t *result_json(const struct dw_key *dk, const char *actual, const ch
 	return r;
 }
 
-/* Writes the key's row: a new one, or the open (or just-restored) drift's, updated. */
+/* The ends of drifts seen but not committed yet (dw_ends_flush): the watcher thread's alone. An
+ * end is known, and the profile state says so, the moment the watcher sees the key back in sync;
+ * its row is updated later, so that the commits of an apply's mends are not made while the apply
+ * itself commits (the writes that mend are the apply's own). */
+struct dw_end {
+	int64_t row;
+	int64_t ended_ns;
+	json_t *result;                  /* owned */
+	char key[sizeof ((struct prof_key *)0)->id];
+};
+static struct {
+	struct dw_end *v;                /* owned, n of cap */
+	size_t n, cap;
+} ends;
+
+size_t dw_ends_pending(void)
+{
+	return ends.n;
+}
+
+void dw_ends_flush(const struct app *app)
+{
+	for (size_t i = 0; i < ends.n; i++) {
+		struct dw_end *d = &ends.v[i];
+		struct op_outcome out = { .status = "reported", .finished_ns = d->ended_ns, .result = d->result };
+		mp_err e = { 0 };
+		if (history_finish(app->store, d->row, &out, &e) < 0)
+			log_error("drift watcher: the end of the drift of %s could not be recorded: %s", d->key, e.detail);
+		json_decref(d->result);
+	}
+	ends.n = 0;
+}
+
+void dw_ends_free(void)
+{
+	for (size_t i = 0; i < ends.n; i++)
+		json_decref(ends.v[i].result);
+	free(ends.v);
+	ends.v = NULL;
+	ends.n = ends.cap = 0;
+}
+
+/* Queues the end of dk's drift (result: owned); false when it cannot (no memory): the caller
+ * writes it now. */
+static bool end_later(const struct dw_key *dk, json_t *result)
+{
+	if (!result)
+		return false;
+	if (ends.n == ends.cap) {
+		size_t cap = ends.cap ? 2 * ends.cap : 8;
+		struct dw_end *v = realloc(ends.v, cap * sizeof *v);
+		if (!v)
+			return false;
+		ends.v = v;
+		ends.cap = cap;
+	}
+	ends.v[ends.n] = (struct dw_end){ .row = dk->row, .ended_ns = dk->last_ns, .result = result };
+	snprintf(ends.v[ends.n].key, sizeof ends.v[ends.n].key, "%s", dk->pk.k.id);
+	ends.n++;
+	return true;
+}
+
+/* Writes the key's row: a new one, or the open (or just-restored) drift's, updated. The ends
+ * waiting are written first: a drift back soon from the same writer updates the row whose end
+ * is among them. */
 static void put_row(const struct app *app, struct dw_key *dk, const char *actual, const char *status,
 		    json_t *result)
 {
 	mp_err e = { 0 };
 
+	dw_ends_flush(app);
 	if (!dk->row) {
 		json_t *req = request_json(dk);
 		struct op_record op = { .kind = "profile.drift", .source = "watcher", .started_ns = dk->first_ns,
@@ -191,13 +256,19 @@ static void drifted(const struct app *app, struct dw_key *dk, const char *actual
 		 wr && wr->comm[0] ? " " : "", wr ? wr->comm : "", status);
 }
 
-/* The key is back in sync (someone put it back): the drift ends, its row says when. */
+/* The key is back in sync (someone put it back): the drift ends, its row says when — written
+ * with the next row or once the watcher's events are quiet (dw_ends_flush), dated now. */
 static void mended(const struct app *app, struct dw_key *dk, const char *now)
 {
+	json_t *result;
+
 	dk->open = false;
 	dk->last_ns = clk_wall_ns();
 	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);   /* first: as in drifted() */
-	put_row(app, dk, now, "reported", result_json(dk, now, "reported", 0, true));
+	result = result_json(dk, now, "reported", 0, true);
+	/* A drift whose row could not be recorded is inserted now, ended. */
+	if (!dk->row || !end_later(dk, result))
+		put_row(app, dk, now, "reported", result);
 }
 
 void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
