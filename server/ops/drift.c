@@ -307,14 +307,15 @@ static void arm(struct drift_watcher *w)
 										  : w->settle_first + DW_SETTLE_MAX_NS;
 }
 
-/* What was put off, done: the drifts' ends written, then the rebuild's check of every key. */
+/* What was put off, done: the rebuild's check of every key, then the drifts' ends written (the
+ * check's among them). */
 static void settle(struct drift_watcher *w)
 {
-	dw_ends_flush(w->app);
 	if (w->catch_up) {
 		w->catch_up = false;
 		check_all(w, false, DC_UNKNOWN);
 	}
+	dw_ends_flush(w->app);
 	w->settle_at = w->settle_first = 0;
 }
 
@@ -333,6 +334,7 @@ static void *run(void *arg)
 	int64_t next = clk_mono_ns() + w->check_ns;
 
 	rebuild(w);
+	arm(w);
 	for (;;) {
 		struct pollfd p[3] = { { .fd = w->stop_fd, .events = POLLIN }, { .fd = changes, .events = POLLIN },
 				       { .fd = w->fan_fd, .events = POLLIN } };
@@ -355,12 +357,10 @@ static void *run(void *arg)
 			/* Events were lost: who wrote what is unknown, but what changed is not. */
 			if (c.overflow)
 				check_all(w, false, DC_UNKNOWN);
-			arm(w);
 		}
 		if (p[1].revents & POLLIN) {
 			(void)!read(changes, &v, sizeof v);
 			rebuild(w);
-			arm(w);
 		}
 		if (w->settle_at && clk_mono_ns() >= w->settle_at)
 			settle(w);
@@ -371,6 +371,8 @@ static void *run(void *arg)
 			check_all(w, true, DC_KERNEL);
 			next = clk_mono_ns() + w->check_ns;
 		}
+		/* Whatever this round put off (an end a check found, a set changed) waits for quiet. */
+		arm(w);
 	}
 	return NULL;
 }
