@@ -276,14 +276,19 @@ static void rebuild(struct drift_watcher *w)
 	w->keys = keys;
 	w->n = n;
 	/* Writes since the group was made are events: named first, then the catch-up finds only
-	 * what came before it. The catch-up itself waits until the apply that woke this is done
-	 * (settle): the value of a write before the group is still there then, and a write after
-	 * it is an event. */
+	 * what came before it. A new group's catch-up is now: a change found later could be the
+	 * kernel's after the group existed (the timer's `kernel`), not a write before it. The kept
+	 * group had no gap, so its catch-up waits until the apply that woke this is done (settle):
+	 * it only finds what came between the apply's read-back and this set. */
 	if (fd >= 0) {
 		struct event_ctx c = { .w = w };
 		(void)fw_read(fd, on_event, &c);
 	}
-	w->catch_up = true;
+	if (kept)
+		w->catch_up = true;
+	else
+		for (size_t i = 0; i < n; i++)
+			dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
 	log_info("drift watcher: %zu managed keys, %zu with a mark%s", n, nt, kept ? " (the same files: the group kept)" : "");
 }
 
