@@ -241,6 +241,24 @@ class Privsep(unittest.TestCase):
         r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": "sometimes"})
         self.assertEqual(r.status, 422, r.raw)
         self.assertEqual(bracketed(real_file(DEFRAG)), "never")
+        # a program the helper launches for a local user holds none of the knob files it holds
+        mine = [os.readlink("/proc/%d/fd/%s" % (helper, f)) for f in os.listdir("/proc/%d/fd" % helper)]
+        self.assertIn(DEFRAG, mine)
+        nobody = pwd.getpwnam("nobody")
+        p = subprocess.run(["setpriv", "--reuid", str(nobody.pw_uid), "--regid", str(nobody.pw_gid), "--clear-groups",
+                            "--", "curl", "-sS", "--unix-socket", self.d.socket, "-H", "Content-Type: application/json",
+                            "-d", json.dumps({"argv": ["sleep", "30"]}), "-w", "\n%{http_code}",
+                            "http://localhost/v1/processes"], capture_output=True, text=True, timeout=30)
+        out, code = p.stdout.rsplit("\n", 1)
+        self.assertEqual(int(code), 201, out)
+        pid = json.loads(out)["pid"]
+        self.addCleanup(lambda: os.path.exists("/proc/%d" % pid) and os.kill(pid, 9))
+        deadline = time.time() + 10   # the fork answers; the exec (which closes them) follows
+        while time.time() < deadline and os.readlink("/proc/%d/exe" % pid) == os.readlink("/proc/%d/exe" % helper):
+            time.sleep(0.01)
+        self.assertTrue(os.readlink("/proc/%d/exe" % pid).endswith("/sleep"))
+        held = [os.readlink("/proc/%d/fd/%s" % (pid, f)) for f in os.listdir("/proc/%d/fd" % pid)]
+        self.assertEqual([f for f in held if f.startswith(("/sys/", "/proc/sys/"))], [], held)
 
     @unittest.skipUnless(os.path.exists(HP), "no 2 MiB hugetlb pool")
     def test_resize_steps_are_timed_by_the_helper(self):
