@@ -198,6 +198,8 @@ class ProfileDriftRealTest(DaemonTest):
         self.assertIn("ended_ns", ended["result"], ended)
         self.assertTrue(before <= ended["result"]["ended_ns"] <= after, (before, ended, after))
         self.assertEqual(ended["result"]["actual"], "defer+madvise", ended)
+        # the ended row still names who caused the drift, and how often it was seen
+        self.assertEqual((ended["result"]["writer"]["comm"], ended["result"]["count"]), ("sh", 1), ended)
 
     def test_yield_leaves_it_and_the_key_is_no_longer_managed(self):
         self.apply("drift-yield")
