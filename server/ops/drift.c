@@ -38,7 +38,21 @@ struct drift_watcher {
 	} tf[FW_MAX];
 	size_t nt;
 	uint64_t marked;                 /* and the ones marked */
+	/* Work put off until the events are quiet (settle): the rebuild's check of every key and the
+	 * rows of drifts that ended (drift_record.c's list). settle_at is when (monotonic ns), 0
+	 * with nothing put off; first when the oldest of it was put off. */
+	bool catch_up;
+	int64_t settle_at, settle_first;
 };
+
+/* An apply's own writes, its state install and the end of its request come within a millisecond
+ * or two: what the watcher can do after them waits until its events have been quiet this long,
+ * so that it neither commits nor reads while the apply does. Never longer than DW_SETTLE_MAX_NS
+ * after the first of it (a stream of events does not put it off for good). */
+#define DW_SETTLE_NS     (20LL * 1000 * 1000)
+#define DW_SETTLE_MAX_NS (200LL * 1000 * 1000)
+
+static pid_t self_pid;   /* getpid(), once: asked for every event */
 
 static void files_of(const struct dw_key *dk, struct dw_files *f)
 {
@@ -102,7 +116,7 @@ static bool own_pid(pid_t pid)
 {
 	pid_t helper = act_helper_pid();
 
-	return pid > 0 && (pid == getpid() || (helper > 0 && pid == helper));
+	return pid > 0 && (pid == self_pid || (helper > 0 && pid == helper));
 }
 
 static bool own_write(const struct drift_writer *wr)
@@ -116,7 +130,7 @@ static bool own_write(const struct drift_writer *wr)
 		ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
 		self_exe[n > 0 ? n : 0] = '\0';
 	}
-	return wr->named && (wr->ppid == getpid() || (helper > 0 && wr->ppid == helper)) && self_exe[0] &&
+	return wr->named && (wr->ppid == self_pid || (helper > 0 && wr->ppid == helper)) && self_exe[0] &&
 	       !strcmp(wr->exe, self_exe);
 }
 
@@ -139,6 +153,9 @@ static void on_event(void *arg, const struct fw_event *ev)
 		c->overflow = true;
 		return;
 	}
+	/* The close after the daemon's own write wrote nothing: the write's event read the key. */
+	if (own && !ev->modify)
+		return;
 	for (size_t i = 0; i < w->n; i++) {
 		struct dw_key *dk = &w->keys[i];
 		bool hit = false;
@@ -284,13 +301,19 @@ static void rebuild(struct drift_watcher *w)
 	w->keys = keys;
 	w->n = n;
 	/* Writes since the group was made are events: named first, then the catch-up finds only
-	 * what came before it. */
+	 * what came before it. A new group's catch-up is now: a change found later could be the
+	 * kernel's after the group existed (the timer's `kernel`), not a write before it. The kept
+	 * group had no gap, so its catch-up waits until the apply that woke this is done (settle):
+	 * it only finds what came between the apply's read-back and this set. */
 	if (fd >= 0) {
 		struct event_ctx c = { .w = w };
 		(void)fw_read(fd, on_event, &c);
 	}
-	for (size_t i = 0; i < n; i++)
-		dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
+	if (kept)
+		w->catch_up = true;
+	else
+		for (size_t i = 0; i < n; i++)
+			dw_check(app, &keys[i], DC_UNKNOWN, NULL, false);
 	log_info("drift watcher: %zu managed keys, %zu with a mark%s", n, nt, kept ? " (the same files: the group kept)" : "");
 }
 
@@ -301,6 +324,39 @@ static void check_all(struct drift_watcher *w, bool timer_only, enum drift_cause
 			dw_check(w->app, &w->keys[i], w->keys[i].marked ? marked_cause : DC_UNKNOWN, NULL, false);
 }
 
+/* Something was put off: it is done once the events have been quiet DW_SETTLE_NS. */
+static void arm(struct drift_watcher *w)
+{
+	int64_t now = clk_mono_ns();
+
+	if (!w->catch_up && !dw_ends_pending())
+		return;
+	if (!w->settle_first)
+		w->settle_first = now;
+	w->settle_at = now + DW_SETTLE_NS < w->settle_first + DW_SETTLE_MAX_NS ? now + DW_SETTLE_NS
+										  : w->settle_first + DW_SETTLE_MAX_NS;
+}
+
+/* What was put off, done: the rebuild's check of every key, then the drifts' ends written (the
+ * check's among them). */
+static void settle(struct drift_watcher *w)
+{
+	if (w->catch_up) {
+		w->catch_up = false;
+		check_all(w, false, DC_UNKNOWN);
+	}
+	dw_ends_flush(w->app);
+	w->settle_at = w->settle_first = 0;
+}
+
+/* The poll's timeout in ms: until the slow timer or the settle, whichever is first. */
+static int timeout_ms(const struct drift_watcher *w, int64_t next)
+{
+	int64_t at = w->settle_at && w->settle_at < next ? w->settle_at : next, left = at - clk_mono_ns();
+
+	return left <= 0 ? 0 : (int)(left / 1000000 + 1);
+}
+
 static void *run(void *arg)
 {
 	struct drift_watcher *w = arg;
@@ -308,12 +364,12 @@ static void *run(void *arg)
 	int64_t next = clk_mono_ns() + w->check_ns;
 
 	rebuild(w);
+	arm(w);
 	for (;;) {
 		struct pollfd p[3] = { { .fd = w->stop_fd, .events = POLLIN }, { .fd = changes, .events = POLLIN },
 				       { .fd = w->fan_fd, .events = POLLIN } };
-		int64_t left = next - clk_mono_ns();
 		uint64_t v;
-		int rc = poll(p, w->fan_fd >= 0 ? 3 : 2, left <= 0 ? 0 : (int)(left / 1000000 + 1));
+		int rc = poll(p, w->fan_fd >= 0 ? 3 : 2, timeout_ms(w, next));
 
 		if (rc < 0 && errno != EINTR) {
 			log_error("drift watcher: poll: %s; verification stops", strerror(errno));
@@ -341,12 +397,17 @@ static void *run(void *arg)
 			if (c.overflow)
 				check_all(w, false, DC_UNKNOWN);
 		}
+		if (w->settle_at && clk_mono_ns() >= w->settle_at)
+			settle(w);
 		if (clk_mono_ns() >= next) {
 			/* A change no write event told of: the kernel's own, where a mark would have seen
-			 * any writer. */
+			 * any writer. What was put off comes first: the timer's check is of a settled set. */
+			settle(w);
 			check_all(w, true, DC_KERNEL);
 			next = clk_mono_ns() + w->check_ns;
 		}
+		/* Whatever this round put off (an end a check found, a set changed) waits for quiet. */
+		arm(w);
 	}
 	return NULL;
 }
@@ -358,6 +419,7 @@ struct drift_watcher *drift_start(const struct app *app, unsigned check_s)
 	if (!w || !app->profile_state)
 		goto fail;
 	*w = (struct drift_watcher){ .app = app, .fan_fd = -1, .check_ns = (int64_t)check_s * CLK_NS };
+	self_pid = getpid();
 	if ((w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		goto fail;
 	if (pthread_create(&w->th, NULL, run, w) != 0) {
@@ -379,6 +441,9 @@ void drift_stop(struct drift_watcher *w)
 		return;
 	(void)!write(w->stop_fd, &one, sizeof one);
 	pthread_join(w->th, NULL);
+	/* What the thread put off, written: every drift's end is recorded. */
+	dw_ends_flush(w->app);
+	dw_ends_free();
 	close(w->stop_fd);
 	if (w->fan_fd >= 0)
 		close(w->fan_fd);

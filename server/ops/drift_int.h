@@ -54,4 +54,11 @@ void dw_note_own(const struct app *app, struct dw_key *dk);
 void dw_end_replaced(const struct app *app, struct dw_key *dk, const char *actual);
 void dw_keys_free(struct dw_key *keys, size_t n);
 
+/* The ends of drifts seen (a key back in sync) whose rows are not written yet: how many. */
+size_t dw_ends_pending(void);
+/* Writes them (one update of its row each) and empties the list. */
+void dw_ends_flush(const struct app *app);
+/* Frees them unwritten (drift_stop, after a last flush). */
+void dw_ends_free(void);
+
 #endif

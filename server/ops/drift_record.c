@@ -85,27 +85,108 @@ static json_t *request_json(const struct dw_key *dk)
 			 vals, "on_drift", prof_drift_name(k->on_drift), "source", src);
 }
 
-static json_t *result_json(const struct dw_key *dk, const char *actual, const char *action, int restore_err,
+/* What a drift's row says of it, as a sighting left it. */
+struct dw_seen {
+	int64_t first_ns, last_ns;
+	uint64_t count;
+	enum drift_cause cause;
+	json_t *writer;              /* borrowed, or NULL */
+};
+
+static struct dw_seen seen_of(const struct dw_key *dk)
+{
+	return (struct dw_seen){ .first_ns = dk->first_ns, .last_ns = dk->last_ns, .count = dk->count,
+				 .cause = dk->cause, .writer = dk->writer };
+}
+
+static json_t *result_json(const struct dw_seen *d, const char *actual, const char *action, int restore_err,
 			   bool ended)
 {
 	json_t *r = json_pack("{s:s, s:I, s:I, s:I, s:s, s:O?, s:s}", "actual", actual, "first_seen_ns",
-			      (json_int_t)dk->first_ns, "last_seen_ns", (json_int_t)dk->last_ns, "count",
-			      (json_int_t)dk->count, "cause", drift_cause_name(dk->cause), "writer", dk->writer,
+			      (json_int_t)d->first_ns, "last_seen_ns", (json_int_t)d->last_ns, "count",
+			      (json_int_t)d->count, "cause", drift_cause_name(d->cause), "writer", d->writer,
 			      "action", action);
 
 	if (r && restore_err)
 		json_object_set_new(r, "restore_error", json_string(strerror(-restore_err)));
 	if (r && ended)
-		json_object_set_new(r, "ended_ns", json_integer(dk->last_ns));
+		json_object_set_new(r, "ended_ns", json_integer(d->last_ns));
 	return r;
 }
 
-/* Writes the key's row: a new one, or the open (or just-restored) drift's, updated. */
+/* The ends of drifts seen but not committed yet (dw_ends_flush): the watcher thread's alone. An
+ * end is known, and the profile state says so, the moment the watcher sees the key back in sync;
+ * its row is updated later, so that the commits of an apply's mends are not made while the apply
+ * itself commits (the writes that mend are the apply's own). */
+struct dw_end {
+	int64_t row;
+	struct dw_seen seen;             /* its writer owned (a reference) */
+	char actual[PS_ACTUAL_MAX];
+	char key[sizeof ((struct prof_key *)0)->id];
+};
+static struct {
+	struct dw_end *v;                /* owned, n of cap */
+	size_t n, cap;
+} ends;
+
+size_t dw_ends_pending(void)
+{
+	return ends.n;
+}
+
+void dw_ends_flush(const struct app *app)
+{
+	for (size_t i = 0; i < ends.n; i++) {
+		struct dw_end *d = &ends.v[i];
+		json_t *result = result_json(&d->seen, d->actual, "reported", 0, true);
+		struct op_outcome out = { .status = "reported", .finished_ns = d->seen.last_ns, .result = result };
+		mp_err e = { 0 };
+		if (history_finish(app->store, d->row, &out, &e) < 0)
+			log_error("drift watcher: the end of the drift of %s could not be recorded: %s", d->key, e.detail);
+		json_decref(result);
+		json_decref(d->seen.writer);
+	}
+	ends.n = 0;
+}
+
+void dw_ends_free(void)
+{
+	for (size_t i = 0; i < ends.n; i++)
+		json_decref(ends.v[i].seen.writer);
+	free(ends.v);
+	ends.v = NULL;
+	ends.n = ends.cap = 0;
+}
+
+/* Queues the end of dk's drift (its row built when written: nothing is formatted while an apply
+ * runs); false when it cannot (no memory): the caller writes it now. */
+static bool end_later(const struct dw_key *dk, const char *actual)
+{
+	if (ends.n == ends.cap) {
+		size_t cap = ends.cap ? 2 * ends.cap : 8;
+		struct dw_end *v = realloc(ends.v, cap * sizeof *v);
+		if (!v)
+			return false;
+		ends.v = v;
+		ends.cap = cap;
+	}
+	ends.v[ends.n] = (struct dw_end){ .row = dk->row, .seen = seen_of(dk) };
+	json_incref(dk->writer);
+	snprintf(ends.v[ends.n].actual, sizeof ends.v[ends.n].actual, "%s", actual);
+	snprintf(ends.v[ends.n].key, sizeof ends.v[ends.n].key, "%s", dk->pk.k.id);
+	ends.n++;
+	return true;
+}
+
+/* Writes the key's row: a new one, or the open (or just-restored) drift's, updated. The ends
+ * waiting are written first: a drift back soon from the same writer updates the row whose end
+ * is among them. */
 static void put_row(const struct app *app, struct dw_key *dk, const char *actual, const char *status,
 		    json_t *result)
 {
 	mp_err e = { 0 };
 
+	dw_ends_flush(app);
 	if (!dk->row) {
 		json_t *req = request_json(dk);
 		struct op_record op = { .kind = "profile.drift", .source = "watcher", .started_ns = dk->first_ns,
@@ -142,6 +223,7 @@ static void drifted(const struct app *app, struct dw_key *dk, const char *actual
 {
 	int64_t now = clk_wall_ns();
 	char sig[sizeof dk->sig], after[PS_ACTUAL_MAX];
+	struct dw_seen seen;
 	enum drift_action act;
 	const char *status;
 	int rc = 0;
@@ -185,19 +267,27 @@ static void drifted(const struct app *app, struct dw_key *dk, const char *actual
 		profile_state_yield(app->profile_state, dk->pk.k.id);
 	else
 		profile_state_set_drift(app->profile_state, dk->pk.k.id, dk->open, dk->open ? actual : after);
-	put_row(app, dk, actual, status, result_json(dk, actual, status, rc, false));
+	seen = seen_of(dk);
+	put_row(app, dk, actual, status, result_json(&seen, actual, status, rc, false));
 	atomic_fetch_add(&counts[dk->cause][act], 1);
 	log_warn("drift: %s %s -> %s (%s%s%s), %s", dk->pk.k.id, dk->pk.k.vals[0], actual, drift_cause_name(cause),
 		 wr && wr->comm[0] ? " " : "", wr ? wr->comm : "", status);
 }
 
-/* The key is back in sync (someone put it back): the drift ends, its row says when. */
+/* The key is back in sync (someone put it back): the drift ends, its row says when — written
+ * with the next row or once the watcher's events are quiet (dw_ends_flush), dated now. */
 static void mended(const struct app *app, struct dw_key *dk, const char *now)
 {
+	struct dw_seen seen;
+
 	dk->open = false;
 	dk->last_ns = clk_wall_ns();
 	profile_state_set_drift(app->profile_state, dk->pk.k.id, false, now);   /* first: as in drifted() */
-	put_row(app, dk, now, "reported", result_json(dk, now, "reported", 0, true));
+	/* A drift whose row could not be recorded is inserted now, ended. */
+	if (dk->row && end_later(dk, now))
+		return;
+	seen = seen_of(dk);
+	put_row(app, dk, now, "reported", result_json(&seen, now, "reported", 0, true));
 }
 
 void dw_check(const struct app *app, struct dw_key *dk, enum drift_cause cause, const struct drift_writer *wr,
@@ -243,9 +333,14 @@ void dw_note_own(const struct app *app, struct dw_key *dk)
 
 void dw_end_replaced(const struct app *app, struct dw_key *dk, const char *actual)
 {
+	struct dw_seen seen;
+
 	dk->open = false;
 	dk->last_ns = clk_wall_ns();
-	put_row(app, dk, actual, "reported", result_json(dk, actual, "reported", 0, true));
+	if (dk->row && end_later(dk, actual))   /* written once the events are quiet, as a mend's */
+		return;
+	seen = seen_of(dk);
+	put_row(app, dk, actual, "reported", result_json(&seen, actual, "reported", 0, true));
 }
 
 void dw_keys_free(struct dw_key *keys, size_t n)

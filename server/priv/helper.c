@@ -8,8 +8,11 @@
  * on it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,6 +38,73 @@
 #include "server/priv/priv.h"
 
 /* ---- knob.write ---- */
+
+/* The knobs' files held open for writing, by catalogue index, shared by the helper's threads (a
+ * kernel file's writes through one fd are serialised by the kernel): a write then costs the
+ * kernel's store, not a path lookup, a statfs for a choice and a close — whose FAN_CLOSE_WRITE
+ * the drift watcher would read too. Only a file on sysfs or procfs is held (a generated tree's
+ * may be replaced under a held fd): the others are written by path, as are all when the table
+ * could not be made. What is written, and every check before it, is unchanged: the index is the
+ * catalogue's, the path its own. Each slot is KFS_HELD_UNTRIED, KFS_HELD_NO or the fd, kept until
+ * the helper exits. */
+static _Atomic int *knob_wfd;   /* owned, nknob_wfd of them */
+static size_t nknob_wfd;
+
+static void knob_wfd_init(const struct knob_catalogue *c)
+{
+	size_t n = knobs_count(c);
+
+	if (!n || !(knob_wfd = malloc(n * sizeof *knob_wfd)))
+		return;
+	for (size_t i = 0; i < n; i++)
+		atomic_init(&knob_wfd[i], KFS_HELD_UNTRIED);
+	nknob_wfd = n;
+}
+
+/* Index's held fd, opened on its first write; < 0 (KFS_HELD_*): write it by path. */
+static int knob_wfd_of(const struct knob_catalogue *c, uint32_t index)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+	int fd, want = KFS_HELD_UNTRIED;
+
+	if (index >= nknob_wfd)
+		return KFS_HELD_NO;
+	if ((fd = atomic_load_explicit(&knob_wfd[index], memory_order_acquire)) != KFS_HELD_UNTRIED)
+		return fd;
+	knob_path(c, knobs_at(c, index), path, sizeof path);
+	/* Failing to open is the write's to report (by path, with its own errno), and may pass. */
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0)
+		return KFS_HELD_UNTRIED;
+	if (fstatfs(fd, &sf) < 0 || (sf.f_type != SYSFS_MAGIC && sf.f_type != PROC_SUPER_MAGIC)) {
+		close(fd);
+		fd = KFS_HELD_NO;
+	}
+	if (atomic_compare_exchange_strong_explicit(&knob_wfd[index], &want, fd, memory_order_acq_rel,
+						    memory_order_acquire))
+		return fd;
+	if (fd >= 0)
+		close(fd);   /* another thread's open won */
+	return want;
+}
+
+/* A checked value written to the knob at index: one pwrite(2) at offset 0 of the held file (the
+ * text with the newline echo sends, as knob_write writes it), else knob_write by path. */
+static int knob_write_held(const struct helper *h, uint32_t index, const char *value)
+{
+	const struct knob *k = knobs_at(h->knobs, index);
+	int fd = knob_wfd_of(h->knobs, index);
+	char line[80];
+	size_t n;
+	ssize_t w;
+
+	if (fd < 0 || (n = (size_t)snprintf(line, sizeof line, "%s\n", value)) >= sizeof line)
+		return knob_write(h->knobs, k, value);
+	do
+		w = pwrite(fd, line, n, 0);
+	while (w < 0 && errno == EINTR);
+	return w < 0 ? -errno : (size_t)w != n ? -EIO : 0;
+}
 
 /* One knob and its value, as both knob requests have them. */
 static int check_knob(const struct helper *h, uint32_t index, const char value[PRIV_KNOB_VALUE])
@@ -69,7 +139,7 @@ static int do_knob_write(struct helper *h, const void *msg, struct priv_reply *r
 
 	(void)rep;
 	(void)fd_out;
-	return knob_write(h->knobs, knobs_at(h->knobs, m->index), m->value);
+	return knob_write_held(h, m->index, m->value);
 }
 
 /* ---- knob.writes ---- */
@@ -100,20 +170,26 @@ static int check_knob_writes(const struct helper *h, const void *msg)
 static int do_knob_writes(struct helper *h, const void *msg, struct priv_reply *rep, int *fd_out)
 {
 	const struct priv_knob_writes *m = msg;
-	const struct knob *ks[PRIV_KNOB_BATCH];
-	const char *values[PRIV_KNOB_BATCH];
-	int rc[PRIV_KNOB_BATCH];
-	size_t done;
+	uint32_t i;
 
 	(void)fd_out;
-	for (uint32_t i = 0; i < m->n; i++) {
-		ks[i] = knobs_at(h->knobs, m->e[i].index);
-		values[i] = m->e[i].value;
+	/* In order, each read back, stopping at the first refused or reading otherwise (as
+	 * knob_write_each, through the held files). */
+	for (i = 0; i < m->n; i++) {
+		const struct knob *k = knobs_at(h->knobs, m->e[i].index);
+		struct knob_state st;
+		int rc = knob_write_held(h, m->e[i].index, m->e[i].value);
+		if (rc == 0) {
+			knob_read_value(h->knobs, k, &st);
+			rc = !st.available ? st.read_err : strcmp(st.value, m->e[i].value) ? 1 : 0;
+		}
+		rep->knob_rc[i] = rc;
+		if (rc != 0) {
+			i++;
+			break;
+		}
 	}
-	done = knob_write_each(h->knobs, ks, values, m->n, rc);
-	for (size_t i = 0; i < done; i++)
-		rep->knob_rc[i] = rc[i];
-	rep->value = done;
+	rep->value = i;
 	return 0;
 }
 
@@ -497,6 +573,7 @@ void priv_helper_run(const int *fds, int n, const struct knob_catalogue *knobs, 
 
 	/* The capability sets are per thread: the threads made here inherit the helper's. The
 	 * catalogue and roots are read-only; each thread has its own pool file and buffer. */
+	knob_wfd_init(knobs);
 	for (int i = 0; i < n && i < PRIV_CHANNELS; i++) {
 		hs[i] = (struct helper){ .fd = fds[i], .knobs = knobs, .sysfs_root = sysfs_root,
 					 .procfs_root = procfs_root, .nr = { .fd = -1 }, .probe_mem_pct = probe_mem_pct };

@@ -3,11 +3,13 @@ as /proc/PID/status shows; the helper, its child, is root with exactly the four 
 kernel writes need; knob writes, pool resizes and the procfs files of another user's process still
 work through it, against the real kernel (every change put back, also on failure); and a start
 that cannot be separated is refused with a clear reason, leaving nothing behind it ran."""
+import ctypes
 import json
 import os
 import pwd
 import signal
 import re
+import struct
 import subprocess
 import tempfile
 import time
@@ -37,6 +39,42 @@ def status(pid):
 def children(pid):
     with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
         return [int(p) for p in f.read().split()]
+
+
+FAN_MODIFY, FAN_CLOSE_WRITE = 0x2, 0x8
+
+
+class Fanotify:
+    """A fanotify group of this (root) test on some files: who wrote them, as the kernel says."""
+    def __init__(self, paths):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        # FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK; events' files opened O_RDONLY
+        self.fd = self.libc.fanotify_init(0x1 | 0x2, os.O_RDONLY)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "fanotify_init")
+        for p in paths:
+            if self.libc.fanotify_mark(self.fd, 0x1, ctypes.c_uint64(FAN_MODIFY | FAN_CLOSE_WRITE), -100,
+                                       p.encode()) < 0:
+                raise OSError(ctypes.get_errno(), "fanotify_mark " + p)
+
+    def events(self):
+        """[(pid, inode, mask)] of the events queued now."""
+        out = []
+        while True:
+            try:
+                buf = os.read(self.fd, 8192)
+            except BlockingIOError:
+                return out
+            off = 0
+            while off + 24 <= len(buf):
+                event_len, _vers, _res, _mlen, mask, fd, pid = struct.unpack_from("=IBBHQii", buf, off)
+                if fd >= 0:
+                    out.append((pid, os.fstat(fd).st_ino, mask))
+                    os.close(fd)
+                off += event_len
+
+    def close(self):
+        os.close(self.fd)
 
 
 def have_user():
@@ -175,6 +213,52 @@ class Privsep(unittest.TestCase):
         after = self.helper_requests()
         self.assertEqual(after["knob_writes"] - before["knob_writes"], 1)
         self.assertEqual(after["knob_write"], before["knob_write"])
+
+    def test_the_helper_writes_a_knob_through_a_held_file(self):
+        """The helper keeps a kernel knob's file open for its writes: each write of a PATCH is
+        a FAN_MODIFY by the helper and no FAN_CLOSE_WRITE (no open and close per write, which
+        the drift watcher would read as a second event); the next write through the same file
+        still lands, and one the kernel's list lacks is still refused before the helper. On main
+        every write opened the file and closed it: a FAN_CLOSE_WRITE by the helper each time."""
+        kdefrag = "/sys/kernel/mm/transparent_hugepage/khugepaged/defrag"
+        old, kold = bracketed(real_file(DEFRAG)), real_file(kdefrag)
+        self.addCleanup(real_write, DEFRAG, old)
+        self.addCleanup(real_write, kdefrag, kold)
+        helper = children(self.d.proc.pid)[0]
+        fan = Fanotify([DEFRAG, kdefrag])
+        self.addCleanup(fan.close)
+        seen = []
+        for new, knew in (("defer" if old != "defer" else "madvise", "0" if kold == "1" else "1"),
+                          ("never", kold)):
+            r = self.d.request("PATCH", "/v1/knobs", {"knobs": {"thp.defrag": new, "thp.khugepaged.defrag": knew}})
+            self.assertEqual(r.status, 200, r.raw)
+            self.assertEqual((bracketed(real_file(DEFRAG)), real_file(kdefrag)), (new, knew))
+            # the writes are queued as events before the helper answered, so before the PATCH did
+            seen += [(ino, mask) for pid, ino, mask in fan.events() if pid == helper]
+        modified = {ino for ino, mask in seen if mask & FAN_MODIFY}
+        self.assertEqual(modified, {os.stat(DEFRAG).st_ino, os.stat(kdefrag).st_ino}, seen)
+        self.assertEqual([m for _, m in seen if m & FAN_CLOSE_WRITE], [], "a close per write: %r" % seen)
+        r = self.d.request("PUT", "/v1/knobs/thp.defrag", {"value": "sometimes"})
+        self.assertEqual(r.status, 422, r.raw)
+        self.assertEqual(bracketed(real_file(DEFRAG)), "never")
+        # a program the helper launches for a local user holds none of the knob files it holds
+        mine = [os.readlink("/proc/%d/fd/%s" % (helper, f)) for f in os.listdir("/proc/%d/fd" % helper)]
+        self.assertIn(DEFRAG, mine)
+        nobody = pwd.getpwnam("nobody")
+        p = subprocess.run(["setpriv", "--reuid", str(nobody.pw_uid), "--regid", str(nobody.pw_gid), "--clear-groups",
+                            "--", "curl", "-sS", "--unix-socket", self.d.socket, "-H", "Content-Type: application/json",
+                            "-d", json.dumps({"argv": ["sleep", "30"]}), "-w", "\n%{http_code}",
+                            "http://localhost/v1/processes"], capture_output=True, text=True, timeout=30)
+        out, code = p.stdout.rsplit("\n", 1)
+        self.assertEqual(int(code), 201, out)
+        pid = json.loads(out)["pid"]
+        self.addCleanup(lambda: os.path.exists("/proc/%d" % pid) and os.kill(pid, 9))
+        deadline = time.time() + 10   # the fork answers; the exec (which closes them) follows
+        while time.time() < deadline and os.readlink("/proc/%d/exe" % pid) == os.readlink("/proc/%d/exe" % helper):
+            time.sleep(0.01)
+        self.assertTrue(os.readlink("/proc/%d/exe" % pid).endswith("/sleep"))
+        held = [os.readlink("/proc/%d/fd/%s" % (pid, f)) for f in os.listdir("/proc/%d/fd" % pid)]
+        self.assertEqual([f for f in held if f.startswith(("/sys/", "/proc/sys/"))], [], held)
 
     @unittest.skipUnless(os.path.exists(HP), "no 2 MiB hugetlb pool")
     def test_resize_steps_are_timed_by_the_helper(self):

@@ -234,6 +234,30 @@ class ProfileDriftRealTest(DaemonTest):
         self.assertEqual(done[0]["id"], row["id"])
         wait_for(lambda: self.d.get("/v1/profile").json["state"] == "applied", 30, "the state back to applied")
 
+    def test_an_apply_ends_the_drift_it_mends_and_a_write_right_after_is_its_own(self):
+        """The apply's own write puts a reported drift back in sync: the drift's row ends, dated
+        within the apply (the row may be written after the apply answered, never dated then),
+        the state is applied again, and a shell's write right after the apply is a drift of its
+        own, attributed, with the ended row left as it was."""
+        self.apply("drift-report")
+        self.foreign_write("never")
+        row = self.recorded("reported")
+        self.assertNotIn("ended_ns", row["result"])
+        before = time.time_ns()
+        apply_profile(self, self.d, "drift-report")
+        after = time.time_ns()
+        self.assertEqual(self.d.get("/v1/profile").json["state"], "applied")
+        shell, _ = self.foreign_write("never")
+        again = wait_for(lambda: [d for d in self.drifts() if d["id"] != row["id"]], 30, "the second drift")[0]
+        self.assert_writer(again, shell)
+        self.assertNotIn("ended_ns", again["result"])
+        ended = [d for d in self.drifts() if d["id"] == row["id"]][0]
+        self.assertIn("ended_ns", ended["result"], ended)
+        self.assertTrue(before <= ended["result"]["ended_ns"] <= after, (before, ended, after))
+        self.assertEqual(ended["result"]["actual"], "defer+madvise", ended)
+        # the ended row still names who caused the drift, and how often it was seen
+        self.assertEqual((ended["result"]["writer"]["comm"], ended["result"]["count"]), ("sh", 1), ended)
+
     def test_yield_leaves_it_and_the_key_is_no_longer_managed(self):
         self.apply("drift-yield")
         shell, _ = self.foreign_write("never")
