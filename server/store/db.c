@@ -13,6 +13,7 @@
 #include "common/parse.h"
 #include "server/log.h"
 #include "server/store/internal.h"
+#include "server/store/jsontext.h"
 
 extern const char *const mpd_schema_migrations[];
 extern const size_t mpd_schema_count;
@@ -532,7 +533,7 @@ int bind_json(sqlite3_stmt *s, int i, const json_t *v)
 
 	if (!v)
 		return sqlite3_bind_null(s, i);
-	if (!(t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+	if (!(t = store_json_text(v)))
 		return SQLITE_NOMEM;
 	/* The dumped string is handed to SQLite, which frees it. */
 	return sqlite3_bind_text(s, i, t, -1, free);
