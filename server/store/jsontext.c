@@ -6,6 +6,8 @@
  * that check, and the text is the same byte for byte (tests/unit/test_store_jsontext.c). */
 #include "server/store/jsontext.h"
 
+#include "common/jsonstr.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,31 +49,8 @@ static inline bool put(struct buf *b, const char *s, size_t n)
 	return true;
 }
 
-/* The length of the UTF-8 sequence at s (of at most n bytes), 0 when it is not one jansson
- * accepts (utf.c: no overlong form, no surrogate, nothing past U+10FFFF). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0xC2 || s[0] > 0xF4)
-		return 0;   /* a continuation byte, an overlong two-byte lead, or past U+10FFFF */
-	len = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
-	if (len > n)
-		return 0;
-	cp = s[0] & (0x7F >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-		return 0;
-	return len;
-}
-
-/* A string as jansson's dump_string writes it without JSON_ENSURE_ASCII or JSON_ESCAPE_SLASH:
- * only '"', '\\' and the control characters are escaped, those without a short form as \u00XX. */
+/* A string as jansson's dump_string writes it without JSON_ENSURE_ASCII or JSON_ESCAPE_SLASH
+ * (common/jsonstr.h): runs of bytes that need no escape are copied whole. */
 static bool put_string(struct buf *b, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -80,33 +59,21 @@ static bool put_string(struct buf *b, const char *str, size_t n)
 	if (!put(b, "\"", 1))
 		return false;
 	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
 		char esc[8];
-		const char *e = NULL;
+		const char *e;
 
-		if (c >= 0x80) {
-			size_t l = utf8_len(s + i, n - i);
+		if (s[i] >= 0x80) {
+			size_t l = json_utf8_len(s + i, n - i);
 			if (!l)
 				return false;   /* jansson refuses it too */
 			i += l;
 			continue;
 		}
-		if (c >= 0x20 && c != '"' && c != '\\') {
+		if (json_ascii_plain(s[i])) {
 			i++;
 			continue;
 		}
-		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		default:
-			snprintf(esc, sizeof esc, "\\u%04X", c);
-			e = esc;
-		}
+		e = json_ascii_escape(s[i], esc);
 		if (!put(b, str + run, i - run) || !put(b, e, strlen(e)))
 			return false;
 		run = ++i;
