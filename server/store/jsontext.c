@@ -81,15 +81,33 @@ static bool put_string(struct buf *b, const char *str, size_t n)
 	return put(b, str + run, n - run) && put(b, "\"", 1);
 }
 
-/* A real as jansson prints it (%.17g made to read back as a real): its own dump of the one value,
- * rather than a second copy of that rule; the store's rows hold few reals. */
-static bool put_real(struct buf *b, const json_t *v)
+/* A real as jansson's jsonp_dtostr prints it with the default precision: "%.17g", then ".0" when
+ * that reads as an integer, and the exponent without '+' or leading zeros ("1e+300" is "1e300").
+ * The daemon never calls setlocale, so the decimal point is '.'; the unit test compares with
+ * jansson on random doubles. */
+static bool put_real(struct buf *b, double d)
 {
-	char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-	bool ok = t && put(b, t, strlen(t));
+	char t[40], *e;
+	int n = snprintf(t, sizeof t, "%.17g", d);
 
-	free(t);
-	return ok;
+	if (n < 0 || (size_t)n >= sizeof t - 2)
+		return false;
+	if (!strchr(t, '.') && !strchr(t, 'e')) {
+		memcpy(t + n, ".0", 3);
+		n += 2;
+	}
+	if ((e = strchr(t, 'e'))) {
+		char *start = e + 1, *end = start + 1;   /* jansson's own steps: "e+07" -> "e7", "e-07" -> "e-7" */
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, strlen(end) + 1);
+			n = (int)strlen(t);
+		}
+	}
+	return put(b, t, (size_t)n);
 }
 
 /* An integer in decimal, as "%" JSON_INTEGER_FORMAT prints it (snprintf was a fifth of the time). */
@@ -121,7 +139,7 @@ static bool put_value(struct buf *b, const json_t *v, int depth)
 	case JSON_INTEGER:
 		return put_int(b, json_integer_value(v));
 	case JSON_REAL:
-		return put_real(b, v);
+		return put_real(b, json_real_value(v));
 	case JSON_STRING:
 		return put_string(b, json_string_value(v), json_string_length(v));
 	case JSON_ARRAY: {

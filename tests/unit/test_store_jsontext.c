@@ -40,6 +40,30 @@ START_TEST(scalars_are_written_as_jansson_writes_them)
 }
 END_TEST
 
+/* Reals are printed here, not by jansson: every finite double's text must be jansson's. Random bit
+ * patterns (every exponent, subnormals), and small integers and decimal fractions as measurements
+ * give them. */
+START_TEST(random_reals_are_written_as_jansson_writes_them)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	for (int i = 0; i < 200000; i++) {
+		double d;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(&d, &x, sizeof d);
+		if (i % 4 == 1)
+			d = (double)(int64_t)(x % 2000001) - 1000000.0;
+		else if (i % 4 == 2)
+			d = (double)(x % 100000) / 1000.0;
+		if (d != d || d - d != 0)
+			continue;   /* NaN and the infinities: json_real refuses them */
+		same_as_jansson(json_real(d));
+	}
+}
+END_TEST
+
 START_TEST(strings_are_escaped_as_jansson_escapes_them)
 {
 	static const char *const cases[] = {
@@ -118,6 +142,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("store_jsontext");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, scalars_are_written_as_jansson_writes_them);
+	tcase_add_test(tc, random_reals_are_written_as_jansson_writes_them);
 	tcase_add_test(tc, strings_are_escaped_as_jansson_escapes_them);
 	tcase_add_test(tc, containers_keep_their_order);
 	tcase_add_test(tc, a_stored_result_is_the_same_text);
