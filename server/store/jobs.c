@@ -16,7 +16,8 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	int brc = SQLITE_OK;   /* the first failed bind */
 
 	BIND(brc, sqlite3_bind_text(s, 1, r->kind, -1, SQLITE_STATIC));
-	BIND(brc, sqlite3_bind_text(s, 2, r->status, -1, SQLITE_STATIC));
+	/* Started in the same statement (a job run at once): what store_job_start would make it. */
+	BIND(brc, sqlite3_bind_text(s, 2, r->started_ns ? "running" : r->status, -1, SQLITE_STATIC));
 	BIND(brc, bind_text_or_null(s, 3, r->conflict_key));
 	BIND(brc, sqlite3_bind_text(s, 4, r->source, -1, SQLITE_STATIC));
 	if (r->schedule_id > 0)
@@ -30,6 +31,8 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	BIND(brc, bind_json(s, 10, r->request));
 	BIND(brc, bind_json(s, 11, r->progress));
 	sqlite3_bind_int64(s, 12, st->instance);
+	if (r->started_ns)
+		sqlite3_bind_int64(s, 13, r->started_ns);
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "insert job");
 	return run_insert(st, s, e, "insert job");
@@ -60,7 +63,6 @@ int store_job_submit_with(struct store *st, const struct op_record *op, const st
 	if (tx_begin(st, "job_submit", e) < 0)
 		goto out;
 	if ((*op_id = op_insert_row(st, op, e)) < 0 || (*job_id = job_insert_row(st, r, *op_id, e)) < 0 ||
-	    (r->started_ns && job_start_row(st, *job_id, r->started_ns, e) < 0) ||
 	    (with && (*with_id = op_insert_row(st, with, e)) < 0)) {
 		tx_rollback(st);
 		goto out;
