@@ -15,6 +15,7 @@
 
 #include "common/extfrag.h"
 #include "server/store/internal.h"
+#include "common/jtext.h"
 
 /* More orders than any kernel has (MAX_PAGE_ORDER is 10 on x86-64; kernel/mmcounters.h reads 16
  * at most): a stored array longer than this is not ours, and is left alone. */
@@ -122,18 +123,29 @@ void cond_answer_form(json_t *result)
 	json_object_del(buddy, "moved");
 }
 
-int bind_result(sqlite3_stmt *s, int i, json_t *result)
+int result_text(json_t *result, char **text)
 {
 	json_t *stored;
-	int rc;
 
+	*text = NULL;
 	if (!result)
-		return sqlite3_bind_null(s, i);
+		return SQLITE_OK;
 	if (!(stored = cond_stored_form(result)))
 		return SQLITE_NOMEM;
-	rc = bind_json(s, i, stored);
+	*text = jtext_dump(stored, JSON_COMPACT | JSON_ENCODE_ANY, NULL);
 	json_decref(stored);
-	return rc;
+	return *text ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int bind_result(sqlite3_stmt *s, int i, json_t *result)
+{
+	char *text;
+	int rc = result_text(result, &text);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	/* The text is handed to SQLite, which frees it. */
+	return text ? sqlite3_bind_text(s, i, text, -1, free) : sqlite3_bind_null(s, i);
 }
 
 json_t *col_result(sqlite3_stmt *s, int col)

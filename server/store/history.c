@@ -37,6 +37,18 @@ int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e)
 
 int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e)
 {
+	char *text;
+	int rc = result_text(out->result, &text);
+
+	if (rc != SQLITE_OK)
+		return bind_fail(rc, e, "finish operation");
+	rc = op_finish_row_text(st, id, out, text, e);
+	free(text);
+	return rc;
+}
+
+int op_finish_row_text(struct store *st, int64_t id, const struct op_outcome *out, const char *text, mp_err *e)
+{
 	sqlite3_stmt *s = stmt(st, ST_OP_FINISH);
 	int brc = SQLITE_OK;   /* the first failed bind */
 
@@ -46,7 +58,7 @@ int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp
 	if (out->err_no)
 		sqlite3_bind_int(s, 4, out->err_no);
 	BIND(brc, bind_text_or_null(s, 5, out->error));
-	BIND(brc, bind_result(s, 6, out->result));
+	BIND(brc, bind_text_or_null(s, 6, text));
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "finish operation");
 	/* An operation that is not there is our bug (or a hand-edited database), not the client's. */

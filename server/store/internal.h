@@ -153,6 +153,10 @@ json_t *col_json(sqlite3_stmt *s, int col);
  * form back as the answer's. */
 int bind_result(sqlite3_stmt *s, int i, json_t *result);
 json_t *col_result(sqlite3_stmt *s, int col);
+/* What bind_result binds, made once for a result that goes into two rows (a job's and its
+ * operation's, store_job_finish): 0 with *text (owned by the caller; NULL for no result), or
+ * SQLITE_NOMEM (also for a result json_dumps could not write). */
+int result_text(json_t *result, char **text);
 
 /* How many latency samples a statistics query keeps in memory (2^20: 8 MiB) before it switches to
  * counting first and walking without a buffer. A variable only so that a test can make it small. */
@@ -166,6 +170,8 @@ struct op_record;
 struct op_outcome;
 int64_t op_insert_row(struct store *st, const struct op_record *op, mp_err *e);
 int op_finish_row(struct store *st, int64_t id, const struct op_outcome *out, mp_err *e);
+/* The same with out->result already as result_text made it (text borrowed; NULL: no result). */
+int op_finish_row_text(struct store *st, int64_t id, const struct op_outcome *out, const char *text, mp_err *e);
 /* A knob change's rows and its operation's outcome (store/history.h's knob_record). */
 struct knob_record;
 int knob_record_rows(struct store *st, const struct knob_record *r, mp_err *e);

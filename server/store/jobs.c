@@ -16,7 +16,8 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	int brc = SQLITE_OK;   /* the first failed bind */
 
 	BIND(brc, sqlite3_bind_text(s, 1, r->kind, -1, SQLITE_STATIC));
-	BIND(brc, sqlite3_bind_text(s, 2, r->status, -1, SQLITE_STATIC));
+	/* Started in the same statement (a job run at once): what store_job_start would make it. */
+	BIND(brc, sqlite3_bind_text(s, 2, r->started_ns ? "running" : r->status, -1, SQLITE_STATIC));
 	BIND(brc, bind_text_or_null(s, 3, r->conflict_key));
 	BIND(brc, sqlite3_bind_text(s, 4, r->source, -1, SQLITE_STATIC));
 	if (r->schedule_id > 0)
@@ -30,6 +31,8 @@ static int64_t job_insert_row(struct store *st, const struct job_row *r, int64_t
 	BIND(brc, bind_json(s, 10, r->request));
 	BIND(brc, bind_json(s, 11, r->progress));
 	sqlite3_bind_int64(s, 12, st->instance);
+	if (r->started_ns)
+		sqlite3_bind_int64(s, 13, r->started_ns);
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "insert job");
 	return run_insert(st, s, e, "insert job");
@@ -60,7 +63,6 @@ int store_job_submit_with(struct store *st, const struct op_record *op, const st
 	if (tx_begin(st, "job_submit", e) < 0)
 		goto out;
 	if ((*op_id = op_insert_row(st, op, e)) < 0 || (*job_id = job_insert_row(st, r, *op_id, e)) < 0 ||
-	    (r->started_ns && job_start_row(st, *job_id, r->started_ns, e) < 0) ||
 	    (with && (*with_id = op_insert_row(st, with, e)) < 0)) {
 		tx_rollback(st);
 		goto out;
@@ -87,7 +89,8 @@ int store_job_start(struct store *st, int64_t id, int64_t started_ns, mp_err *e)
 	return rc;
 }
 
-static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
+/* result: x->result as result_text made it (borrowed; NULL: none). */
+static int job_finish_row(struct store *st, const struct job_end *x, const char *result, mp_err *e)
 {
 	sqlite3_stmt *s = stmt(st, ST_JOB_FINISH);
 	int brc = SQLITE_OK;   /* the first failed bind */
@@ -99,7 +102,7 @@ static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
 		sqlite3_bind_int(s, 4, x->err_no);
 	BIND(brc, bind_text_or_null(s, 5, x->error && *x->error ? x->error : NULL));
 	BIND(brc, bind_json(s, 6, x->progress));
-	BIND(brc, bind_result(s, 7, x->result));
+	BIND(brc, bind_text_or_null(s, 7, result));
 	sqlite3_bind_int64(s, 8, x->job_id);
 	if (brc != SQLITE_OK)
 		return bind_fail(brc, e, "finish job");
@@ -109,20 +112,25 @@ static int job_finish_row(struct store *st, const struct job_end *x, mp_err *e)
 int store_job_finish(struct store *st, const struct job_end *x, mp_err *e)
 {
 	struct op_outcome out = { x->status, x->finished_ns, x->err_no, x->op_error, x->result };
-	int rc = -1;
+	char *result;   /* owned: the result's stored text, made once for the job's row and its operation's */
+	int rc = result_text(x->result, &result);
 
+	if (rc != SQLITE_OK)
+		return bind_fail(rc, e, "finish job");
+	rc = -1;
 	store_conn_lock(st, W);
 	if (tx_begin(st, x->tx ? x->tx : "job_finish", e) < 0)
 		goto out;
 	/* The knob change first: its operation ends before the job's, as it did in its own commit. */
-	if ((x->knobs && knob_record_rows(st, x->knobs, e) < 0) || job_finish_row(st, x, e) < 0 ||
-	    (x->op_id > 0 && op_finish_row(st, x->op_id, &out, e) < 0)) {
+	if ((x->knobs && knob_record_rows(st, x->knobs, e) < 0) || job_finish_row(st, x, result, e) < 0 ||
+	    (x->op_id > 0 && op_finish_row_text(st, x->op_id, &out, result, e) < 0)) {
 		tx_rollback(st);
 		goto out;
 	}
 	rc = tx_commit(st, e);
 out:
 	store_conn_unlock(st, W);
+	free(result);
 	if (rc == 0) {
 		if (x->knobs)
 			STORE_EVENT(st, op_finished, x->knobs->id, &x->knobs->out);

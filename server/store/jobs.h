@@ -25,13 +25,14 @@ struct job_row {
 	uid_t actor_uid;
 	const char *actor_name;
 	int64_t created_ns;
-	int64_t started_ns;          /* 0: not started (queued); else stored started in the same transaction */
+	int64_t started_ns;          /* 0: not started (queued, or as status says); else inserted "running" since then */
 	json_t *request;             /* borrowed */
 	json_t *progress;            /* borrowed */
 };
 
 /* Transaction "job_submit": the job's operation (op, "running") and the job row pointing at it
- * (and its start, when r->started_ns is set: a job run at once costs one commit, not two).
+ * (inserted started when r->started_ns is set: a job run at once costs one commit, not two, and
+ * one statement for its row, not two).
  * Fills *op_id and *job_id. */
 int store_job_submit(struct store *st, const struct op_record *op, const struct job_row *r, int64_t *op_id,
 		     int64_t *job_id, mp_err *e);

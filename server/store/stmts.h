@@ -89,7 +89,8 @@
 	                       "AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3") \
 	/* jobs and batches (jobs.c) */ \
 	X(JOB_INSERT,       W, "INSERT INTO jobs (kind, status, conflict_key, source, schedule_id, actor_uid, " \
-	                       "actor_name, op_id, created_ns, request, progress, instance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") \
+	                       "actor_name, op_id, created_ns, request, progress, instance, started_ns) " \
+	                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)") \
 	X(JOB_RUNNING,      W, "UPDATE jobs SET status = 'running', started_ns = ? WHERE id = ?") \
 	X(JOB_FINISH,       W, "UPDATE jobs SET status = ?, finished_ns = ?, reason = ?, errno = ?, error = ?, " \
 	                       "progress = coalesce(?, progress), result = ? WHERE id = ?") \

@@ -6,10 +6,10 @@ the job's end and its operation's, all or none); and the 202 is the job exactly 
 /v1/jobs/ID shows it right after, built from what the request holds, not read back.
 
 On a generated tree, with the daemon's test fault point (MEMPOLICYD_TEST_KILL_AT=tx:n: SIGKILL
-after the n-th statement of that transaction). On main the knobs.set operation had its own
-transaction ("knob_record", after the writes): there the job_submit transaction has three
-statements (job_submit:4 never fires and the apply completes), and a kill inside job_finish
-leaves the knobs.set operation ok with its changes beside an interrupted job."""
+after the n-th statement of that transaction). The job row is inserted started, so the knobs.set
+insert is the submit's third statement. Before branch h18-apply3 the knobs.set operation had its
+own transaction ("knob_record", after the writes): there a kill inside job_finish left the
+knobs.set operation ok with its changes beside an interrupted job."""
 import http.client
 import os
 import shutil
@@ -78,9 +78,10 @@ class KnobOnlyApplyCommits(unittest.TestCase):
         self.assertIn("buddyinfo", r.json["result"]["conditions"])
 
     def test_the_knob_operation_is_stored_running_with_the_job_before_any_write(self):
-        """A kill after the submit transaction's 4th statement (the knobs.set operation's insert):
-        rolled back whole, and nothing was written, because nothing is written before it commits."""
-        self.start("job_submit:4")
+        """A kill after the submit transaction's 3rd statement (the knobs.set operation's insert,
+        after the job's operation and the job row inserted started): rolled back whole, and
+        nothing was written, because nothing is written before it commits."""
+        self.start("job_submit:3")
         self.apply_killed()
         self.assertEqual(self.knobs(), ("madvise", "4096"))
         self.start()
