@@ -2,6 +2,7 @@
 with raw HTTP over the Unix socket and with bin/mempolicyctl, and snapshot what a refused request
 must leave alone (the generated tree, the real knobs, the database)."""
 import atexit
+import errno
 import fcntl
 import http.client
 import json
@@ -52,6 +53,22 @@ def wait_read(sock, timeout=30):
         if time.monotonic() > deadline:
             raise AssertionError("the daemon did not read what was sent within %d s" % timeout)
         time.sleep(0.005)
+
+
+def fifo_writer(path, what, timeout=60):
+    """The write end of the FIFO at path, once a daemon's thread waits on it at a test-build hold
+    point (common/testhold.h; until then there is no reader, and a non-blocking open fails with
+    ENXIO). what says which thread, for the failure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError("%s never reached its hold point" % what)
+        time.sleep(0.01)
 
 
 def wait_accepted(port, timeout=30):

@@ -8,14 +8,13 @@ No sleep proves an absence: the watcher handles a key's event in one step — re
 once the row is there, what the policy did is done. The shell is held alive until its row is
 recorded (its pidfd then still names it: comm and exe can be read). Every knob is restored, also on
 failure; thp.enabled ends at madvise. On main there is no watcher and no /v1/profile/drift."""
-import errno
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 
-from lib import Daemon, DaemonTest, bracketed, real_file, real_write, shared_tmp
+from lib import Daemon, DaemonTest, bracketed, fifo_writer, real_file, real_write, shared_tmp
 from test_probes_framework import wait_for
 
 T = "/sys/kernel/mm/transparent_hugepage/"
@@ -163,20 +162,6 @@ class ProfileDriftRealTest(DaemonTest):
         wait_for(lambda: bracketed(real_file(DEFRAG)) == "defer+madvise", 10, "defrag put back")
         self.assert_writer(self.recorded("restored"), shell)
 
-    def held_writer(self, timeout=30):
-        """The hold FIFO's write end, once the watcher waits on it (before, a non-blocking open
-        has no reader and fails with ENXIO)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return os.open(self.hold, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as e:
-                if e.errno != errno.ENXIO:
-                    raise
-            if time.monotonic() > deadline:
-                raise AssertionError("the drift watcher never reached its hold point")
-            time.sleep(0.01)
-
     def test_a_write_right_after_the_apply_is_recorded(self):
         """A shell writes a key after the apply wrote it and before the watcher handled the
         apply's event: both events are queued together (the test holds the watcher). The apply's
@@ -195,7 +180,7 @@ class ProfileDriftRealTest(DaemonTest):
             job = wait_for(lambda: (lambda j: j if j.json.get("status") not in ("queued", "running") else None)(
                 self.d.get("/v1/jobs/%d?wait=30" % r.json["id"])), 60, "the second apply")
             self.assertEqual(job.json["status"], "ok", job.raw)
-            w = self.held_writer()                        # the apply's event waits behind the hold
+            w = fifo_writer(self.hold, "the drift watcher")                        # the apply's event waits behind the hold
             self.assertEqual(bracketed(real_file(DEFRAG)), "defer+madvise")
             second, _ = self.foreign_write("never")
         finally:

@@ -5,7 +5,6 @@ every libmicrohttpd worker, including the one that took the scan — are served,
 included, (2) its own answer is the same as ever, and (3) a scan in flight at SIGTERM is still
 answered before the daemon exits cleanly (suspended connections are resumed before
 libmicrohttpd stops)."""
-import errno
 import json
 import os
 import shutil
@@ -13,11 +12,10 @@ import signal
 import socket
 import sys
 import tempfile
-import time
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon, wait_read
+from lib import Daemon, fifo_writer, wait_read
 from test_router import raw_response
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -52,20 +50,6 @@ class SlowRoutesTest(unittest.TestCase):
         s.connect(self.d.socket)
         return s
 
-    def open_writer(self, fifo, timeout=60):
-        """The FIFO's write end, once the daemon's slow thread holds a scan on it (until then
-        there is no reader and a non-blocking open fails with ENXIO)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as e:
-                if e.errno != errno.ENXIO:
-                    raise
-            if time.monotonic() > deadline:
-                raise AssertionError("the scan never reached the slow thread (is the route R_SLOW?)")
-            time.sleep(0.01)
-
     def test_other_connections_are_served_while_a_scan_is_held(self):
         fifo = os.path.join(self.tmp, "hold")
         os.mkfifo(fifo)
@@ -75,7 +59,7 @@ class SlowRoutesTest(unittest.TestCase):
         self.addCleanup(self.d.stop)
         with self.connect() as scan:
             scan.sendall(STATS)
-            w = self.open_writer(fifo)
+            w = fifo_writer(fifo, "the slow thread (is the route R_SLOW?)")
             try:
                 # While the scan is held on the slow thread, new connections — every libmicrohttpd
                 # worker gets some — are served, root's knob change included.
