@@ -58,6 +58,10 @@ struct job_kind {
 	 * its record, so this undoes it and rewrites out (status, error, result) to say so. NULL for
 	 * a kind that never sets out->knobs. */
 	void (*unrecorded)(struct job_ctx *ctx, void *arg, struct job_outcome *out, const mp_err *why);
+	/* The job's end is recorded (or its recording failed for good, unrecorded() done): what it
+	 * left may be made known now, and not before, so that nobody sees an outcome its record then
+	 * undoes. Called once, on the thread that ran the job. NULL: nothing to do. */
+	void (*settled)(struct job_ctx *ctx, void *arg);
 };
 
 /* Registers a kind (a static table entry, borrowed for the runner's life) before jobs_start();

@@ -238,6 +238,8 @@ static void finish(struct jobs *j, struct job_ctx *c, struct job_outcome *out, c
 	}
 	if (rc < 0)
 		log_error("job %lld: recording the outcome failed: %s", (long long)c->id, e.detail);
+	if (c->kind->settled)
+		c->kind->settled(c, c->arg);
 	if (answer)
 		*answer = rc == 0 ? jobs_db_view(row, c->id, c->op_id, &end) : NULL;
 	json_decref(progress);

@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "common/testhold.h"
 #include "server/jobs/jobs.h"
 #include "server/kernel/knobs.h"
 #include "server/log.h"
 #include "server/ops/cgroups.h"
 #include "server/ops/conditions.h"
 #include "server/ops/knobs.h"
+#include "server/ops/labels.h"
 #include "server/ops/profile_pools.h"
 #include "server/ops/profile_state.h"
 #include "server/ops/profile_view.h"
@@ -38,7 +40,13 @@ struct apply_args {
 	mp_err krefused;             /* the validation's refusal (code 0: none) */
 	json_t *kwant;               /* owned: the knobs it wanted to write; NULL when none */
 	struct knob_record krec;     /* what the job's end records of ktx (job_outcome.knobs) */
-	struct ps_key *kept;         /* owned: with ktx, a copy of the keys installed (apply_unrecorded) */
+	struct ps_key *kept;         /* owned: with ktx, a copy of the keys concluded (apply_unrecorded) */
+	/* With ktx: the keys conclude made (owned) and who made them, installed once the job's end,
+	 * which records the knob change, is (apply_settled): installed before it, an end that could
+	 * not be recorded showed a state its rollback then undid, and the drift watcher took the
+	 * rollback's writes for a drift of that state. */
+	struct ps_key *pending;
+	int64_t pending_op, pending_job;
 	unsigned reasons;            /* what the apply concluded (apply_unrecorded starts from it) */
 	bool stale;
 };
@@ -55,6 +63,7 @@ static void args_free(void *p)
 	json_decref(a->kunchanged);
 	json_decref(a->kwant);
 	free(a->kept);
+	free(a->pending);
 	free(a);
 }
 
@@ -462,6 +471,9 @@ static void apply_unrecorded(struct job_ctx *ctx, void *arg, struct job_outcome 
 
 	if (!a->ktx || !keys)
 		return;
+	/* Test builds only (common/testhold.h): waits here, the end refused and nothing put back
+	 * yet, until a test has opened and closed MEMPOLICYD_TEST_HOLD_UNRECORDED's FIFO. */
+	test_hold_fifo("MEMPOLICYD_TEST_HOLD_UNRECORDED");
 	a->kept = NULL;
 	knob_tx_unrecorded(a->ktx, why);
 	answer = knob_tx_answer(a->ktx);
@@ -506,10 +518,33 @@ static void conclude(struct apply_args *a, struct job_ctx *ctx, struct ps_key *k
 	}
 	/* A knob change recorded with the job's end: should that fail, apply_unrecorded installs
 	 * again from these. */
-	if (a->ktx && (a->kept = malloc(a->ck.doc.n * sizeof *keys)))
-		memcpy(a->kept, keys, a->ck.doc.n * sizeof *keys);
+	if (a->ktx) {
+		if (!a->kept && (a->kept = malloc(a->ck.doc.n * sizeof *keys)))
+			memcpy(a->kept, keys, a->ck.doc.n * sizeof *keys);
+		free(a->pending);
+		a->pending = keys;
+		a->pending_op = job_op_id(ctx);
+		a->pending_job = job_id(ctx);
+		return;
+	}
 	profile_state_install(app->profile_state, a->ck.doc.name, keys, a->ck.doc.n, reasons, job_op_id(ctx),
 			      job_id(ctx), a->stale);
+}
+
+/* The end recorded (with the knob change, or without it once apply_unrecorded put it back): the
+ * state the end says is installed. */
+static void apply_settled(struct job_ctx *ctx, void *arg)
+{
+	struct apply_args *a = arg;
+
+	(void)ctx;
+	if (!a->pending)
+		return;
+	profile_state_install(a->app->profile_state, a->ck.doc.name, a->pending, a->ck.doc.n, a->reasons, a->pending_op,
+			      a->pending_job, a->stale);
+	a->pending = NULL;   /* the state's now */
+	/* The end's operation woke the node labels' writer before this state was there: again. */
+	labels_changed();
 }
 
 /* One activation at a time: a second one while one is queued or running is 409 job.conflict. */
@@ -535,6 +570,7 @@ const struct job_kind profile_apply_job = {
 	.conflict_key = apply_key,
 	.interrupted = apply_interrupted,
 	.unrecorded = apply_unrecorded,
+	.settled = apply_settled,
 };
 
 /* ---- activation ------------------------------------------------------------------------------ */

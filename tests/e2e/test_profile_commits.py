@@ -15,10 +15,11 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import unittest
 
 from faketree import FakeTree
-from lib import Daemon, bracketed
+from lib import Daemon, bracketed, fifo_writer
 from test_profile_reload import profiles_top
 
 KILL = "MEMPOLICYD_TEST_KILL_AT"
@@ -133,6 +134,39 @@ class KnobOnlyApplyCommits(unittest.TestCase):
         self.assertEqual((st["state"], st["reasons"]), ("degraded", ["apply_failed"]))
         self.assertEqual({k["key"]: k["actual"] for k in st["keys"]},
                          {"thp.defrag": "madvise", "thp.khugepaged.pages_to_scan": "4096"})
+
+    def test_no_state_is_shown_before_the_end_is_recorded(self):
+        """The state an apply concludes is installed once its end is recorded. Held in the
+        rollback of an end that could not be recorded (a test-build hold point), the daemon still
+        shows no profile in force: nothing, neither a GET nor the drift watcher, sees the state
+        the rollback then undoes. Before, it was installed before the end's commit: GET showed k
+        applied here, and on a busy machine the watcher took the rollback's own writes for a
+        drift of it (the test above read reasons drift and apply_failed beside stress-ng)."""
+        hold = os.path.join(self.tmp, "hold")
+        os.mkfifo(hold)
+        os.chmod(hold, 0o644)
+        self.d.env = {"MEMPOLICYD_TEST_HOLD_UNRECORDED": hold}
+        self.d.start()
+        self.d.refuse_knob_changes()
+        got = {}
+        t = threading.Thread(target=lambda: got.update(r=self.d.request("POST", "/v1/profile", body={"name": "k"})))
+        t.start()
+        w = fifo_writer(hold, "the apply's rollback")
+        try:
+            st = self.d.get("/v1/profile")
+            self.assertEqual(st.status, 200, st.raw)
+            self.assertEqual(st.json["state"], "none", st.json)
+            self.assertEqual(self.knobs(), ("defer", "2048"))   # written, not yet put back
+        finally:
+            os.close(w)
+        t.join(60)
+        r = got["r"]
+        self.assertEqual(r.status, 202, r.raw)
+        self.assertEqual(r.json["status"], "failed", r.json)
+        self.assertEqual(self.knobs(), ("madvise", "4096"))
+        st = self.d.get("/v1/profile").json
+        self.assertEqual((st["state"], st["reasons"]), ("degraded", ["apply_failed"]))
+        self.assertEqual(self.d.get("/v1/profile/drift").json["drifts"], [])
 
 
 if __name__ == "__main__":
