@@ -153,8 +153,12 @@ static void on_event(void *arg, const struct fw_event *ev)
 		c->overflow = true;
 		return;
 	}
-	/* The close after the daemon's own write wrote nothing: the write's event read the key. */
-	if (own && !ev->modify)
+	/* A close wrote nothing: its write's own event (FAN_MODIFY, queued before it) read the key.
+	 * Read again when the close is handled, the key shows what was written since, by someone
+	 * else, and the closer would be named for it: a shell's close queued before an apply, handled
+	 * after it, took the drift of a write right after the apply for its own (seen beside
+	 * stress-ng: test_a_write_right_after_the_apply_is_recorded). */
+	if (!ev->modify)
 		return;
 	for (size_t i = 0; i < w->n; i++) {
 		struct dw_key *dk = &w->keys[i];

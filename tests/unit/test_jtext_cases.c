@@ -149,6 +149,7 @@ static Suite *suite(void)
 {
 	Suite *s = suite_create("jtext_cases");
 	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);   /* 200,000 reals: seconds under a sanitizer on a busy machine */
 	tcase_add_test(tc, scalars_are_written_as_jansson_writes_them);
 	tcase_add_test(tc, random_reals_are_written_as_jansson_writes_them);
 	tcase_add_test(tc, strings_are_escaped_as_jansson_escapes_them);
