@@ -147,8 +147,13 @@ int kfs_on_kernel_fs(const char *path)
 
 int kfs_open_held(const char *path)
 {
+	return kfs_open_held_as(path, O_RDONLY);
+}
+
+int kfs_open_held_as(const char *path, int access)
+{
 	struct statfs sfs;
-	int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, access | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
 		return -errno;
@@ -160,12 +165,17 @@ int kfs_open_held(const char *path)
 
 int kfs_held_fd(_Atomic int *slot, const char *path, bool *took)
 {
+	return kfs_held_fd_as(slot, path, O_RDONLY, took);
+}
+
+int kfs_held_fd_as(_Atomic int *slot, const char *path, int access, bool *took)
+{
 	int fd = atomic_load_explicit(slot, memory_order_acquire), want = KFS_HELD_UNTRIED;
 
 	*took = false;
 	if (fd != KFS_HELD_UNTRIED)
 		return fd;
-	if ((fd = kfs_open_held(path)) == -EMEDIUMTYPE)
+	if ((fd = kfs_open_held_as(path, access)) == -EMEDIUMTYPE)
 		fd = KFS_HELD_NO;
 	else if (fd < 0)
 		return KFS_HELD_UNTRIED;

@@ -41,6 +41,9 @@ int kfs_on_kernel_fs(const char *path);
  * a symlink into /proc in its place, then a regular file again), and a held fd would go on
  * reading what it opened. */
 int kfs_open_held(const char *path);
+/* The same opened with access (O_RDONLY or O_WRONLY): the privileged helper holds the knobs'
+ * files for writing. */
+int kfs_open_held_as(const char *path, int access);
 /* A held file's slot, shared by the threads that read it: KFS_HELD_UNTRIED until a read opened it,
  * KFS_HELD_NO when the file is read by path (not a kernel file), else the fd, owned by whoever
  * owns the slot. kfs_held_fd opens path with kfs_open_held on the slot's first use, from any
@@ -50,6 +53,7 @@ int kfs_open_held(const char *path);
 #define KFS_HELD_UNTRIED -1
 #define KFS_HELD_NO      -2
 int kfs_held_fd(_Atomic int *slot, const char *path, bool *took);
+int kfs_held_fd_as(_Atomic int *slot, const char *path, int access, bool *took);   /* kfs_open_held_as */
 /* The whole text of a sysfs or procfs file, read by pread(2) from offset 0 (both regenerate it
  * there: the kernel's value now, not a cached one; a seq_file gives a page or more a read, so a
  * /proc/vmstat longer than that takes a second pread at the offset reached), NUL-terminated, one

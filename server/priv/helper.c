@@ -65,27 +65,17 @@ static void knob_wfd_init(const struct knob_catalogue *c)
 static int knob_wfd_of(const struct knob_catalogue *c, uint32_t index)
 {
 	char path[PATH_MAX];
-	struct statfs sf;
-	int fd, want = KFS_HELD_UNTRIED;
+	int fd;
+	bool took;
 
 	if (index >= nknob_wfd)
 		return KFS_HELD_NO;
 	if ((fd = atomic_load_explicit(&knob_wfd[index], memory_order_acquire)) != KFS_HELD_UNTRIED)
 		return fd;
 	knob_path(c, knobs_at(c, index), path, sizeof path);
-	/* Failing to open is the write's to report (by path, with its own errno), and may pass. */
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0)
-		return KFS_HELD_UNTRIED;
-	if (fstatfs(fd, &sf) < 0 || (sf.f_type != SYSFS_MAGIC && sf.f_type != PROC_SUPER_MAGIC)) {
-		close(fd);
-		fd = KFS_HELD_NO;
-	}
-	if (atomic_compare_exchange_strong_explicit(&knob_wfd[index], &want, fd, memory_order_acq_rel,
-						    memory_order_acquire))
-		return fd;
-	if (fd >= 0)
-		close(fd);   /* another thread's open won */
-	return want;
+	/* The read side's slot (kernel/sysfs.h), for writing: a failed open is the write's to report
+	 * (by path, with its own errno), and is tried again next time. */
+	return kfs_held_fd_as(&knob_wfd[index], path, O_WRONLY, &took);
 }
 
 /* A checked value written to the knob at index: one pwrite(2) at offset 0 of the held file (the
